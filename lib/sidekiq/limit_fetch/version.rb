@@ -1,0 +1,7 @@
+# frozen_string_literal: true
+
+module Sidekiq
+  class LimitFetch
+    VERSION = "0.1.0"
+  end
+end
