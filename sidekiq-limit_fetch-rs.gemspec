@@ -1,10 +1,9 @@
 # frozen_string_literal: true
 
-require_relative "lib/sidekiq/limit_fetch/version"
-
 Gem::Specification.new do |spec|
   spec.name = "sidekiq-limit_fetch-rs"
-  spec.version = Sidekiq::LimitFetch::VERSION
+  # Read, not required: requiring would define the class before Sidekiq is loaded.
+  spec.version = File.read(File.join(__dir__, "lib/sidekiq/limit_fetch/version.rb"))[/VERSION = "([^"]+)"/, 1]
   spec.summary = "Per-queue concurrency limits for Sidekiq 8, global and per process, on a Rust core"
   spec.description = "A Sidekiq 8 fetch strategy that caps how many jobs of each queue run at once, " \
                      "across every process sharing a Redis and within each process. Drop-in for sidekiq-limit_fetch v5."

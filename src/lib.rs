@@ -1,1 +1,25 @@
-pub fn ping() {}
+//! Core of `sidekiq-limit_fetch-rs`: per-queue concurrency limits for Sidekiq,
+//! enforced atomically in Redis.
+//!
+//! The crate knows nothing of Ruby. Every public operation is synchronous and
+//! takes an [`Interrupt`], so that a binding can run it without holding its
+//! interpreter's lock and still cut the wait short. The Redis work itself runs
+//! on a small, fork-aware Tokio runtime ([`runtime`]), which lets an
+//! interrupted caller walk away while the command it started still completes
+//! (and, for a fetch, puts the job back) instead of being torn in half.
+
+mod capsule;
+mod connection;
+mod error;
+mod interrupt;
+pub mod keys;
+mod limits;
+mod reaper;
+mod runtime;
+mod selector;
+
+pub use capsule::{BeatReport, Capsule, Fetched};
+pub use connection::{ConnectionSettings, Tls};
+pub use error::{Error, Result};
+pub use interrupt::Interrupt;
+pub use limits::{LimitKind, LimitValue};

@@ -1,3 +1,195 @@
-use magnus::Ruby;
+//! Ruby binding of `limit_fetch_core`: `Sidekiq::LimitFetch::Native`.
+//!
+//! Thin by design: convert arguments while holding the GVL, run the core
+//! call without it (see `nogvl`), convert the answer back.
+
+mod errors;
+mod nogvl;
+
+use std::time::Duration;
+
+use limit_fetch_core::{Capsule, ConnectionSettings, Error as CoreError, Interrupt, LimitKind, Tls};
+use magnus::{function, method, prelude::*, Error, RArray, RHash, RModule, RString, Ruby, Symbol};
+
+use crate::errors::to_ruby;
+use crate::nogvl::without_gvl;
+
+#[magnus::wrap(class = "Sidekiq::LimitFetch::Native", free_immediately, size)]
+struct Native {
+    capsule: Capsule,
+}
+
+/// Runs a core call without the GVL. An interrupt Ruby did not turn into an
+/// exception (a signal handled by a trap) reads as `interrupted`.
+fn call<T>(ruby: &Ruby, work: impl FnOnce(&Interrupt) -> limit_fetch_core::Result<T>) -> Result<T, Error> {
+    match without_gvl(ruby, work)? {
+        Some(result) => result.map_err(|e| to_ruby(ruby, e)),
+        None => Err(to_ruby(ruby, CoreError::Interrupted)),
+    }
+}
+
+fn kind(ruby: &Ruby, kind: Symbol) -> Result<LimitKind, Error> {
+    match kind.name()?.as_ref() {
+        "limit" => Ok(LimitKind::Global),
+        "process_limit" => Ok(LimitKind::Process),
+        other => Err(Error::new(
+            ruby.exception_arg_error(),
+            format!("unknown limit kind {other:?} (expected :limit or :process_limit)"),
+        )),
+    }
+}
+
+fn settings(ruby: &Ruby, options: RHash) -> Result<ConnectionSettings, Error> {
+    let defaults = ConnectionSettings::default();
+    let tls = match (options.lookup::<_, Option<bool>>("ssl")?, options.lookup::<_, Option<bool>>("ssl_verify")?) {
+        (Some(true), Some(false)) => Tls::Insecure,
+        (Some(true), _) => Tls::Verify,
+        _ => Tls::Off,
+    };
+    let timeout: Option<f64> = options.lookup("timeout")?;
+    let port: Option<i64> = options.lookup("port")?;
+    let port = match port {
+        None => defaults.port,
+        Some(p) => u16::try_from(p)
+            .map_err(|_| Error::new(ruby.exception_arg_error(), format!("invalid Redis port {p}")))?,
+    };
+    Ok(ConnectionSettings {
+        host: options.lookup::<_, Option<String>>("host")?.unwrap_or(defaults.host),
+        port,
+        path: options.lookup("path")?,
+        db: options.lookup::<_, Option<i64>>("db")?.unwrap_or(0),
+        username: options.lookup("username")?,
+        password: options.lookup("password")?,
+        tls,
+        timeout: timeout.filter(|t| *t > 0.0).map(Duration::from_secs_f64).unwrap_or(defaults.timeout),
+    })
+}
+
+impl Native {
+    fn new(ruby: &Ruby, options: RHash, heartbeat_period: f64) -> Result<Self, Error> {
+        if !(heartbeat_period.is_finite() && heartbeat_period > 0.0) {
+            return Err(Error::new(
+                ruby.exception_arg_error(),
+                format!("heartbeat_period must be a positive number of seconds, got {heartbeat_period}"),
+            ));
+        }
+        let settings = settings(ruby, options)?;
+        Ok(Self {
+            capsule: Capsule::new(&settings, Duration::from_secs_f64(heartbeat_period)),
+        })
+    }
+
+    fn uuid(&self) -> String {
+        self.capsule.uuid().to_owned()
+    }
+
+    /// `[queue_name, job]` or nil. An interrupted fetch has put its job back.
+    fn fetch(ruby: &Ruby, rb_self: &Self, queues: Vec<String>) -> Result<Option<RArray>, Error> {
+        let capsule = rb_self.capsule.clone();
+        let fetched = match without_gvl(ruby, |interrupt| capsule.fetch(&queues, interrupt))? {
+            None | Some(Err(CoreError::Interrupted)) => None,
+            Some(result) => result.map_err(|e| to_ruby(ruby, e))?,
+        };
+        Ok(fetched.map(|f| {
+            let pair = ruby.ary_new_capa(2);
+            let _ = pair.push(ruby.str_new(&f.queue));
+            let _ = pair.push(ruby.enc_str_new(&f.job, ruby.utf8_encoding()));
+            pair
+        }))
+    }
+
+    fn release(ruby: &Ruby, rb_self: &Self, queue: String) -> Result<(), Error> {
+        let capsule = rb_self.capsule.clone();
+        // An interrupted release still completes on the I/O thread.
+        match without_gvl(ruby, |interrupt| capsule.release(&queue, interrupt))? {
+            None | Some(Ok(())) | Some(Err(CoreError::Interrupted)) => Ok(()),
+            Some(Err(err)) => Err(to_ruby(ruby, err)),
+        }
+    }
+
+    /// `jobs`: `[[queue_name, job], ...]`.
+    fn requeue(ruby: &Ruby, rb_self: &Self, pairs: RArray) -> Result<(), Error> {
+        let mut jobs = Vec::with_capacity(pairs.len());
+        for i in 0..pairs.len() {
+            let pair: RArray = pairs.entry(i as isize)?;
+            let job: RString = pair.entry(1)?;
+            // SAFETY: the bytes are copied while the GVL is held.
+            jobs.push((pair.entry::<String>(0)?, unsafe { job.as_slice() }.to_vec()));
+        }
+        let capsule = rb_self.capsule.clone();
+        match without_gvl(ruby, |interrupt| capsule.requeue(jobs, interrupt))? {
+            None | Some(Ok(())) | Some(Err(CoreError::Interrupted)) => Ok(()),
+            Some(Err(err)) => Err(to_ruby(ruby, err)),
+        }
+    }
+
+    /// `{reaped: [[uuid, freed], ...], corrected: [[busy_key, before, after], ...]}`
+    fn beat(ruby: &Ruby, rb_self: &Self) -> Result<RHash, Error> {
+        let capsule = rb_self.capsule.clone();
+        let report = call(ruby, |interrupt| capsule.beat(interrupt))?;
+        let hash = ruby.hash_new();
+        hash.aset(ruby.to_symbol("reaped"), report.reaped)?;
+        hash.aset(ruby.to_symbol("corrected"), report.corrected)?;
+        Ok(hash)
+    }
+
+    fn register(ruby: &Ruby, rb_self: &Self) -> Result<(), Error> {
+        let capsule = rb_self.capsule.clone();
+        call(ruby, |interrupt| capsule.register(interrupt))
+    }
+
+    fn deregister(ruby: &Ruby, rb_self: &Self, queues: Vec<String>) -> Result<i64, Error> {
+        let capsule = rb_self.capsule.clone();
+        call(ruby, |interrupt| capsule.deregister(&queues, interrupt))
+    }
+
+    fn limit(ruby: &Ruby, rb_self: &Self, queue: String, which: Symbol) -> Result<Option<u64>, Error> {
+        let which = kind(ruby, which)?;
+        let capsule = rb_self.capsule.clone();
+        call(ruby, |interrupt| capsule.limit(&queue, which, interrupt))
+    }
+
+    fn set_limit(ruby: &Ruby, rb_self: &Self, queue: String, which: Symbol, value: Option<u64>) -> Result<(), Error> {
+        let which = kind(ruby, which)?;
+        let capsule = rb_self.capsule.clone();
+        call(ruby, |interrupt| capsule.set_limit(&queue, which, value, interrupt))
+    }
+
+    /// `limits`: `[[queue, :limit | :process_limit, Integer], ...]`, written only where unset.
+    fn set_default_limits(ruby: &Ruby, rb_self: &Self, entries: RArray) -> Result<(), Error> {
+        let mut limits = Vec::with_capacity(entries.len());
+        for i in 0..entries.len() {
+            let entry: RArray = entries.entry(i as isize)?;
+            limits.push((entry.entry::<String>(0)?, kind(ruby, entry.entry(1)?)?, entry.entry::<u64>(2)?));
+        }
+        let capsule = rb_self.capsule.clone();
+        call(ruby, |interrupt| capsule.set_default_limits(limits, interrupt))
+    }
+
+    /// `[busy across all capsules, busy in this capsule]`
+    fn busy(ruby: &Ruby, rb_self: &Self, queue: String) -> Result<(u64, u64), Error> {
+        let capsule = rb_self.capsule.clone();
+        call(ruby, |interrupt| capsule.busy(&queue, interrupt))
+    }
+}
+
 #[magnus::init]
-fn init(_ruby: &Ruby) -> Result<(), magnus::Error> { let _ = limit_fetch_core::ping; Ok(()) }
+fn init(ruby: &Ruby) -> Result<(), Error> {
+    let sidekiq: RModule = ruby.class_object().const_get("Sidekiq")?;
+    let limit_fetch: magnus::RClass = sidekiq.const_get("LimitFetch")?;
+    errors::init(limit_fetch)?;
+    let class = limit_fetch.define_class("Native", ruby.class_object())?;
+    class.define_singleton_method("new", function!(Native::new, 2))?;
+    class.define_method("uuid", method!(Native::uuid, 0))?;
+    class.define_method("fetch", method!(Native::fetch, 1))?;
+    class.define_method("release", method!(Native::release, 1))?;
+    class.define_method("requeue", method!(Native::requeue, 1))?;
+    class.define_method("beat", method!(Native::beat, 0))?;
+    class.define_method("register", method!(Native::register, 0))?;
+    class.define_method("deregister", method!(Native::deregister, 1))?;
+    class.define_method("limit", method!(Native::limit, 2))?;
+    class.define_method("set_limit", method!(Native::set_limit, 3))?;
+    class.define_method("set_default_limits", method!(Native::set_default_limits, 1))?;
+    class.define_method("busy", method!(Native::busy, 1))?;
+    Ok(())
+}

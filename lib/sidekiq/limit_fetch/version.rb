@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
 module Sidekiq
-  class LimitFetch
+  class LimitFetch < BasicFetch
     VERSION = "0.1.0"
   end
 end

@@ -1,0 +1,59 @@
+//! Maps core errors to the Ruby exception classes defined in
+//! lib/sidekiq/limit_fetch/errors.rb.
+
+use std::any::Any;
+use std::sync::OnceLock;
+
+use limit_fetch_core::Error as CoreError;
+use magnus::value::{Lazy, Opaque};
+use magnus::{Error, ExceptionClass, Module, Ruby};
+
+struct Classes {
+    error: Opaque<ExceptionClass>,
+    connection: Opaque<ExceptionClass>,
+    command: Opaque<ExceptionClass>,
+}
+
+static CLASSES: OnceLock<Classes> = OnceLock::new();
+
+// Resolved once at load time; the classes are constants, so never collected.
+pub fn init(namespace: impl Module) -> Result<(), Error> {
+    let get = |name: &str| -> Result<Opaque<ExceptionClass>, Error> {
+        Ok(Opaque::from(namespace.const_get::<_, ExceptionClass>(name)?))
+    };
+    let classes = Classes {
+        error: get("Error")?,
+        connection: get("ConnectionError")?,
+        command: get("CommandError")?,
+    };
+    let _ = CLASSES.set(classes);
+    Ok(())
+}
+
+static FALLBACK: Lazy<ExceptionClass> = Lazy::new(|ruby| ruby.exception_runtime_error());
+
+fn class(ruby: &Ruby, pick: impl Fn(&Classes) -> Opaque<ExceptionClass>) -> ExceptionClass {
+    match CLASSES.get() {
+        Some(classes) => ruby.get_inner(pick(classes)),
+        None => ruby.get_inner(&FALLBACK),
+    }
+}
+
+pub fn to_ruby(ruby: &Ruby, err: CoreError) -> Error {
+    let klass = match &err {
+        CoreError::Connection(_) => class(ruby, |c| c.connection),
+        CoreError::Command(_) => class(ruby, |c| c.command),
+        CoreError::Invalid(_) => ruby.exception_arg_error(),
+        CoreError::Interrupted => class(ruby, |c| c.error),
+    };
+    Error::new(klass, err.to_string())
+}
+
+pub fn panic_error(ruby: &Ruby, panic: Box<dyn Any + Send>) -> Error {
+    let detail = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into());
+    Error::new(class(ruby, |c| c.error), format!("sidekiq-limit_fetch: internal error: {detail}"))
+}

@@ -1,0 +1,79 @@
+//! Runs core calls without the GVL, interruptibly.
+//!
+//! The closure runs with the GVL released; Ruby's unblock function (called on
+//! `Thread#raise`, `Thread#kill` and signals) triggers the call's
+//! [`Interrupt`], which the core waits on beside its Redis work. Pending
+//! interrupts are raised only once the closure has returned and every Rust
+//! value is dropped, through `rb_protect`, so no longjmp crosses Rust frames.
+
+use std::ffi::c_void;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ptr::null_mut;
+
+use limit_fetch_core::Interrupt;
+use magnus::{Error, Ruby};
+use rb_sys::{rb_thread_call_without_gvl2, rb_thread_check_ints, Qnil};
+
+use crate::errors::panic_error;
+
+struct Call<'a, F, T> {
+    work: Option<F>,
+    interrupt: &'a Interrupt,
+    outcome: Option<std::thread::Result<T>>,
+}
+
+unsafe extern "C" fn body<F, T>(arg: *mut c_void) -> *mut c_void
+where
+    F: FnOnce(&Interrupt) -> T,
+{
+    // SAFETY: `arg` is the `Call` that `without_gvl` keeps alive across the call.
+    let call = unsafe { &mut *(arg as *mut Call<'_, F, T>) };
+    if let Some(work) = call.work.take() {
+        let interrupt = call.interrupt;
+        call.outcome = Some(catch_unwind(AssertUnwindSafe(|| work(interrupt))));
+    }
+    null_mut()
+}
+
+unsafe extern "C" fn unblock(arg: *mut c_void) {
+    // SAFETY: `arg` is the `Interrupt` that `without_gvl` keeps alive across the call.
+    let interrupt = unsafe { &*(arg as *const Interrupt) };
+    interrupt.trigger();
+}
+
+/// Runs `work` without the GVL. `None` means Ruby interrupted the thread
+/// before `work` could finish; `work` has then seen its `Interrupt` fire.
+/// Pending `Thread#raise`/`#kill` are raised as the returned `Err`.
+pub fn without_gvl<F, T>(ruby: &Ruby, work: F) -> Result<Option<T>, Error>
+where
+    F: FnOnce(&Interrupt) -> T,
+{
+    let interrupt = Interrupt::new();
+    let mut call = Call {
+        work: Some(work),
+        interrupt: &interrupt,
+        outcome: None,
+    };
+    // SAFETY: both pointers outlive the call, which returns only after `body`
+    // has finished (or never started) and after Ruby stopped using `unblock`.
+    unsafe {
+        rb_thread_call_without_gvl2(
+            Some(body::<F, T>),
+            &mut call as *mut Call<'_, F, T> as *mut c_void,
+            Some(unblock),
+            &interrupt as *const Interrupt as *mut c_void,
+        );
+    }
+    let outcome = call.outcome.take();
+    drop(call);
+    // SAFETY: called with the GVL held; a raise is caught by rb_protect.
+    magnus::rb_sys::protect(|| unsafe {
+        rb_thread_check_ints();
+        Qnil as _
+    })?;
+    match outcome {
+        None => Ok(None),
+        Some(Ok(value)) => Ok(Some(value)),
+        Some(Err(panic)) => Err(panic_error(ruby, panic)),
+    }
+}

@@ -1,0 +1,20 @@
+# frozen_string_literal: true
+
+require "sidekiq"
+require "sidekiq/limit_fetch"
+
+# Installs the limited fetch into every capsule of a Sidekiq server. Setup
+# waits for :startup, when the configuration (concurrency, queues, limits,
+# Sidekiq::LimitFetch.configuration) is final; deregistration waits for :exit,
+# when every in-flight job has finished or been pushed back.
+Sidekiq.configure_server do |config|
+  config[:fetch_class] = Sidekiq::LimitFetch
+
+  config.on(:startup) do
+    config.capsules.each_value { |capsule| Sidekiq::LimitFetch.setup(capsule) }
+  end
+
+  config.on(:exit) do
+    Sidekiq::LimitFetch.shutdown_all
+  end
+end

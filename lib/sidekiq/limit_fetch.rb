@@ -1,0 +1,79 @@
+# frozen_string_literal: true
+
+require "sidekiq"
+require "sidekiq/fetch"
+
+module Sidekiq
+  # A fetch strategy that caps how many jobs of each queue run at once,
+  # across every process on the same Redis (`limits:`) and within each
+  # capsule (`process_limits:`). The selection, the slot bookkeeping and the
+  # reaping of dead processes live in a Rust core; this class keeps Sidekiq's
+  # queue order (strict, weighted, random) and hands the core its queue list.
+  class LimitFetch < BasicFetch
+  end
+end
+
+require "sidekiq/limit_fetch/version"
+require "sidekiq/limit_fetch/errors"
+require "sidekiq/limit_fetch/limit_fetch_native"
+require "sidekiq/limit_fetch/configuration"
+require "sidekiq/limit_fetch/limits"
+require "sidekiq/limit_fetch/redis_options"
+require "sidekiq/limit_fetch/heartbeat"
+require "sidekiq/limit_fetch/client"
+require "sidekiq/limit_fetch/unit_of_work"
+require "sidekiq/limit_fetch/global/queue_semaphore"
+
+module Sidekiq
+  class LimitFetch < BasicFetch
+    @clients = {}.compare_by_identity
+    @lock = Mutex.new
+
+    class << self
+      # Validates the capsule's limits, writes them where Redis has none,
+      # registers the capsule and starts its heartbeat. Idempotent.
+      def setup(capsule)
+        @lock.synchronize { @clients[capsule] ||= Client.new(capsule).tap(&:start) }
+      end
+
+      # The capsule's client, set up on first use.
+      def client(capsule)
+        @clients[capsule] || setup(capsule)
+      end
+
+      # Stops the capsule's heartbeat and frees what it holds in Redis.
+      def shutdown(capsule)
+        client = @lock.synchronize { @clients.delete(capsule) }
+        client&.stop
+      end
+
+      def shutdown_all
+        @lock.synchronize { @clients.keys }.each { |capsule| shutdown(capsule) }
+      end
+    end
+
+    def initialize(capsule)
+      super
+      @client = LimitFetch.client(capsule)
+    end
+
+    def retrieve_work
+      queue, job = @client.fetch(queues_cmd)
+      return UnitOfWork.new("queue:#{queue}", job, config) if queue
+
+      sleep(rand(LimitFetch.configuration[:poll_range]))
+      nil
+    end
+
+    # Sidekiq's hard shutdown: push the unfinished jobs back and free their
+    # slots in one atomic step.
+    def bulk_requeue(inprogress)
+      return if inprogress.empty?
+
+      @client.requeue(inprogress)
+      logger.info("Pushed #{inprogress.size} jobs back to Redis")
+    rescue => e
+      logger.warn("Failed to requeue #{inprogress.size} jobs: #{e.message}")
+    end
+  end
+end

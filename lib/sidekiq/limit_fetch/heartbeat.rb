@@ -1,0 +1,84 @@
+# frozen_string_literal: true
+
+module Sidekiq
+  class LimitFetch < BasicFetch
+    # A Ruby thread (so that it may log) that proves a capsule alive every
+    # heartbeat period, heals its busy lists and reaps dead capsules. The Redis
+    # work runs in the core without the GVL.
+    class Heartbeat
+      include Sidekiq::Component
+
+      def initialize(capsule, native, period)
+        @config = capsule
+        @native = native
+        @period = period
+        @wakeup = Thread::Queue.new
+        @failing = false
+      end
+
+      def start
+        @thread ||= Thread.new do
+          Thread.current.name = "sidekiq-limit_fetch.heartbeat"
+          Thread.current.report_on_exception = false
+          run
+        end
+        self
+      end
+
+      def stop
+        @wakeup << :stop
+        @thread&.join(5)
+      end
+
+      # True while the last beat failed: Redis is then considered down.
+      def failing?
+        @failing
+      end
+
+      def beat
+        report = @native.beat
+        log_recovery if @failing
+        @failing = false
+        log(report)
+      rescue LimitFetch::Error => e
+        log_failure(e)
+      end
+
+      private
+
+      def run
+        loop do
+          break if @wakeup.pop(timeout: @period) == :stop
+
+          beat
+        end
+      rescue => e
+        # Never let the heartbeat die silently: a dead heartbeat means reaping.
+        handle_exception(e, {context: "sidekiq-limit_fetch heartbeat"})
+        retry
+      end
+
+      def log(report)
+        report[:reaped].each do |uuid, freed|
+          logger.info("sidekiq-limit_fetch: reaped dead capsule #{uuid}, freed #{freed} busy slots")
+        end
+        report[:corrected].each do |key, before, after|
+          logger.warn("sidekiq-limit_fetch: corrected #{key} for this capsule from #{before} to #{after} entries")
+        end
+      end
+
+      def log_failure(error)
+        if @failing
+          logger.warn("sidekiq-limit_fetch heartbeat still failing: #{error.class}")
+        else
+          @failing = true
+          logger.error("sidekiq-limit_fetch heartbeat failed: #{error.class}: #{error.message}")
+        end
+      end
+
+      def log_recovery
+        logger.info("sidekiq-limit_fetch heartbeat recovered: Redis is reachable again")
+      end
+    end
+  end
+end

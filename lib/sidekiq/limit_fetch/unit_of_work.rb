@@ -1,0 +1,17 @@
+# frozen_string_literal: true
+
+module Sidekiq
+  class LimitFetch < BasicFetch
+    # A fetched job holding a busy slot of its queue until it is acknowledged
+    # or pushed back.
+    class UnitOfWork < BasicFetch::UnitOfWork
+      def acknowledge
+        LimitFetch.client(config).release(queue_name)
+      end
+
+      def requeue
+        LimitFetch.client(config).requeue([self])
+      end
+    end
+  end
+end

@@ -1,0 +1,143 @@
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::{ConnectionAddr, ConnectionInfo, ProtocolVersion, RedisConnectionInfo};
+use tokio::sync::OnceCell;
+
+use crate::{Error, Result};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tls {
+    Off,
+    /// TLS with certificate and host name verification.
+    Verify,
+    /// TLS without verification (`ssl_params: { verify_mode: VERIFY_NONE }`).
+    Insecure,
+}
+
+/// Where and how to reach Redis: the same fields as Sidekiq's redis options.
+#[derive(Clone)]
+pub struct ConnectionSettings {
+    pub host: String,
+    pub port: u16,
+    /// A Unix socket path; wins over host and port.
+    pub path: Option<String>,
+    pub db: i64,
+    pub username: Option<String>,
+    pub password: Option<String>,
+    pub tls: Tls,
+    /// Connect and response timeout.
+    pub timeout: Duration,
+}
+
+impl Default for ConnectionSettings {
+    fn default() -> Self {
+        Self {
+            host: "127.0.0.1".into(),
+            port: 6379,
+            path: None,
+            db: 0,
+            username: None,
+            password: None,
+            tls: Tls::Off,
+            timeout: Duration::from_secs(3),
+        }
+    }
+}
+
+// Hand-written so that a password can never reach a log line.
+impl fmt::Debug for ConnectionSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ConnectionSettings")
+            .field("host", &self.host)
+            .field("port", &self.port)
+            .field("path", &self.path)
+            .field("db", &self.db)
+            .field("username", &self.username)
+            .field("password", &self.password.as_ref().map(|_| "REDACTED"))
+            .field("tls", &self.tls)
+            .finish()
+    }
+}
+
+impl ConnectionSettings {
+    fn connection_info(&self) -> ConnectionInfo {
+        let addr = match (&self.path, self.tls) {
+            (Some(path), _) => ConnectionAddr::Unix(path.into()),
+            (None, Tls::Off) => ConnectionAddr::Tcp(self.host.clone(), self.port),
+            (None, tls) => ConnectionAddr::TcpTls {
+                host: self.host.clone(),
+                port: self.port,
+                insecure: tls == Tls::Insecure,
+                tls_params: None,
+            },
+        };
+        ConnectionInfo {
+            addr,
+            redis: RedisConnectionInfo {
+                db: self.db,
+                username: self.username.clone(),
+                password: self.password.clone(),
+                protocol: ProtocolVersion::RESP2,
+            },
+        }
+    }
+}
+
+type Cell = Arc<OnceCell<ConnectionManager>>;
+
+/// A multiplexed, self-reconnecting Redis connection, opened lazily and
+/// opened again after `fork` (a child never writes to its parent's socket).
+pub(crate) struct Redis {
+    info: ConnectionInfo,
+    config: ConnectionManagerConfig,
+    bound: Mutex<Option<(u32, Cell)>>,
+}
+
+impl Redis {
+    pub(crate) fn new(settings: &ConnectionSettings) -> Self {
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(settings.timeout)
+            .set_response_timeout(settings.timeout)
+            .set_number_of_retries(1)
+            .set_max_delay(Duration::from_millis(500).as_millis() as u64);
+        Self {
+            info: settings.connection_info(),
+            config,
+            bound: Mutex::new(None),
+        }
+    }
+
+    fn cell(&self) -> Cell {
+        let pid = std::process::id();
+        let mut bound = self.bound.lock();
+        match bound.as_ref() {
+            Some((owner, cell)) if *owner == pid => cell.clone(),
+            _ => {
+                if let Some(stale) = bound.take() {
+                    // Inherited from the parent: its socket is the parent's to use and close.
+                    std::mem::forget(stale);
+                }
+                let cell = Cell::default();
+                *bound = Some((pid, cell.clone()));
+                cell
+            }
+        }
+    }
+
+    pub(crate) async fn conn(&self) -> Result<ConnectionManager> {
+        let cell = self.cell();
+        let conn = cell
+            .get_or_try_init(|| async {
+                let client = redis::Client::open(self.info.clone())?;
+                ConnectionManager::new_with_config(client, self.config.clone())
+                    .await
+                    .map_err(Error::from)
+            })
+            .await?;
+        Ok(conn.clone())
+    }
+}
