@@ -12,7 +12,7 @@ use tokio::sync::RwLock;
 use crate::connection::Redis;
 use crate::reaper;
 use crate::runtime::{run, run_plain};
-use crate::selector::{LuaScript, FETCH, RECONCILE, REAP};
+use crate::selector::{LuaScript, FETCH, REAP, RECONCILE};
 use crate::{keys, ConnectionSettings, Interrupt, LimitKind, LimitValue, Result};
 
 /// A job taken from a queue, with a busy slot booked for it.
@@ -72,7 +72,9 @@ impl Capsule {
             reap: LuaScript::new(REAP),
             reconcile: LuaScript::new(RECONCILE),
         };
-        Self { inner: Arc::new(inner) }
+        Self {
+            inner: Arc::new(inner),
+        }
     }
 
     pub fn uuid(&self) -> &str {
@@ -83,7 +85,11 @@ impl Capsule {
     /// without Sidekiq's `queue:` prefix), or `None` if none is eligible and
     /// non-empty. If interrupted after Redis handed out a job, the job goes
     /// back to the front of its queue and its slot is freed.
-    pub fn fetch<S: AsRef<str>>(&self, queues: &[S], interrupt: &Interrupt) -> Result<Option<Fetched>> {
+    pub fn fetch<S: AsRef<str>>(
+        &self,
+        queues: &[S],
+        interrupt: &Interrupt,
+    ) -> Result<Option<Fetched>> {
         let mut args = Vec::with_capacity(queues.len() + 1);
         args.push(self.inner.uuid.clone());
         args.extend(queues.iter().map(|q| {
@@ -110,6 +116,18 @@ impl Capsule {
                 }
             },
         )
+    }
+
+    /// Puts a fetched job back at the front of its queue and frees its slot,
+    /// without waiting: for a caller that must drop a job it already holds
+    /// (its thread is being killed).
+    pub fn give_back(&self, fetched: Fetched) {
+        let inner = self.inner.clone();
+        if let Ok(handle) = crate::runtime::handle() {
+            handle.spawn(async move {
+                let _ = inner.requeue(vec![(fetched.queue, fetched.job)]).await;
+            });
+        }
     }
 
     /// Frees the slot of a finished job of `queue`. If Redis cannot be told
@@ -154,7 +172,13 @@ impl Capsule {
         names.extend(inner.ledger.lock().running.keys().cloned());
         run_plain(interrupt, async move {
             let _exclusive = inner.gate.write().await;
-            reaper::reap_one(&inner, &inner.uuid, names.iter().map(|q| keys::busy(q)), true).await
+            reaper::reap_one(
+                &inner,
+                &inner.uuid,
+                names.iter().map(|q| keys::busy(q)),
+                true,
+            )
+            .await
         })
     }
 
@@ -162,20 +186,40 @@ impl Capsule {
         let inner = self.inner.clone();
         let key = kind.key(queue);
         run_plain(interrupt, async move {
-            let raw: Option<String> = redis::cmd("GET").arg(key).query_async(&mut inner.conn().await?).await?;
+            let raw: Option<String> = redis::cmd("GET")
+                .arg(key)
+                .query_async(&mut inner.conn().await?)
+                .await?;
             Ok(crate::limits::parse_stored(raw.as_deref()))
         })
     }
 
     /// Sets (or with `None` removes) a limit; the next fetch obeys it.
-    pub fn set_limit(&self, queue: &str, kind: LimitKind, value: LimitValue, interrupt: &Interrupt) -> Result<()> {
+    pub fn set_limit(
+        &self,
+        queue: &str,
+        kind: LimitKind,
+        value: LimitValue,
+        interrupt: &Interrupt,
+    ) -> Result<()> {
         let inner = self.inner.clone();
         let key = kind.key(queue);
         run_plain(interrupt, async move {
             let mut conn = inner.conn().await?;
             match value {
-                Some(v) => redis::cmd("SET").arg(key).arg(v).query_async::<()>(&mut conn).await?,
-                None => redis::cmd("DEL").arg(key).query_async::<()>(&mut conn).await?,
+                Some(v) => {
+                    redis::cmd("SET")
+                        .arg(key)
+                        .arg(v)
+                        .query_async::<()>(&mut conn)
+                        .await?
+                }
+                None => {
+                    redis::cmd("DEL")
+                        .arg(key)
+                        .query_async::<()>(&mut conn)
+                        .await?
+                }
             }
             Ok(())
         })
@@ -183,12 +227,20 @@ impl Capsule {
 
     /// Writes limits only where Redis holds none yet, so that values changed
     /// at run time survive a restart.
-    pub fn set_default_limits(&self, limits: Vec<(String, LimitKind, u64)>, interrupt: &Interrupt) -> Result<()> {
+    pub fn set_default_limits(
+        &self,
+        limits: Vec<(String, LimitKind, u64)>,
+        interrupt: &Interrupt,
+    ) -> Result<()> {
         let inner = self.inner.clone();
         run_plain(interrupt, async move {
             let mut pipe = redis::pipe();
             for (queue, kind, value) in &limits {
-                pipe.cmd("SET").arg(kind.key(queue)).arg(*value).arg("NX").ignore();
+                pipe.cmd("SET")
+                    .arg(kind.key(queue))
+                    .arg(*value)
+                    .arg("NX")
+                    .ignore();
             }
             pipe.query_async::<()>(&mut inner.conn().await?).await?;
             Ok(())
@@ -223,7 +275,8 @@ impl Inner {
     async fn fetch(&self, args: &[String]) -> Result<Option<Fetched>> {
         let _shared = self.gate.read().await;
         let mut conn = self.conn().await?;
-        let reply: Option<(String, Vec<u8>)> = self.fetch.invoke(&mut conn, &[] as &[&str], args).await?;
+        let reply: Option<(String, Vec<u8>)> =
+            self.fetch.invoke(&mut conn, &[] as &[&str], args).await?;
         Ok(reply.map(|(queue, job)| Fetched { queue, job }))
     }
 
@@ -255,9 +308,18 @@ impl Inner {
         pipe.atomic();
         for (queue, job) in &jobs {
             pipe.cmd("RPUSH").arg(keys::queue(queue)).arg(job).ignore();
-            pipe.cmd("LREM").arg(keys::busy(queue)).arg(1).arg(&self.uuid).ignore();
+            pipe.cmd("LREM")
+                .arg(keys::busy(queue))
+                .arg(1)
+                .arg(&self.uuid)
+                .ignore();
         }
-        let sent = async { pipe.query_async::<()>(&mut self.conn().await?).await.map_err(Into::into) }.await;
+        let sent = async {
+            pipe.query_async::<()>(&mut self.conn().await?)
+                .await
+                .map_err(Into::into)
+        }
+        .await;
         for (queue, _) in &jobs {
             self.forget(queue, 1);
         }
@@ -306,6 +368,8 @@ impl Inner {
             return Ok(Vec::new());
         }
         let mut conn = self.conn().await?;
-        self.reconcile.invoke(&mut conn, &[] as &[&str], &args).await
+        self.reconcile
+            .invoke(&mut conn, &[] as &[&str], &args)
+            .await
     }
 }

@@ -7,7 +7,10 @@ use crate::{keys, Result};
 /// slots on every queue, including queues this process does not serve.
 pub(crate) async fn reap_dead(inner: &Inner) -> Result<Vec<(String, i64)>> {
     let mut conn = inner.conn().await?;
-    let members: Vec<String> = redis::cmd("SMEMBERS").arg(keys::CAPSULES).query_async(&mut conn).await?;
+    let members: Vec<String> = redis::cmd("SMEMBERS")
+        .arg(keys::CAPSULES)
+        .query_async(&mut conn)
+        .await?;
     let others: Vec<&String> = members.iter().filter(|m| **m != inner.uuid).collect();
     if others.is_empty() {
         return Ok(Vec::new());
@@ -17,7 +20,12 @@ pub(crate) async fn reap_dead(inner: &Inner) -> Result<Vec<(String, i64)>> {
         pipe.cmd("EXISTS").arg(keys::heartbeat(uuid));
     }
     let alive: Vec<bool> = pipe.query_async(&mut conn).await?;
-    let dead: Vec<&String> = others.iter().zip(alive).filter(|(_, a)| !a).map(|(u, _)| *u).collect();
+    let dead: Vec<&String> = others
+        .iter()
+        .zip(alive)
+        .filter(|(_, a)| !a)
+        .map(|(u, _)| *u)
+        .collect();
     if dead.is_empty() {
         return Ok(Vec::new());
     }
@@ -64,5 +72,12 @@ pub(crate) async fn reap_one(
     let mut keys = vec![keys::CAPSULES.to_owned(), keys::heartbeat(uuid)];
     keys.extend(busy_lists);
     let mut conn = inner.conn().await?;
-    inner.reap.invoke(&mut conn, &keys, &[uuid, if deregister { "1" } else { "0" }]).await
+    inner
+        .reap
+        .invoke(
+            &mut conn,
+            &keys,
+            &[uuid, if deregister { "1" } else { "0" }],
+        )
+        .await
 }

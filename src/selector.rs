@@ -21,7 +21,12 @@ impl LuaScript {
         Self { body, sha }
     }
 
-    pub(crate) async fn invoke<T, K, A>(&self, conn: &mut ConnectionManager, keys: &[K], args: A) -> Result<T>
+    pub(crate) async fn invoke<T, K, A>(
+        &self,
+        conn: &mut ConnectionManager,
+        keys: &[K],
+        args: A,
+    ) -> Result<T>
     where
         T: FromRedisValue,
         K: ToRedisArgs,

@@ -3,16 +3,6 @@
 require "sidekiq"
 require "sidekiq/fetch"
 
-module Sidekiq
-  # A fetch strategy that caps how many jobs of each queue run at once,
-  # across every process on the same Redis (`limits:`) and within each
-  # capsule (`process_limits:`). The selection, the slot bookkeeping and the
-  # reaping of dead processes live in a Rust core; this class keeps Sidekiq's
-  # queue order (strict, weighted, random) and hands the core its queue list.
-  class LimitFetch < BasicFetch
-  end
-end
-
 require "sidekiq/limit_fetch/version"
 require "sidekiq/limit_fetch/errors"
 require "sidekiq/limit_fetch/limit_fetch_native"
@@ -25,6 +15,11 @@ require "sidekiq/limit_fetch/unit_of_work"
 require "sidekiq/limit_fetch/global/queue_semaphore"
 
 module Sidekiq
+  # A fetch strategy that caps how many jobs of each queue run at once,
+  # across every process on the same Redis (`limits:`) and within each
+  # capsule (`process_limits:`). The selection, the slot bookkeeping and the
+  # reaping of dead processes live in a Rust core; this class keeps Sidekiq's
+  # queue order (strict, weighted, random) and hands the core its queue list.
   class LimitFetch < BasicFetch
     @clients = {}.compare_by_identity
     @lock = Mutex.new

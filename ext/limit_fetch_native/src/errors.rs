@@ -19,7 +19,9 @@ static CLASSES: OnceLock<Classes> = OnceLock::new();
 // Resolved once at load time; the classes are constants, so never collected.
 pub fn init(namespace: impl Module) -> Result<(), Error> {
     let get = |name: &str| -> Result<Opaque<ExceptionClass>, Error> {
-        Ok(Opaque::from(namespace.const_get::<_, ExceptionClass>(name)?))
+        Ok(Opaque::from(
+            namespace.const_get::<_, ExceptionClass>(name)?,
+        ))
     };
     let classes = Classes {
         error: get("Error")?,
@@ -55,5 +57,8 @@ pub fn panic_error(ruby: &Ruby, panic: Box<dyn Any + Send>) -> Error {
         .map(|s| s.to_string())
         .or_else(|| panic.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "unknown panic".into());
-    Error::new(class(ruby, |c| c.error), format!("sidekiq-limit_fetch: internal error: {detail}"))
+    Error::new(
+        class(ruby, |c| c.error),
+        format!("sidekiq-limit_fetch: internal error: {detail}"),
+    )
 }

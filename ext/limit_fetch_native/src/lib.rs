@@ -8,11 +8,13 @@ mod nogvl;
 
 use std::time::Duration;
 
-use limit_fetch_core::{Capsule, ConnectionSettings, Error as CoreError, Interrupt, LimitKind, Tls};
+use limit_fetch_core::{
+    Capsule, ConnectionSettings, Error as CoreError, Fetched, Interrupt, LimitKind, Tls,
+};
 use magnus::{function, method, prelude::*, Error, RArray, RHash, RModule, RString, Ruby, Symbol};
 
 use crate::errors::to_ruby;
-use crate::nogvl::without_gvl;
+use crate::nogvl::{without_gvl, without_gvl_or};
 
 #[magnus::wrap(class = "Sidekiq::LimitFetch::Native", free_immediately, size)]
 struct Native {
@@ -21,7 +23,10 @@ struct Native {
 
 /// Runs a core call without the GVL. An interrupt Ruby did not turn into an
 /// exception (a signal handled by a trap) reads as `interrupted`.
-fn call<T>(ruby: &Ruby, work: impl FnOnce(&Interrupt) -> limit_fetch_core::Result<T>) -> Result<T, Error> {
+fn call<T>(
+    ruby: &Ruby,
+    work: impl FnOnce(&Interrupt) -> limit_fetch_core::Result<T>,
+) -> Result<T, Error> {
     match without_gvl(ruby, work)? {
         Some(result) => result.map_err(|e| to_ruby(ruby, e)),
         None => Err(to_ruby(ruby, CoreError::Interrupted)),
@@ -41,7 +46,10 @@ fn kind(ruby: &Ruby, kind: Symbol) -> Result<LimitKind, Error> {
 
 fn settings(ruby: &Ruby, options: RHash) -> Result<ConnectionSettings, Error> {
     let defaults = ConnectionSettings::default();
-    let tls = match (options.lookup::<_, Option<bool>>("ssl")?, options.lookup::<_, Option<bool>>("ssl_verify")?) {
+    let tls = match (
+        options.lookup::<_, Option<bool>>("ssl")?,
+        options.lookup::<_, Option<bool>>("ssl_verify")?,
+    ) {
         (Some(true), Some(false)) => Tls::Insecure,
         (Some(true), _) => Tls::Verify,
         _ => Tls::Off,
@@ -50,18 +58,27 @@ fn settings(ruby: &Ruby, options: RHash) -> Result<ConnectionSettings, Error> {
     let port: Option<i64> = options.lookup("port")?;
     let port = match port {
         None => defaults.port,
-        Some(p) => u16::try_from(p)
-            .map_err(|_| Error::new(ruby.exception_arg_error(), format!("invalid Redis port {p}")))?,
+        Some(p) => u16::try_from(p).map_err(|_| {
+            Error::new(
+                ruby.exception_arg_error(),
+                format!("invalid Redis port {p}"),
+            )
+        })?,
     };
     Ok(ConnectionSettings {
-        host: options.lookup::<_, Option<String>>("host")?.unwrap_or(defaults.host),
+        host: options
+            .lookup::<_, Option<String>>("host")?
+            .unwrap_or(defaults.host),
         port,
         path: options.lookup("path")?,
         db: options.lookup::<_, Option<i64>>("db")?.unwrap_or(0),
         username: options.lookup("username")?,
         password: options.lookup("password")?,
         tls,
-        timeout: timeout.filter(|t| *t > 0.0).map(Duration::from_secs_f64).unwrap_or(defaults.timeout),
+        timeout: timeout
+            .filter(|t| *t > 0.0)
+            .map(Duration::from_secs_f64)
+            .unwrap_or(defaults.timeout),
     })
 }
 
@@ -70,7 +87,9 @@ impl Native {
         if !(heartbeat_period.is_finite() && heartbeat_period > 0.0) {
             return Err(Error::new(
                 ruby.exception_arg_error(),
-                format!("heartbeat_period must be a positive number of seconds, got {heartbeat_period}"),
+                format!(
+                    "heartbeat_period must be a positive number of seconds, got {heartbeat_period}"
+                ),
             ));
         }
         let settings = settings(ruby, options)?;
@@ -86,10 +105,17 @@ impl Native {
     /// `[queue_name, job]` or nil. An interrupted fetch has put its job back.
     fn fetch(ruby: &Ruby, rb_self: &Self, queues: Vec<String>) -> Result<Option<RArray>, Error> {
         let capsule = rb_self.capsule.clone();
-        let fetched = match without_gvl(ruby, |interrupt| capsule.fetch(&queues, interrupt))? {
-            None | Some(Err(CoreError::Interrupted)) => None,
-            Some(result) => result.map_err(|e| to_ruby(ruby, e))?,
+        let giver = capsule.clone();
+        let abandon = move |result: limit_fetch_core::Result<Option<Fetched>>| {
+            if let Ok(Some(fetched)) = result {
+                giver.give_back(fetched);
+            }
         };
+        let fetched =
+            match without_gvl_or(ruby, |interrupt| capsule.fetch(&queues, interrupt), abandon)? {
+                None | Some(Err(CoreError::Interrupted)) => None,
+                Some(result) => result.map_err(|e| to_ruby(ruby, e))?,
+            };
         Ok(fetched.map(|f| {
             let pair = ruby.ary_new_capa(2);
             let _ = pair.push(ruby.str_new(&f.queue));
@@ -143,16 +169,29 @@ impl Native {
         call(ruby, |interrupt| capsule.deregister(&queues, interrupt))
     }
 
-    fn limit(ruby: &Ruby, rb_self: &Self, queue: String, which: Symbol) -> Result<Option<u64>, Error> {
+    fn limit(
+        ruby: &Ruby,
+        rb_self: &Self,
+        queue: String,
+        which: Symbol,
+    ) -> Result<Option<u64>, Error> {
         let which = kind(ruby, which)?;
         let capsule = rb_self.capsule.clone();
         call(ruby, |interrupt| capsule.limit(&queue, which, interrupt))
     }
 
-    fn set_limit(ruby: &Ruby, rb_self: &Self, queue: String, which: Symbol, value: Option<u64>) -> Result<(), Error> {
+    fn set_limit(
+        ruby: &Ruby,
+        rb_self: &Self,
+        queue: String,
+        which: Symbol,
+        value: Option<u64>,
+    ) -> Result<(), Error> {
         let which = kind(ruby, which)?;
         let capsule = rb_self.capsule.clone();
-        call(ruby, |interrupt| capsule.set_limit(&queue, which, value, interrupt))
+        call(ruby, |interrupt| {
+            capsule.set_limit(&queue, which, value, interrupt)
+        })
     }
 
     /// `limits`: `[[queue, :limit | :process_limit, Integer], ...]`, written only where unset.
@@ -160,10 +199,16 @@ impl Native {
         let mut limits = Vec::with_capacity(entries.len());
         for i in 0..entries.len() {
             let entry: RArray = entries.entry(i as isize)?;
-            limits.push((entry.entry::<String>(0)?, kind(ruby, entry.entry(1)?)?, entry.entry::<u64>(2)?));
+            limits.push((
+                entry.entry::<String>(0)?,
+                kind(ruby, entry.entry(1)?)?,
+                entry.entry::<u64>(2)?,
+            ));
         }
         let capsule = rb_self.capsule.clone();
-        call(ruby, |interrupt| capsule.set_default_limits(limits, interrupt))
+        call(ruby, |interrupt| {
+            capsule.set_default_limits(limits, interrupt)
+        })
     }
 
     /// `[busy across all capsules, busy in this capsule]`

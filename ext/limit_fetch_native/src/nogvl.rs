@@ -48,6 +48,19 @@ pub fn without_gvl<F, T>(ruby: &Ruby, work: F) -> Result<Option<T>, Error>
 where
     F: FnOnce(&Interrupt) -> T,
 {
+    without_gvl_or(ruby, work, drop)
+}
+
+/// [`without_gvl`], handing a finished result to `abandon` when a pending
+/// interrupt is raised instead of returning it (a fetched job goes back).
+pub fn without_gvl_or<F, T>(
+    ruby: &Ruby,
+    work: F,
+    abandon: impl FnOnce(T),
+) -> Result<Option<T>, Error>
+where
+    F: FnOnce(&Interrupt) -> T,
+{
     let interrupt = Interrupt::new();
     let mut call = Call {
         work: Some(work),
@@ -67,10 +80,16 @@ where
     let outcome = call.outcome.take();
     drop(call);
     // SAFETY: called with the GVL held; a raise is caught by rb_protect.
-    magnus::rb_sys::protect(|| unsafe {
+    let pending = magnus::rb_sys::protect(|| unsafe {
         rb_thread_check_ints();
         Qnil as _
-    })?;
+    });
+    if let Err(raised) = pending {
+        if let Some(Ok(value)) = outcome {
+            abandon(value);
+        }
+        return Err(raised);
+    }
     match outcome {
         None => Ok(None),
         Some(Ok(value)) => Ok(Some(value)),

@@ -28,7 +28,9 @@ module Sidekiq
       def configured(capsule)
         KINDS.flat_map do |option, kind|
           table = capsule[option] || {}
-          raise ArgumentError, ":#{option} must be a Hash of queue => limit, got #{table.inspect}" unless table.is_a?(Hash)
+          unless table.is_a?(Hash)
+            raise ArgumentError, ":#{option} must be a Hash of queue => limit, got #{table.inspect}"
+          end
 
           table.filter_map do |queue, value|
             value = coerce(queue, value, kind)

@@ -22,7 +22,7 @@ module Sidekiq
           "db" => config.db,
           "username" => config.username == "default" ? nil : config.username,
           "password" => config.password,
-          "ssl" => config.ssl? ? true : false,
+          "ssl" => config.ssl == true,
           "ssl_verify" => (config.ssl_params || {})[:verify_mode] != OpenSSL::SSL::VERIFY_NONE,
           "timeout" => config.read_timeout&.to_f
         }

@@ -1,0 +1,51 @@
+# frozen_string_literal: true
+
+module LimitFetchDemo
+  # The demo app in a temporary directory: demo/app (app.rb and
+  # config/sidekiq.yml) plus a Gemfile that takes the gem from this repository.
+  class App
+    TEMPLATE = File.join(REPO, "demo", "app")
+
+    attr_reader :dir
+
+    def initialize(dir)
+      @dir = dir
+    end
+
+    def create
+      FileUtils.cp_r(File.join(TEMPLATE, "."), dir)
+      FileUtils.mkdir_p(File.join(dir, "log"))
+      File.write(gemfile, <<~RUBY)
+        source "https://rubygems.org"
+
+        gem "sidekiq-limit_fetch-rs", path: #{REPO.dump}
+        gem "sidekiq"
+      RUBY
+      bundle_install
+      self
+    end
+
+    # Puts the app's bundle (Sidekiq, redis-client) on this process's load path too.
+    def load_bundle
+      ENV["BUNDLE_GEMFILE"] = gemfile
+      require "bundler/setup"
+      require "sidekiq/api"
+    end
+
+    def gemfile = File.join(dir, "Gemfile")
+
+    def log(name) = File.join(dir, "log", "#{name}.log")
+
+    private
+
+    def bundle_install
+      output, status = bundle("install", "--local", "--quiet")
+      output, status = bundle("install", "--quiet") unless status.success?
+      raise Failure, "bundle install of the demo app (#{gemfile}) failed:\n#{output}" unless status.success?
+    end
+
+    def bundle(*)
+      Open3.capture2e({"BUNDLE_GEMFILE" => gemfile}, "bundle", *, chdir: dir)
+    end
+  end
+end

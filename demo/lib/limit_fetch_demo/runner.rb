@@ -1,0 +1,96 @@
+# frozen_string_literal: true
+
+module LimitFetchDemo
+  # Runs the demo from start to end, and stops whatever it started, whatever
+  # happens: success, failure, Ctrl-C or TERM.
+  class Runner
+    BATCH = 10
+
+    def initialize(options)
+      @options = options
+      @plan = Plan.new(options.jobs)
+    end
+
+    def run
+      trap_signals
+      Dir.mktmpdir("limit-fetch-demo-") { run_in(_1) }
+    rescue Interrupt
+      warn "\nbin/demo: interrupted; stopped the Sidekiq processes and Redis, removed the app directory."
+      130
+    end
+
+    private
+
+    def run_in(dir)
+      demo(dir)
+    rescue Failure => e
+      report(e)
+    ensure
+      cleanup
+    end
+
+    def demo(dir)
+      start(dir)
+      enqueued_at = enqueue
+      @watch = Watch.new(@plan, @workers, timeout: @options.timeout)
+      last = @watch.run
+      say "Stopping the Sidekiq processes"
+      @workers.stop
+      Summary.new(@plan, last, enqueued_at: enqueued_at, busy_slots: Stats.new(@plan).busy_slots).print
+    end
+
+    def start(dir)
+      say "Writing the demo app in #{dir} and installing its bundle"
+      app = App.new(dir).create
+      app.load_bundle
+      start_redis(dir)
+      start_workers(app)
+    end
+
+    def start_redis(dir)
+      @redis = RedisServer.new(dir).start
+      Sidekiq.configure_client do |config|
+        config.redis = {url: @redis.url}
+        config.logger.level = :warn
+      end
+      say "redis-server is up on #{@redis.url}"
+    end
+
+    def start_workers(app)
+      say "Starting #{@plan.workers.size} Sidekiq processes (#{@plan.workers.join(", ")})"
+      @workers = Workers.new(app, @redis.url, @plan.workers).start
+      @workers.wait_until_running(timeout: 60)
+    end
+
+    # Pushes every job, a batch per queue in turn so that all queues start at
+    # once; returns when it started, on the clock the jobs use.
+    def enqueue
+      say "Enqueuing #{@plan.total_jobs} jobs: #{@plan.jobs.map { |queue, count| "#{count} #{queue}" }.join(", ")}"
+      started = Time.now.to_f
+      @plan.batches(BATCH).each do |queue, args|
+        Sidekiq::Client.push_bulk("class" => "DemoJob", "queue" => queue, "args" => args)
+      end
+      started
+    end
+
+    def report(error)
+      @watch&.close
+      warn "\nbin/demo: FAILED: #{error.message}"
+      warn "\nThe Sidekiq processes' logs end with:\n#{@workers.logs}" if @workers
+      1
+    end
+
+    def trap_signals
+      %w[INT TERM].each { |signal| trap(signal) { raise Interrupt } }
+    end
+
+    def cleanup
+      %w[INT TERM].each { trap(_1, "IGNORE") }
+      @watch&.close
+      @workers&.stop
+      @redis&.stop
+    end
+
+    def say(message) = puts("==> #{message}")
+  end
+end

@@ -1,0 +1,168 @@
+# frozen_string_literal: true
+
+require_relative "../support/sidekiq_app"
+
+# Real `bundle exec sidekiq` processes, configured from YAML, sharing the
+# test Redis. Run only these with `rspec --tag e2e`, skip them with
+# `rspec --tag ~e2e`.
+RSpec.describe "sidekiq-limit_fetch in sidekiq processes", :e2e do
+  before(:context) { @app = SidekiqApp.new }
+  after(:context) { @app&.remove }
+
+  let(:app) { @app }
+
+  after do |example|
+    if example.exception
+      Dir[File.join(app.dir, "log", "*.log")].each do |path|
+        warn "---- #{File.basename(path)} (last 40 lines)\n#{File.readlines(path).last(40).join}"
+      end
+    end
+    app.stop_all
+    FileUtils.rm_f(Dir[File.join(app.dir, "log", "*.log")])
+  end
+
+  # Starts process +name+ and waits until it is running and has registered
+  # its capsule; returns [process, capsule uuid].
+  def start_process(name, config:, **options)
+    before = registered_capsules
+    process = app.spawn(name, config: config, **options)
+    uuid = nil
+    wait_until(timeout: 30, message: -> { "#{name} to start and register; log:\n#{process.log_tail}" }) do
+      raise "#{name} exited (#{process.status.inspect}) while starting; log:\n#{process.log_tail}" unless process.alive?
+
+      running = redis.call("SMEMBERS", "processes").any? { |identity| identity.include?(":#{process.pid}:") }
+      fresh = registered_capsules - before
+      uuid = fresh.first if fresh.size == 1
+      running && uuid
+    end
+    [process, uuid]
+  end
+
+  def stop_process(process, timeout: 30)
+    process.signal("TERM")
+    status = process.wait(timeout)
+    expect(status).not_to be_nil, "#{process.name} did not exit within #{timeout}s of TERM; log:\n#{process.log_tail}"
+    expect(status).to be_success, "#{process.name} exited with #{status.inspect}; log:\n#{process.log_tail}"
+  end
+
+  def started_by(queue, name)
+    started(queue).select { |entry| entry.start_with?("#{name}/") }
+  end
+
+  def all_busy_lists
+    redis.call("KEYS", queue_key("*", "busy")).to_h { |key| [key, redis.call("LRANGE", key, 0, -1)] }
+  end
+
+  it "keeps global and process limits with several multi-threaded processes, running every job once" do
+    config = app.write_config("stress", queues: %w[limited free], limits: {"limited" => 3},
+      process_limits: {"limited" => 2}, concurrency: 5)
+    processes = %w[p1 p2 p3].map { |name| start_process(name, config: config).first }
+    expect(redis.call("GET", queue_key("limited", "limit"))).to eq("3")
+    expect(redis.call("GET", queue_key("limited", "process_limit"))).to eq("2")
+
+    jids = push_jobs("limited", 60, seconds: 0.05) + push_jobs("free", 60, seconds: 0.02)
+    wait_until(timeout: 90, message: -> { "120 jobs done, #{done_jids.size} are" }) { done_jids.size >= 120 }
+
+    expect(done_jids.sort).to eq(jids.sort)
+    expect(max_running("limited")).to be_between(2, 3)
+    per_process = max_running_per_worker("limited")
+    expect(per_process.values).to all(be_between(1, 2)), "per process maxima: #{per_process}"
+    expect(max_running("free")).to be >= 2
+    wait_until(timeout: 5, message: -> { "every busy slot freed: #{all_busy_lists}" }) do
+      all_busy_lists.values.all?(&:empty?)
+    end
+
+    processes.each { |process| stop_process(process) }
+    expect(registered_capsules).to eq([])
+    expect(redis.call("KEYS", "#{LimitFetchHelpers::KEY_PREFIX}capsule:*")).to eq([])
+  end
+
+  it "holds the slot of a job a TERMed process is still finishing, then frees it on exit" do
+    config = app.write_config("drain", queues: %w[solo], limits: {"solo" => 1}, concurrency: 3, timeout: 25)
+    a, a_uuid = start_process("A", config: config, heartbeat_period: 1)
+    long = push_jobs("solo", 1, seconds: 40, gate: "drain")
+    wait_until(message: "A to start the long job") { started_by("solo", "A").size == 1 }
+    b, b_uuid = start_process("B", config: config, heartbeat_period: 1)
+    short = push_jobs("solo", 1, seconds: 0.01)
+
+    a.signal("TERM")
+    # Longer than 4 heartbeat periods: a draining process that stopped its
+    # heartbeat would be reaped by B in this time.
+    held = holds_for?(6) { started("solo").size == 1 && a.alive? }
+    expect(a).to be_alive, "A exited before its job was done; log:\n#{a.log_tail}"
+    expect(held).to be(true), "B started #{started("solo")} while A was draining"
+    expect(busy_entries("solo")).to eq([a_uuid])
+    expect(registered_capsules).to contain_exactly(a_uuid, b_uuid)
+
+    open_gate("drain")
+    status = a.wait(20)
+    expect(status).not_to be_nil, "A did not exit after its job finished; log:\n#{a.log_tail}"
+    expect(status).to be_success
+    wait_until(timeout: 15, message: -> { "B to run the queued job; started: #{started("solo")}" }) do
+      done_jids("solo").size == 2
+    end
+
+    expect(started("solo").map(&:split).map(&:last)).to eq(long + short)
+    expect(started_by("solo", "B").size).to eq(1)
+    expect(done_jids("solo")).to eq(long + short)
+    expect(max_running("solo")).to eq(1)
+    expect(registered_capsules).to eq([b_uuid])
+    stop_process(b)
+  end
+
+  it "reaps the slots of a process killed with SIGKILL, on every queue" do
+    config_a = app.write_config("killed", queues: %w[solo a_only], limits: {"solo" => 1}, concurrency: 2)
+    config_b = app.write_config("reaper", queues: %w[solo], limits: {"solo" => 1}, concurrency: 2)
+    a, a_uuid = start_process("A", config: config_a, heartbeat_period: 1)
+    push_jobs("solo", 1, seconds: 120, gate: "never")
+    push_jobs("a_only", 1, seconds: 120, gate: "never")
+    wait_until(message: "A to start both jobs") do
+      started_by("solo", "A").size == 1 && started_by("a_only", "A").size == 1
+    end
+    b, b_uuid = start_process("B", config: config_b, heartbeat_period: 1)
+    after_kill = push_jobs("solo", 1, seconds: 0.01)
+    expect(holds_for?(1) { started("solo").size == 1 }).to be(true), "B ran past A's slot: #{started("solo")}"
+
+    a.signal("KILL")
+    expect(a.wait(10)).not_to be_nil
+    # A's heartbeat key outlives it by up to 4 periods: its slots are held
+    expect(busy_entries("solo")).to eq([a_uuid])
+    expect(busy_entries("a_only")).to eq([a_uuid])
+
+    wait_until(timeout: 30, message: -> { "B to reap A and run the job; #{all_busy_lists} #{registered_capsules}" }) do
+      done_jids("solo") == after_kill
+    end
+    expect(started_by("solo", "B").size).to eq(1)
+    expect(busy_entries("a_only")).to eq([])
+    expect(registered_capsules).to eq([b_uuid])
+    expect(redis.call("EXISTS", heartbeat_key(a_uuid))).to eq(0)
+    stop_process(b)
+  end
+
+  it "applies limits changed in Redis while processes run jobs" do
+    config = app.write_config("tunable", queues: %w[tunable], limits: {"tunable" => 1}, concurrency: 3)
+    processes = %w[t1 t2].map { |name| start_process(name, config: config).first }
+    jids = push_jobs("tunable", 60, seconds: 0.2)
+
+    wait_until(timeout: 20, message: -> { "3 jobs done, #{done_jids.size} are" }) { done_jids.size >= 3 }
+    expect(max_running("tunable")).to eq(1)
+
+    redis.call("SET", queue_key("tunable", "limit"), "3")
+    wait_until(timeout: 15, message: -> { "jobs to run in parallel, max is #{max_running("tunable")}" }) do
+      max_running("tunable") > 1
+    end
+
+    redis.call("SET", queue_key("tunable", "limit"), "0")
+    wait_until(timeout: 10, message: "running jobs to finish after the pause") { running("tunable").zero? }
+    paused_at = started("tunable").size
+    expect(holds_for?(1.5) { started("tunable").size == paused_at }).to be(true),
+      "jobs started while the queue was paused with limit 0"
+    expect(queue_length("tunable")).to be > 0
+
+    redis.call("SET", queue_key("tunable", "limit"), "2")
+    wait_until(timeout: 60, message: -> { "60 jobs done, #{done_jids.size} are" }) { done_jids.size >= 60 }
+    expect(done_jids.sort).to eq(jids.sort)
+    expect(max_running("tunable")).to be_between(2, 3)
+    processes.each { |process| stop_process(process) }
+  end
+end

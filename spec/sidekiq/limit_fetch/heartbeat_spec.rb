@@ -1,0 +1,108 @@
+# frozen_string_literal: true
+
+RSpec.describe Sidekiq::LimitFetch, "heartbeat and reaping" do
+  before { described_class.configuration[:heartbeat_period] = 1 }
+
+  # A capsule of some other process: registered, holding busy slots, with a
+  # heartbeat key only when alive.
+  def fake_capsule(uuid, alive:, busy_on:)
+    redis.call("SADD", LimitFetchHelpers::CAPSULES_KEY, uuid)
+    redis.call("SET", heartbeat_key(uuid), "1", "EX", 600) if alive
+    busy_on.each do |queue, count|
+      count.times { redis.call("RPUSH", queue_key(queue, "busy"), uuid) }
+    end
+  end
+
+  def describe_state(*queues)
+    lambda do
+      busy = queues.to_h { |queue| [queue, busy_entries(queue)] }
+      "capsules=#{registered_capsules.inspect} busy=#{busy.inspect}"
+    end
+  end
+
+  it "frees a dead capsule's slots on every queue, also ones the reaper does not serve" do
+    fake_capsule("dead-capsule", alive: false, busy_on: {"theirs" => 2, "mine" => 1})
+    fake_capsule("live-capsule", alive: true, busy_on: {"theirs" => 1, "mine" => 1})
+    redis.call("SADD", "queues", "theirs")
+    reaper = build_capsule(queues: %w[mine], limits: {mine: 2})
+    fetcher = fetcher_for(reaper)
+    uuid = uuid_of(reaper)
+
+    wait_until(timeout: 10, message: describe_state("theirs", "mine")) do
+      !registered_capsules.include?("dead-capsule") && !busy_entries("theirs").include?("dead-capsule")
+    end
+
+    expect(registered_capsules).to contain_exactly(uuid, "live-capsule")
+    expect(busy_entries("theirs")).to eq(["live-capsule"])
+    expect(busy_entries("mine")).to eq(["live-capsule"])
+    push_jobs("mine", 2)
+    expect(fetcher.retrieve_work).not_to be_nil # the dead capsule's slot is free again
+    expect(fetcher.retrieve_work).to be_nil # the live capsule's is not
+  end
+
+  it "frees a dead capsule's slots on a queue no config and no Sidekiq queue list mentions" do
+    fake_capsule("dead-capsule", alive: false, busy_on: {"forgotten" => 3})
+    setup_capsule(build_capsule(queues: %w[mine]))
+
+    wait_until(timeout: 10, message: describe_state("forgotten")) do
+      busy_entries("forgotten").empty? && !registered_capsules.include?("dead-capsule")
+    end
+  end
+
+  it "keeps live capsules registered, with their slots, across many heartbeat periods" do
+    capsule = build_capsule(queues: %w[a])
+    other = build_capsule(queues: %w[a])
+    fetcher = fetcher_for(capsule)
+    fetcher_for(other)
+    push_jobs("a", 1)
+    expect(fetcher.retrieve_work).not_to be_nil
+    uuids = [uuid_of(capsule), uuid_of(other)]
+
+    # the heartbeat key lives 4 periods: it must be refreshed to last 6
+    alive = holds_for?(6, interval: 0.2) do
+      registered_capsules == uuids.sort &&
+        uuids.all? { |uuid| redis.call("EXISTS", heartbeat_key(uuid)) == 1 } &&
+        busy_entries("a") == [uuid_of(capsule)]
+    end
+    expect(alive).to be(true), "a live capsule lost its registration or slot: #{describe_state("a").call}"
+  end
+
+  it "keeps slots freed by acknowledge, requeue and bulk_requeue free across heartbeats" do
+    capsule = build_capsule(queues: %w[a b c])
+    fetcher = fetcher_for(capsule)
+    uuid = uuid_of(capsule)
+    push_jobs("a", 2)
+    push_jobs("b", 1)
+    push_jobs("c", 2)
+    units = Array.new(5) { fetcher.retrieve_work }
+    expect(units.map(&:queue_name)).to eq(%w[a a b c c])
+
+    units[0].acknowledge
+    units[2].requeue
+    fetcher.bulk_requeue(units[3, 2])
+    expected = {"a" => [uuid], "b" => [], "c" => []}
+
+    steady = holds_for?(2.5, interval: 0.1) { %w[a b c].to_h { |queue| [queue, busy_entries(queue)] } == expected }
+    expect(steady).to be(true), "busy lists drifted after heartbeats: #{describe_state("a", "b", "c").call}"
+  end
+
+  it "keeps the slot of a job still running across heartbeats" do
+    capsule = build_capsule(queues: %w[a])
+    fetcher = fetcher_for(capsule)
+    push_jobs("a", 1)
+    fetcher.retrieve_work
+
+    steady = holds_for?(2.5, interval: 0.1) { busy_entries("a") == [uuid_of(capsule)] }
+    expect(steady).to be(true), "busy list drifted: #{describe_state("a").call}"
+  end
+
+  it "writes the heartbeat again after Redis lost it, e.g. FLUSHDB" do
+    capsule = build_capsule(queues: %w[a])
+    uuid = setup_capsule(capsule).uuid
+    redis.call("FLUSHDB")
+
+    wait_until(timeout: 5, message: describe_state) do
+      redis.call("EXISTS", heartbeat_key(uuid)) == 1 && registered_capsules == [uuid]
+    end
+  end
+end

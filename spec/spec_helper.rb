@@ -1,0 +1,61 @@
+# frozen_string_literal: true
+
+if ENV["COVERAGE"]
+  begin
+    require "simplecov"
+    SimpleCov.start do
+      add_filter "/spec/"
+      formatter SimpleCov::Formatter::HTMLFormatter.new(silent: true)
+    end
+  rescue LoadError
+    nil
+  end
+end
+
+require_relative "support/redis_server"
+RedisServer.start
+
+require "sidekiq"
+require "sidekiq-limit_fetch"
+require_relative "support/tracked_job"
+require_relative "support/limit_fetch_helpers"
+
+# Sidekiq.default_configuration is not used by the specs (each builds its own
+# Sidekiq::Config), but Sidekiq.logger is; keep it quiet.
+Sidekiq.default_configuration.logger = Sidekiq::Logger.new(File::NULL)
+
+RSpec.configure do |config|
+  config.include LimitFetchHelpers
+
+  config.expect_with :rspec do |expectations|
+    expectations.include_chain_clauses_in_custom_matcher_descriptions = true
+    expectations.max_formatted_output_length = 2000
+  end
+  config.mock_with :rspec do |mocks|
+    mocks.verify_partial_doubles = true
+  end
+  config.shared_context_metadata_behavior = :apply_to_host_groups
+  config.filter_run_when_matching :focus
+  config.example_status_persistence_file_path = "tmp/rspec_examples.txt"
+  config.disable_monkey_patching!
+  config.warnings = false
+  config.order = :random
+  Kernel.srand config.seed
+
+  config.before do
+    RedisServer.with_client { |conn| conn.call("FLUSHDB") }
+    @saved_limit_fetch_configuration = Sidekiq::LimitFetch.configuration.dup
+    # Idle fetchers poll quickly so that the specs do not wait on them.
+    Sidekiq::LimitFetch.configuration[:poll_range] = 0.01..0.03
+  end
+
+  config.after do |example|
+    cleanup_limit_fetch
+    Sidekiq::LimitFetch.configuration.replace(@saved_limit_fetch_configuration)
+    if example.exception && !spec_log.string.empty?
+      lines = spec_log.string.lines
+      warn "---- Sidekiq log of #{example.full_description} (last #{[lines.size, 80].min} lines)"
+      warn lines.last(80).join
+    end
+  end
+end

@@ -1,0 +1,155 @@
+# frozen_string_literal: true
+
+require "bundler"
+require "fileutils"
+require "open3"
+require "tmpdir"
+require "yaml"
+
+# A throwaway app for the end-to-end specs: a Gemfile using this repository
+# by path, an app.rb that requires the gem and the TrackedJob, and one
+# config/<name>.yml per kind of process. Processes are real `bundle exec
+# sidekiq` commands.
+class SidekiqApp
+  REPO_ROOT = File.expand_path("../..", __dir__)
+
+  attr_reader :dir
+
+  def initialize
+    @dir = Dir.mktmpdir("limit_fetch_app")
+    @processes = []
+    write_app
+    bundle_install
+  end
+
+  # Writes config/<name>.yml; returns its path relative to the app.
+  def write_config(name, queues:, limits: nil, process_limits: nil, concurrency: 5, timeout: 25)
+    options = {"concurrency" => concurrency, "timeout" => timeout, "queues" => queues}
+    options["limits"] = limits if limits
+    options["process_limits"] = process_limits if process_limits
+    path = File.join("config", "#{name}.yml")
+    File.write(File.join(dir, path), YAML.dump(options))
+    path
+  end
+
+  # Starts `bundle exec sidekiq -C <config> -r ./app.rb` as process +name+.
+  def spawn(name, config:, heartbeat_period: nil, poll_range: "0.05..0.1")
+    env = {
+      "BUNDLE_GEMFILE" => File.join(dir, "Gemfile"),
+      "REDIS_URL" => RedisServer.url,
+      "LF_TEST_PROCESS" => name,
+      "LF_TEST_POLL_RANGE" => poll_range,
+      "LF_TEST_HEARTBEAT_PERIOD" => heartbeat_period&.to_s,
+      "APP_ENV" => "production"
+    }
+    log_path = File.join(dir, "log", "#{name}.log")
+    pid = Bundler.with_unbundled_env do
+      Process.spawn(env, "bundle", "exec", "sidekiq", "-C", config, "-r", "./app.rb",
+        chdir: dir, in: File::NULL, out: log_path, err: %i[child out], pgroup: true)
+    end
+    SidekiqProcess.new(name, pid, log_path).tap { |process| @processes << process }
+  end
+
+  def stop_all
+    @processes.each(&:kill!)
+    @processes.clear
+  end
+
+  def remove
+    stop_all
+    FileUtils.rm_rf(dir)
+  end
+
+  private
+
+  def write_app
+    FileUtils.mkdir_p(File.join(dir, "config"))
+    FileUtils.mkdir_p(File.join(dir, "log"))
+    File.write(File.join(dir, "Gemfile"), <<~RUBY)
+      # frozen_string_literal: true
+
+      source "https://rubygems.org"
+
+      gem "sidekiq"
+      gem "sidekiq-limit_fetch-rs", path: #{REPO_ROOT.inspect}
+    RUBY
+    File.write(File.join(dir, "app.rb"), <<~RUBY)
+      # frozen_string_literal: true
+
+      require "sidekiq"
+      require "sidekiq-limit_fetch"
+      require #{File.join(REPO_ROOT, "spec/support/tracked_job.rb").inspect}
+
+      Sidekiq.configure_server do |_config|
+        if ENV["LF_TEST_HEARTBEAT_PERIOD"]
+          Sidekiq::LimitFetch.configuration[:heartbeat_period] = Integer(ENV["LF_TEST_HEARTBEAT_PERIOD"])
+        end
+        if ENV["LF_TEST_POLL_RANGE"]
+          low, high = ENV["LF_TEST_POLL_RANGE"].split("..").map { |value| Float(value) }
+          Sidekiq::LimitFetch.configuration[:poll_range] = low..high
+        end
+      end
+    RUBY
+  end
+
+  def bundle_install
+    env = {"BUNDLE_GEMFILE" => File.join(dir, "Gemfile")}
+    output, status = Bundler.with_unbundled_env do
+      Open3.capture2e(env, "bundle", "install", "--local", "--quiet", chdir: dir)
+    end
+    raise "bundle install --local failed in #{dir}:\n#{output}" unless status.success?
+  end
+end
+
+# One `sidekiq` process started by SidekiqApp#spawn.
+class SidekiqProcess
+  attr_reader :name, :pid, :log_path, :status
+
+  def initialize(name, pid, log_path)
+    @name = name
+    @pid = pid
+    @log_path = log_path
+    @status = nil
+  end
+
+  def alive?
+    return false if @status
+
+    reaped = Process.waitpid2(pid, Process::WNOHANG)
+    @status = reaped[1] if reaped
+    @status.nil?
+  end
+
+  def signal(name)
+    Process.kill(name, pid)
+  end
+
+  # Waits up to +timeout+ seconds for the process to exit; its status or nil.
+  def wait(timeout)
+    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + timeout
+    while alive?
+      return nil if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+
+      sleep 0.05
+    end
+    @status
+  end
+
+  # SIGKILL to its whole process group, then reap it.
+  def kill!
+    return unless alive?
+
+    Process.kill("KILL", -pid)
+    wait(10)
+  rescue Errno::ESRCH
+    nil
+  end
+
+  def log
+    File.exist?(log_path) ? File.read(log_path) : ""
+  end
+
+  def log_tail(lines = 40)
+    log.lines.last(lines).join
+  end
+end

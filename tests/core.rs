@@ -1,0 +1,306 @@
+//! The core against a real Redis, with no Ruby.
+
+mod support;
+
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use limit_fetch_core::{keys, Interrupt, LimitKind};
+use redis::Commands;
+use support::{capsule, capsule_with_period, push, queue, redis};
+
+fn fetch_all(capsule: &limit_fetch_core::Capsule, queues: &[String]) -> Vec<String> {
+    let none = Interrupt::new();
+    std::iter::from_fn(|| capsule.fetch(queues, &none).unwrap().map(|f| f.queue)).collect()
+}
+
+#[test]
+fn global_limit_caps_fetches_across_capsules() {
+    let q = queue("global");
+    push(&q, 10);
+    let (a, b) = (capsule(), capsule());
+    let none = Interrupt::new();
+    a.set_limit(&q, LimitKind::Global, Some(3), &none).unwrap();
+    let queues = vec![q.clone()];
+    assert_eq!(fetch_all(&a, &queues).len(), 3);
+    assert_eq!(fetch_all(&b, &queues).len(), 0, "the limit is global");
+    a.release(&q, &none).unwrap();
+    assert_eq!(
+        fetch_all(&b, &queues).len(),
+        1,
+        "a released slot is free for any capsule"
+    );
+    assert_eq!(a.busy(&q, &none).unwrap(), (3, 2));
+}
+
+#[test]
+fn process_limit_caps_each_capsule() {
+    let q = queue("process");
+    push(&q, 10);
+    let (a, b) = (capsule(), capsule());
+    let none = Interrupt::new();
+    a.set_limit(&q, LimitKind::Process, Some(2), &none).unwrap();
+    let queues = vec![q.clone()];
+    assert_eq!(fetch_all(&a, &queues).len(), 2);
+    assert_eq!(fetch_all(&b, &queues).len(), 2);
+    assert_eq!(a.busy(&q, &none).unwrap(), (4, 2));
+}
+
+#[test]
+fn both_limits_apply_together() {
+    let q = queue("both");
+    push(&q, 10);
+    let (a, b) = (capsule(), capsule());
+    let none = Interrupt::new();
+    a.set_limit(&q, LimitKind::Global, Some(3), &none).unwrap();
+    a.set_limit(&q, LimitKind::Process, Some(2), &none).unwrap();
+    let queues = vec![q.clone()];
+    assert_eq!(fetch_all(&a, &queues).len(), 2, "process limit binds first");
+    assert_eq!(fetch_all(&b, &queues).len(), 1, "then the global one");
+}
+
+#[test]
+fn a_queue_at_its_limit_is_skipped_for_the_next_one_in_order() {
+    let (limited, open) = (queue("limited"), queue("open"));
+    push(&limited, 5);
+    push(&open, 5);
+    let a = capsule();
+    let none = Interrupt::new();
+    a.set_limit(&limited, LimitKind::Global, Some(1), &none)
+        .unwrap();
+    let order = vec![format!("queue:{limited}"), format!("queue:{open}")];
+    let taken = fetch_all(&a, &order);
+    assert_eq!(taken[0], limited, "strict order: the first queue first");
+    assert_eq!(&taken[1..], vec![open.clone(); 5].as_slice());
+}
+
+#[test]
+fn zero_pauses_and_broken_limits_read_as_zero() {
+    let q = queue("zero");
+    push(&q, 3);
+    let a = capsule();
+    let none = Interrupt::new();
+    let queues = vec![q.clone()];
+    a.set_limit(&q, LimitKind::Global, Some(0), &none).unwrap();
+    assert!(fetch_all(&a, &queues).is_empty());
+    for garbage in ["-1", "2.5", "abc", ""] {
+        let _: () = redis().set(keys::limit(&q), garbage).unwrap();
+        assert!(
+            fetch_all(&a, &queues).is_empty(),
+            "limit {garbage:?} must fetch nothing"
+        );
+        assert_eq!(a.limit(&q, LimitKind::Global, &none).unwrap(), Some(0));
+    }
+    let _: () = redis().set(keys::limit(&q), "0").unwrap();
+    let _: () = redis().set(keys::process_limit(&q), "x").unwrap();
+    a.set_limit(&q, LimitKind::Global, None, &none).unwrap();
+    assert!(
+        fetch_all(&a, &queues).is_empty(),
+        "a broken process limit also fetches nothing"
+    );
+    a.set_limit(&q, LimitKind::Process, None, &none).unwrap();
+    assert_eq!(fetch_all(&a, &queues).len(), 3, "no limit: everything");
+}
+
+#[test]
+fn default_limits_do_not_overwrite_runtime_values() {
+    let q = queue("defaults");
+    let a = capsule();
+    let none = Interrupt::new();
+    a.set_limit(&q, LimitKind::Global, Some(7), &none).unwrap();
+    a.set_default_limits(
+        vec![
+            (q.clone(), LimitKind::Global, 2),
+            (q.clone(), LimitKind::Process, 1),
+        ],
+        &none,
+    )
+    .unwrap();
+    assert_eq!(a.limit(&q, LimitKind::Global, &none).unwrap(), Some(7));
+    assert_eq!(a.limit(&q, LimitKind::Process, &none).unwrap(), Some(1));
+}
+
+#[test]
+fn requeue_puts_jobs_back_first_in_line_and_frees_slots() {
+    let q = queue("requeue");
+    push(&q, 3);
+    let a = capsule();
+    let none = Interrupt::new();
+    let first = a.fetch(&[q.clone()], &none).unwrap().unwrap();
+    a.requeue(vec![(q.clone(), first.job.clone())], &none)
+        .unwrap();
+    assert_eq!(a.busy(&q, &none).unwrap(), (0, 0));
+    let again = a.fetch(&[q.clone()], &none).unwrap().unwrap();
+    assert_eq!(again.job, first.job, "a requeued job is fetched next");
+}
+
+#[test]
+fn the_fetch_script_survives_a_script_flush() {
+    let q = queue("noscript");
+    push(&q, 2);
+    let a = capsule();
+    let none = Interrupt::new();
+    assert!(a.fetch(&[q.clone()], &none).unwrap().is_some());
+    let _: () = redis::cmd("SCRIPT")
+        .arg("FLUSH")
+        .query(&mut redis())
+        .unwrap();
+    assert!(
+        a.fetch(&[q.clone()], &none).unwrap().is_some(),
+        "EVAL fallback after NOSCRIPT"
+    );
+}
+
+#[test]
+fn odd_queue_names_and_two_hundred_queues() {
+    let names: Vec<String> = (0..200)
+        .map(|i| queue(&format!("odd: name ü {i}")))
+        .collect();
+    push(&names[199], 1);
+    let a = capsule();
+    let none = Interrupt::new();
+    a.set_limit(&names[199], LimitKind::Global, Some(1), &none)
+        .unwrap();
+    let fetched = a.fetch(&names, &none).unwrap().unwrap();
+    assert_eq!(fetched.queue, names[199]);
+    assert_eq!(a.busy(&names[199], &none).unwrap(), (1, 1));
+}
+
+#[test]
+fn dead_capsules_are_reaped_on_every_queue_exactly_once() {
+    let (mine, foreign) = (queue("mine"), queue("foreign"));
+    let dead = format!("dead-{}", uuid::Uuid::new_v4());
+    let mut conn = redis();
+    let _: () = conn.sadd(keys::CAPSULES, &dead).unwrap();
+    let _: () = conn
+        .rpush(
+            keys::busy(&foreign),
+            vec![dead.as_str(), dead.as_str(), "someone-else"],
+        )
+        .unwrap();
+    let _: () = conn.rpush(keys::busy(&mine), &dead).unwrap();
+    let reapers: Vec<_> = (0..4).map(|_| capsule()).collect();
+    let none = Interrupt::new();
+    let reports: Vec<_> = thread::scope(|s| {
+        let handles: Vec<_> = reapers
+            .iter()
+            .map(|r| s.spawn(|| r.beat(&Interrupt::new()).unwrap()))
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let freed: Vec<i64> = reports
+        .iter()
+        .flat_map(|r| r.reaped.iter().filter(|(u, _)| *u == dead).map(|(_, n)| *n))
+        .collect();
+    assert_eq!(freed, vec![3], "one reaper frees all three slots");
+    let left: Vec<String> = conn.lrange(keys::busy(&foreign), 0, -1).unwrap();
+    assert_eq!(left, vec!["someone-else"]);
+    assert!(!conn.sismember::<_, _, bool>(keys::CAPSULES, &dead).unwrap());
+    for r in &reapers {
+        r.deregister(&[mine.clone()], &none).unwrap();
+    }
+}
+
+#[test]
+fn a_live_capsule_is_never_reaped() {
+    let a = capsule();
+    let b = capsule_with_period(Duration::from_secs(1));
+    let none = Interrupt::new();
+    let q = queue("alive");
+    push(&q, 1);
+    b.register(&none).unwrap();
+    assert!(b.fetch(&[q.clone()], &none).unwrap().is_some());
+    let report = a.beat(&none).unwrap();
+    assert!(report.reaped.iter().all(|(u, _)| u != b.uuid()));
+    assert_eq!(a.busy(&q, &none).unwrap().0, 1);
+}
+
+#[test]
+fn heartbeat_key_expires_after_four_periods() {
+    let a = capsule_with_period(Duration::from_secs(2));
+    a.register(&Interrupt::new()).unwrap();
+    let ttl: i64 = redis().ttl(keys::heartbeat(a.uuid())).unwrap();
+    assert!((7..=8).contains(&ttl), "ttl {ttl}");
+}
+
+#[test]
+fn beat_heals_lost_releases_and_lost_bookings() {
+    let q = queue("heal");
+    push(&q, 2);
+    let a = capsule();
+    let none = Interrupt::new();
+    assert!(a.fetch(&[q.clone()], &none).unwrap().is_some());
+    let mut conn = redis();
+    // A release that never reached Redis leaves an extra entry...
+    let _: () = conn.rpush(keys::busy(&q), a.uuid()).unwrap();
+    let report = a.beat(&none).unwrap();
+    assert_eq!(report.corrected, vec![(keys::busy(&q), 2, 1)]);
+    // ...and a booking lost (e.g. data loss in Redis) is written back.
+    let _: () = conn.del(keys::busy(&q)).unwrap();
+    let report = a.beat(&none).unwrap();
+    assert_eq!(report.corrected, vec![(keys::busy(&q), 0, 1)]);
+    a.release(&q, &none).unwrap();
+    assert!(a.beat(&none).unwrap().corrected.is_empty());
+    assert_eq!(a.busy(&q, &none).unwrap(), (0, 0));
+}
+
+#[test]
+fn deregister_frees_slots_and_removes_the_capsule() {
+    let q = queue("dereg");
+    push(&q, 2);
+    let a = capsule();
+    let none = Interrupt::new();
+    a.register(&none).unwrap();
+    assert!(a.fetch(&[q.clone()], &none).unwrap().is_some());
+    assert_eq!(a.deregister(&[q.clone()], &none).unwrap(), 1);
+    let mut conn = redis();
+    assert!(!conn.exists::<_, bool>(keys::heartbeat(a.uuid())).unwrap());
+    assert!(!conn
+        .sismember::<_, _, bool>(keys::CAPSULES, a.uuid())
+        .unwrap());
+    assert_eq!(a.busy(&q, &none).unwrap(), (0, 0));
+}
+
+#[test]
+fn an_interrupted_fetch_returns_at_once_and_loses_no_job() {
+    let q = queue("interrupt");
+    push(&q, 1);
+    let a = capsule();
+    let none = Interrupt::new();
+    a.register(&none).unwrap(); // connect before Redis stalls
+    let _: () = redis::cmd("CLIENT")
+        .arg("PAUSE")
+        .arg(1500)
+        .arg("ALL")
+        .query(&mut redis())
+        .unwrap();
+    let interrupt = Arc::new(Interrupt::new());
+    let trigger = interrupt.clone();
+    let started = Instant::now();
+    let waker = thread::spawn(move || {
+        thread::sleep(Duration::from_millis(100));
+        trigger.trigger();
+    });
+    let outcome = a.fetch(&[q.clone()], &interrupt);
+    let waited = started.elapsed();
+    waker.join().unwrap();
+    assert!(
+        matches!(outcome, Err(limit_fetch_core::Error::Interrupted)),
+        "{outcome:?}"
+    );
+    assert!(
+        waited < Duration::from_millis(1000),
+        "returned after {waited:?}"
+    );
+    // Once Redis answers, the abandoned job goes back and its slot is freed.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let queued: i64 = redis().llen(format!("queue:{q}")).unwrap();
+        if queued == 1 && a.busy(&q, &none).unwrap() == (0, 0) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "job not put back");
+        thread::sleep(Duration::from_millis(50));
+    }
+}

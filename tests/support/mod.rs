@@ -1,0 +1,126 @@
+//! A real Redis for the core's tests: REDIS_URL if set, else a redis-server
+//! started on a free port for this test binary (and killed with it).
+
+use std::net::TcpListener;
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use limit_fetch_core::{Capsule, ConnectionSettings};
+
+struct Server {
+    port: u16,
+    _child: Option<ChildGuard>,
+}
+
+struct ChildGuard(Child);
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+static SERVER: OnceLock<Server> = OnceLock::new();
+
+fn server() -> &'static Server {
+    SERVER.get_or_init(|| {
+        if let Ok(url) = std::env::var("REDIS_URL") {
+            let port = url
+                .rsplit(':')
+                .next()
+                .and_then(|tail| tail.split('/').next())
+                .and_then(|p| p.parse().ok())
+                .expect("REDIS_URL must look like redis://host:port/db");
+            return Server { port, _child: None };
+        }
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut command = Command::new("redis-server");
+        command
+            .args([
+                "--port",
+                &port.to_string(),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        // SAFETY: prctl is async-signal-safe. The server gets SIGKILL when the
+        // thread that spawned it ends, so spawn it from one that never does.
+        unsafe {
+            command.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(command.spawn());
+            loop {
+                std::thread::park();
+            }
+        });
+        let child = rx
+            .recv()
+            .expect("spawner thread")
+            .expect("redis-server must be on PATH (or set REDIS_URL)");
+        let guard = ChildGuard(child);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+            .and_then(|c| c.get_connection())
+            .is_err()
+        {
+            assert!(Instant::now() < deadline, "redis-server did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // Leaked on purpose: the guard must live as long as the test binary.
+        Box::leak(Box::new(guard));
+        Server { port, _child: None }
+    })
+}
+
+pub fn settings() -> ConnectionSettings {
+    ConnectionSettings {
+        port: server().port,
+        ..ConnectionSettings::default()
+    }
+}
+
+pub fn redis() -> redis::Connection {
+    redis::Client::open(format!("redis://127.0.0.1:{}/", server().port))
+        .unwrap()
+        .get_connection()
+        .unwrap()
+}
+
+pub fn capsule() -> Capsule {
+    Capsule::new(&settings(), Duration::from_secs(15))
+}
+
+pub fn capsule_with_period(period: Duration) -> Capsule {
+    Capsule::new(&settings(), period)
+}
+
+/// A queue name no other test uses.
+pub fn queue(label: &str) -> String {
+    format!("{label}-{}", uuid::Uuid::new_v4())
+}
+
+pub fn push(queue: &str, jobs: usize) {
+    let mut conn = redis();
+    for i in 0..jobs {
+        let _: () = redis::cmd("LPUSH")
+            .arg(format!("queue:{queue}"))
+            .arg(format!("{{\"jid\":\"{i}\"}}"))
+            .query(&mut conn)
+            .unwrap();
+    }
+}
