@@ -127,11 +127,11 @@ fn requeue_puts_jobs_back_first_in_line_and_frees_slots() {
     push(&q, 3);
     let a = capsule();
     let none = Interrupt::new();
-    let first = a.fetch(&[q.clone()], &none).unwrap().unwrap();
+    let first = a.fetch(&[q.as_str()], &none).unwrap().unwrap();
     a.requeue(vec![(q.clone(), first.job.clone())], &none)
         .unwrap();
     assert_eq!(a.busy(&q, &none).unwrap(), (0, 0));
-    let again = a.fetch(&[q.clone()], &none).unwrap().unwrap();
+    let again = a.fetch(&[q.as_str()], &none).unwrap().unwrap();
     assert_eq!(again.job, first.job, "a requeued job is fetched next");
 }
 
@@ -141,13 +141,13 @@ fn the_fetch_script_survives_a_script_flush() {
     push(&q, 2);
     let a = capsule();
     let none = Interrupt::new();
-    assert!(a.fetch(&[q.clone()], &none).unwrap().is_some());
+    assert!(a.fetch(&[q.as_str()], &none).unwrap().is_some());
     let _: () = redis::cmd("SCRIPT")
         .arg("FLUSH")
         .query(&mut redis())
         .unwrap();
     assert!(
-        a.fetch(&[q.clone()], &none).unwrap().is_some(),
+        a.fetch(&[q.as_str()], &none).unwrap().is_some(),
         "EVAL fallback after NOSCRIPT"
     );
 }
@@ -198,7 +198,7 @@ fn dead_capsules_are_reaped_on_every_queue_exactly_once() {
     assert_eq!(left, vec!["someone-else"]);
     assert!(!conn.sismember::<_, _, bool>(keys::CAPSULES, &dead).unwrap());
     for r in &reapers {
-        r.deregister(&[mine.clone()], &none).unwrap();
+        r.deregister(&[mine.as_str()], &none).unwrap();
     }
 }
 
@@ -210,7 +210,7 @@ fn a_live_capsule_is_never_reaped() {
     let q = queue("alive");
     push(&q, 1);
     b.register(&none).unwrap();
-    assert!(b.fetch(&[q.clone()], &none).unwrap().is_some());
+    assert!(b.fetch(&[q.as_str()], &none).unwrap().is_some());
     let report = a.beat(&none).unwrap();
     assert!(report.reaped.iter().all(|(u, _)| u != b.uuid()));
     assert_eq!(a.busy(&q, &none).unwrap().0, 1);
@@ -230,7 +230,7 @@ fn beat_heals_lost_releases_and_lost_bookings() {
     push(&q, 2);
     let a = capsule();
     let none = Interrupt::new();
-    assert!(a.fetch(&[q.clone()], &none).unwrap().is_some());
+    assert!(a.fetch(&[q.as_str()], &none).unwrap().is_some());
     let mut conn = redis();
     // A release that never reached Redis leaves an extra entry...
     let _: () = conn.rpush(keys::busy(&q), a.uuid()).unwrap();
@@ -252,8 +252,8 @@ fn deregister_frees_slots_and_removes_the_capsule() {
     let a = capsule();
     let none = Interrupt::new();
     a.register(&none).unwrap();
-    assert!(a.fetch(&[q.clone()], &none).unwrap().is_some());
-    assert_eq!(a.deregister(&[q.clone()], &none).unwrap(), 1);
+    assert!(a.fetch(&[q.as_str()], &none).unwrap().is_some());
+    assert_eq!(a.deregister(&[q.as_str()], &none).unwrap(), 1);
     let mut conn = redis();
     assert!(!conn.exists::<_, bool>(keys::heartbeat(a.uuid())).unwrap());
     assert!(!conn
@@ -282,7 +282,7 @@ fn an_interrupted_fetch_returns_at_once_and_loses_no_job() {
         thread::sleep(Duration::from_millis(100));
         trigger.trigger();
     });
-    let outcome = a.fetch(&[q.clone()], &interrupt);
+    let outcome = a.fetch(&[q.as_str()], &interrupt);
     let waited = started.elapsed();
     waker.join().unwrap();
     assert!(
