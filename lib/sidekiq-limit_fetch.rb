@@ -15,6 +15,6 @@ Sidekiq.configure_server do |config|
   end
 
   config.on(:exit) do
-    Sidekiq::LimitFetch.shutdown_all
+    config.capsules.each_value { |capsule| Sidekiq::LimitFetch.shutdown(capsule) }
   end
 end
