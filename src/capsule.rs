@@ -43,6 +43,8 @@ pub(crate) struct Inner {
     pub(crate) uuid: String,
     pub(crate) redis: Redis,
     heartbeat_ttl: u64,
+    /// How long a caller waits for a reply (Sidekiq's `timeout`).
+    timeout: Duration,
     ledger: Mutex<Ledger>,
     /// Fetches and releases share it; reconciliation takes it alone, so the
     /// ledger it reads matches what Redis holds when its script runs.
@@ -65,6 +67,7 @@ impl Capsule {
         let inner = Inner {
             uuid: uuid::Uuid::new_v4().to_string(),
             redis: Redis::new(settings),
+            timeout: settings.timeout,
             heartbeat_ttl: (heartbeat_period.as_secs_f64() * 4.0).ceil().max(1.0) as u64,
             ledger: Mutex::default(),
             gate: RwLock::new(()),
@@ -98,10 +101,13 @@ impl Capsule {
         }));
         let inner = self.inner.clone();
         let undo_inner = self.inner.clone();
-        self.inner.ledger.lock().fetching += 1;
         run(
             interrupt,
+            self.inner.timeout,
             async move {
+                // Counted from before the script runs until its job is in
+                // `running`, so reconciliation never takes its entry for a leak.
+                inner.ledger.lock().fetching += 1;
                 let result = inner.fetch(&args).await;
                 let mut ledger = inner.ledger.lock();
                 ledger.fetching -= 1;
@@ -135,21 +141,25 @@ impl Capsule {
     pub fn release(&self, queue: &str, interrupt: &Interrupt) -> Result<()> {
         let inner = self.inner.clone();
         let queue = queue.to_owned();
-        run_plain(interrupt, async move { inner.release(queue).await })
+        run_plain(interrupt, self.inner.timeout, async move {
+            inner.release(queue).await
+        })
     }
 
     /// Puts unfinished jobs back at the front of their queues and frees
     /// their slots, in one atomic step. `jobs` are (queue name, payload).
     pub fn requeue(&self, jobs: Vec<(String, Vec<u8>)>, interrupt: &Interrupt) -> Result<()> {
         let inner = self.inner.clone();
-        run_plain(interrupt, async move { inner.requeue(jobs).await })
+        run_plain(interrupt, self.inner.timeout, async move {
+            inner.requeue(jobs).await
+        })
     }
 
     /// Proves this capsule alive, heals its busy lists, and reaps capsules
     /// whose heartbeat expired, on every queue.
     pub fn beat(&self, interrupt: &Interrupt) -> Result<BeatReport> {
         let inner = self.inner.clone();
-        run_plain(interrupt, async move {
+        run_plain(interrupt, self.inner.timeout * 4, async move {
             inner.register().await?;
             let corrected = inner.reconcile().await?;
             let reaped = reaper::reap_dead(&inner).await?;
@@ -160,7 +170,9 @@ impl Capsule {
     /// Registers this capsule (heartbeat key and membership), as a beat does.
     pub fn register(&self, interrupt: &Interrupt) -> Result<()> {
         let inner = self.inner.clone();
-        run_plain(interrupt, async move { inner.register().await })
+        run_plain(interrupt, self.inner.timeout, async move {
+            inner.register().await
+        })
     }
 
     /// Removes this capsule: its heartbeat, its membership, and every slot it
@@ -170,7 +182,7 @@ impl Capsule {
         let inner = self.inner.clone();
         let mut names: BTreeSet<String> = queues.iter().map(|q| q.as_ref().to_owned()).collect();
         names.extend(inner.ledger.lock().running.keys().cloned());
-        run_plain(interrupt, async move {
+        run_plain(interrupt, self.inner.timeout * 4, async move {
             let _exclusive = inner.gate.write().await;
             reaper::reap_one(
                 &inner,
@@ -185,7 +197,7 @@ impl Capsule {
     pub fn limit(&self, queue: &str, kind: LimitKind, interrupt: &Interrupt) -> Result<LimitValue> {
         let inner = self.inner.clone();
         let key = kind.key(queue);
-        run_plain(interrupt, async move {
+        run_plain(interrupt, self.inner.timeout, async move {
             let raw: Option<String> = redis::cmd("GET")
                 .arg(key)
                 .query_async(&mut inner.conn().await?)
@@ -204,7 +216,7 @@ impl Capsule {
     ) -> Result<()> {
         let inner = self.inner.clone();
         let key = kind.key(queue);
-        run_plain(interrupt, async move {
+        run_plain(interrupt, self.inner.timeout, async move {
             let mut conn = inner.conn().await?;
             match value {
                 Some(v) => {
@@ -233,7 +245,7 @@ impl Capsule {
         interrupt: &Interrupt,
     ) -> Result<()> {
         let inner = self.inner.clone();
-        run_plain(interrupt, async move {
+        run_plain(interrupt, self.inner.timeout, async move {
             let mut pipe = redis::pipe();
             for (queue, kind, value) in &limits {
                 pipe.cmd("SET")
@@ -251,7 +263,7 @@ impl Capsule {
     pub fn busy(&self, queue: &str, interrupt: &Interrupt) -> Result<(u64, u64)> {
         let inner = self.inner.clone();
         let key = keys::busy(queue);
-        run_plain(interrupt, async move {
+        run_plain(interrupt, self.inner.timeout, async move {
             let (all, mine): (u64, Vec<u64>) = redis::pipe()
                 .cmd("LLEN")
                 .arg(&key)

@@ -99,9 +99,12 @@ pub(crate) struct Redis {
 
 impl Redis {
     pub(crate) fn new(settings: &ConnectionSettings) -> Self {
+        // Callers stop waiting after `timeout` (see runtime::run) while the
+        // command completes, so a late reply is still handled. The connection's
+        // own response timeout is only a backstop against a silent peer.
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(settings.timeout)
-            .set_response_timeout(settings.timeout)
+            .set_response_timeout((settings.timeout * 4).max(Duration::from_secs(10)))
             .set_number_of_retries(1)
             .set_max_delay(Duration::from_millis(500).as_millis() as u64);
         Self {

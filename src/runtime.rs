@@ -3,6 +3,7 @@
 //! work runs as a task, so an interrupted caller never tears a command in half.
 
 use std::future::Future;
+use std::time::Duration;
 
 use parking_lot::{const_mutex, Mutex};
 use tokio::runtime::{Builder, Handle, Runtime};
@@ -41,9 +42,16 @@ pub(crate) fn handle() -> Result<Handle> {
 }
 
 /// Runs `work` to completion on the runtime and waits for its result unless
-/// `interrupt` fires first. If the caller has gone by the time `work`
-/// succeeds, `undo` receives the value (a fetched job goes back to its queue).
-pub(crate) fn run<T, W, U, UF>(interrupt: &Interrupt, work: W, undo: U) -> Result<T>
+/// `interrupt` fires or `timeout` passes first. If the caller has gone by the
+/// time `work` succeeds, `undo` receives the value (a fetched job goes back to
+/// its queue): a late reply is never lost, as it would be if the timeout
+/// dropped the command.
+pub(crate) fn run<T, W, U, UF>(
+    interrupt: &Interrupt,
+    timeout: Duration,
+    work: W,
+    undo: U,
+) -> Result<T>
 where
     T: Send + 'static,
     W: Future<Output = Result<T>> + Send + 'static,
@@ -65,15 +73,16 @@ where
             biased;
             result = rx => result.unwrap_or_else(|_| Err(Error::Connection("the I/O task ended unexpectedly".into()))),
             _ = interrupt.triggered() => Err(Error::Interrupted),
+            _ = tokio::time::sleep(timeout) => Err(Error::Connection(format!("timed out: no reply from Redis within {timeout:?}"))),
         }
     })
 }
 
 /// [`run`] for work with nothing to undo.
-pub(crate) fn run_plain<T, W>(interrupt: &Interrupt, work: W) -> Result<T>
+pub(crate) fn run_plain<T, W>(interrupt: &Interrupt, timeout: Duration, work: W) -> Result<T>
 where
     T: Send + 'static,
     W: Future<Output = Result<T>> + Send + 'static,
 {
-    run(interrupt, work, |_| async {})
+    run(interrupt, timeout, work, |_| async {})
 }

@@ -10,6 +10,9 @@ use limit_fetch_core::{keys, Interrupt, LimitKind};
 use redis::Commands;
 use support::{capsule, capsule_with_period, push, queue, redis};
 
+/// Tests that pause Redis (CLIENT PAUSE) take turns.
+static PAUSING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn fetch_all(capsule: &limit_fetch_core::Capsule, queues: &[String]) -> Vec<String> {
     let none = Interrupt::new();
     std::iter::from_fn(|| capsule.fetch(queues, &none).unwrap().map(|f| f.queue)).collect()
@@ -264,6 +267,7 @@ fn deregister_frees_slots_and_removes_the_capsule() {
 
 #[test]
 fn an_interrupted_fetch_returns_at_once_and_loses_no_job() {
+    let _turn = PAUSING.lock().unwrap_or_else(|e| e.into_inner());
     let q = queue("interrupt");
     push(&q, 1);
     let a = capsule();
@@ -301,6 +305,38 @@ fn an_interrupted_fetch_returns_at_once_and_loses_no_job() {
             break;
         }
         assert!(Instant::now() < deadline, "job not put back");
+        thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_fetch_that_times_out_gives_its_late_job_back() {
+    let _turn = PAUSING.lock().unwrap_or_else(|e| e.into_inner());
+    let q = queue("timeout");
+    push(&q, 1);
+    let settings = limit_fetch_core::ConnectionSettings {
+        timeout: Duration::from_millis(200),
+        ..support::settings()
+    };
+    let a = limit_fetch_core::Capsule::new(&settings, Duration::from_secs(15));
+    let none = Interrupt::new();
+    a.register(&none).unwrap();
+    let _: () = redis::cmd("CLIENT")
+        .arg("PAUSE")
+        .arg(800)
+        .arg("ALL")
+        .query(&mut redis())
+        .unwrap();
+    let outcome = a.fetch(&[q.as_str()], &none);
+    assert!(
+        matches!(outcome, Err(limit_fetch_core::Error::Connection(_))),
+        "{outcome:?}"
+    );
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while redis().llen::<_, i64>(format!("queue:{q}")).unwrap() != 1
+        || a.busy(&q, &none).unwrap() != (0, 0)
+    {
+        assert!(Instant::now() < deadline, "the late job was not put back");
         thread::sleep(Duration::from_millis(50));
     }
 }

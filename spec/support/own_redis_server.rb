@@ -77,9 +77,9 @@ class OwnRedisServer
   end
 
   # A client authenticated as the helper's own user; the caller closes it.
-  def client(**options)
+  def client(**)
     where = @unix_socket ? {path: socket_path} : {host: "127.0.0.1", port: port}
-    RedisClient.config(**where, password: @password, **options).new_client
+    RedisClient.config(**where, password: @password, **).new_client
   end
 
   def with_client(**)
@@ -107,7 +107,8 @@ class OwnRedisServer
       with_client { |conn| conn.call("PING") }
     rescue RedisClient::CannotConnectError
       if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
-        raise "redis-server #{@args.inspect} on #{port || socket_path} did not answer PING within #{BOOT_TIMEOUT}s:\n#{log}"
+        where = port || socket_path
+        raise "redis-server #{@args.inspect} on #{where} did not answer PING within #{BOOT_TIMEOUT}s:\n#{log}"
       end
 
       sleep 0.02

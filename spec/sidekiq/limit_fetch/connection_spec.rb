@@ -50,7 +50,7 @@ RSpec.describe Sidekiq::LimitFetch, "connection options" do
   # Setting the capsule up fails; returns the error.
   def setup_error(capsule)
     error = nil
-    expect { setup_capsule(capsule) }.to raise_error { |e| error = e }
+    expect { setup_capsule(capsule) }.to(raise_error { |e| error = e })
     error
   end
 

@@ -14,9 +14,24 @@ RSpec.describe Sidekiq::LimitFetch, "after fork" do
     end.sort
   end
 
-  # Runs the block in a forked child and returns [exit status, what the block
-  # returned (JSON-able)]. The child leaves with exit!: no at_exit hook (RSpec's,
-  # or the suite's that stops redis-server) may run there.
+  # The core's connections once capsules of earlier examples, now garbage,
+  # have closed theirs: collected now, so that the list changes only because
+  # of this example.
+  def settled_core_connection_ids
+    GC.start
+    previous = nil
+    wait_until(timeout: 5, interval: 0.1, message: "the core's connections to settle") do
+      ids = core_connection_ids
+      settled = ids == previous
+      previous = ids
+      settled && ids
+    end
+  end
+
+  # Runs the block in a forked child, which sends back what the block returns
+  # (JSON-able) through a pipe; returns [pid, the pipe's reading end]. The
+  # child leaves with exit!: no at_exit hook (RSpec's, or the suite's that
+  # stops redis-server) may run there.
   def in_child(&block)
     reader, writer = IO.pipe
     pid = fork do
@@ -36,10 +51,19 @@ RSpec.describe Sidekiq::LimitFetch, "after fork" do
     [pid, reader]
   end
 
-  def finish_child(pid, reader)
-    output = reader.read
+  # The child's [exit status, result]; kills it if it takes over +timeout+ s.
+  def finish_child(pid, reader, timeout: 10)
+    waiter = Thread.new do
+      output = reader.read
+      [Process.wait2(pid).last, output]
+    end
+    unless waiter.join(timeout)
+      Process.kill("KILL", pid)
+      waiter.join
+      raise RSpec::Expectations::ExpectationNotMetError, "the child did not finish within #{timeout}s"
+    end
     reader.close
-    _, status = Process.wait2(pid)
+    status, output = waiter.value
     [status, JSON.parse(output)]
   end
 
@@ -51,7 +75,7 @@ RSpec.describe Sidekiq::LimitFetch, "after fork" do
     client = described_class.client(capsule)
     parent_jids = push_jobs("parent", 40)
     child_jids = push_jobs("child", 40)
-    before_fork = core_connection_ids
+    before_fork = settled_core_connection_ids
     expect(client.fetch(%w[nothing])).to be_nil
 
     pid, reader = in_child do

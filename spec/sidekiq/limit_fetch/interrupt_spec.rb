@@ -53,8 +53,8 @@ RSpec.describe Sidekiq::LimitFetch, "interrupting a native call blocked on Redis
   def expect_job_back(jid, pause_ends, scripts_before)
     sleep([pause_ends - monotonic_now, 0].max)
     describe = -> { "the job back in queue:a (queue:a=#{queue_length("a")}, busy=#{busy_entries("a").inspect})" }
-    wait_until(timeout: 5, message: "Redis to run the postponed fetch") { scripts_run > scripts_before }
-    wait_until(timeout: 5, message: describe) { queue_length("a") == 1 && busy_entries("a").empty? }
+    wait_until(timeout: 3, message: "Redis to run the postponed fetch") { scripts_run > scripts_before }
+    wait_until(timeout: 3, message: describe) { queue_length("a") == 1 && busy_entries("a").empty? }
     expect(JSON.parse(redis.call("LINDEX", "queue:a", 0))["jid"]).to eq(jid)
     expect(holds_for?(0.3) { queue_length("a") == 1 && busy_entries("a").empty? }).to be(true), describe
   end
@@ -98,7 +98,6 @@ RSpec.describe Sidekiq::LimitFetch, "interrupting a native call blocked on Redis
 
   it "lets other Ruby threads run while a fetch waits on Redis" do
     client, jid = capsule_with_job
-    scripts_before = scripts_run
     pause_ends = pause_redis
     counter = 0
     stop = false
@@ -134,8 +133,9 @@ RSpec.describe Sidekiq::LimitFetch, "interrupting a native call blocked on Redis
     scripts_before = scripts_run
     pause_ends = pause_redis
 
+    started = monotonic_now
     expect { client.fetch(%w[a]) }.to raise_error(described_class::ConnectionError, /timed out/)
-    expect(monotonic_now).to be < pause_ends
+    expect(monotonic_now - started).to be_within(0.2).of(0.5) # the `timeout:` Sidekiq was given
 
     expect_job_back(jid, pause_ends, scripts_before)
     queue, job = client.fetch(%w[a]) # and the capsule fetches it normally afterwards
