@@ -30,6 +30,10 @@ pub struct BeatReport {
     pub reaped: Vec<(String, i64)>,
     /// This capsule's busy lists it corrected: (busy key, entries before, after).
     pub corrected: Vec<(String, i64, i64)>,
+    /// The capsule's heartbeat key was gone before its period was up: Redis
+    /// lost its data (or reaped a frozen process). The beat registered the
+    /// capsule again and wrote the configured limits where none are set.
+    pub restored: bool,
 }
 
 /// What this capsule knows it holds, per queue.
@@ -43,6 +47,8 @@ pub(crate) struct Inner {
     pub(crate) uuid: String,
     pub(crate) redis: Redis,
     heartbeat_ttl: u64,
+    /// Limits from the configuration, written again if Redis loses its data.
+    defaults: Mutex<Vec<(String, LimitKind, u64)>>,
     /// How long a caller waits for a reply (Sidekiq's `timeout`).
     timeout: Duration,
     ledger: Mutex<Ledger>,
@@ -68,6 +74,7 @@ impl Capsule {
             uuid: uuid::Uuid::new_v4().to_string(),
             redis: Redis::new(settings),
             timeout: settings.timeout,
+            defaults: Mutex::default(),
             heartbeat_ttl: (heartbeat_period.as_secs_f64() * 4.0).ceil().max(1.0) as u64,
             ledger: Mutex::default(),
             gate: RwLock::new(()),
@@ -160,10 +167,14 @@ impl Capsule {
     pub fn beat(&self, interrupt: &Interrupt) -> Result<BeatReport> {
         let inner = self.inner.clone();
         run_plain(interrupt, self.inner.timeout * 4, async move {
-            inner.register().await?;
+            let restored = inner.register().await?;
             let corrected = inner.reconcile().await?;
             let reaped = reaper::reap_dead(&inner).await?;
-            Ok(BeatReport { reaped, corrected })
+            Ok(BeatReport {
+                reaped,
+                corrected,
+                restored,
+            })
         })
     }
 
@@ -171,7 +182,7 @@ impl Capsule {
     pub fn register(&self, interrupt: &Interrupt) -> Result<()> {
         let inner = self.inner.clone();
         run_plain(interrupt, self.inner.timeout, async move {
-            inner.register().await
+            inner.register().await.map(|_| ())
         })
     }
 
@@ -238,24 +249,17 @@ impl Capsule {
     }
 
     /// Writes limits only where Redis holds none yet, so that values changed
-    /// at run time survive a restart.
+    /// at run time survive a restart. They are written again the same way if
+    /// Redis later loses its data (see [`BeatReport::restored`]).
     pub fn set_default_limits(
         &self,
         limits: Vec<(String, LimitKind, u64)>,
         interrupt: &Interrupt,
     ) -> Result<()> {
+        *self.inner.defaults.lock() = limits;
         let inner = self.inner.clone();
         run_plain(interrupt, self.inner.timeout, async move {
-            let mut pipe = redis::pipe();
-            for (queue, kind, value) in &limits {
-                pipe.cmd("SET")
-                    .arg(kind.key(queue))
-                    .arg(*value)
-                    .arg("NX")
-                    .ignore();
-            }
-            pipe.query_async::<()>(&mut inner.conn().await?).await?;
-            Ok(())
+            inner.write_defaults().await
         })
     }
 
@@ -344,9 +348,14 @@ impl Inner {
         }
     }
 
-    async fn register(&self) -> Result<()> {
-        redis::pipe()
+    /// Sets the heartbeat and membership; true if the heartbeat key was gone,
+    /// in which case the configured limits are written again where unset.
+    async fn register(&self) -> Result<bool> {
+        let mut conn = self.conn().await?;
+        let (existed,): (bool,) = redis::pipe()
             .atomic()
+            .cmd("EXISTS")
+            .arg(keys::heartbeat(&self.uuid))
             .cmd("SET")
             .arg(keys::heartbeat(&self.uuid))
             .arg(std::process::id())
@@ -357,8 +366,24 @@ impl Inner {
             .arg(keys::CAPSULES)
             .arg(&self.uuid)
             .ignore()
-            .query_async::<()>(&mut self.conn().await?)
+            .query_async(&mut conn)
             .await?;
+        if !existed {
+            self.write_defaults().await?;
+        }
+        Ok(!existed)
+    }
+
+    async fn write_defaults(&self) -> Result<()> {
+        let mut pipe = redis::pipe();
+        for (queue, kind, value) in self.defaults.lock().iter() {
+            pipe.cmd("SET")
+                .arg(kind.key(queue))
+                .arg(*value)
+                .arg("NX")
+                .ignore();
+        }
+        pipe.query_async::<()>(&mut self.conn().await?).await?;
         Ok(())
     }
 

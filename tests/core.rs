@@ -340,3 +340,29 @@ fn a_fetch_that_times_out_gives_its_late_job_back() {
         thread::sleep(Duration::from_millis(50));
     }
 }
+
+#[test]
+fn a_beat_after_data_loss_registers_again_and_restores_configured_limits() {
+    let q = queue("restore");
+    let a = capsule();
+    let none = Interrupt::new();
+    a.set_default_limits(vec![(q.clone(), LimitKind::Global, 4)], &none)
+        .unwrap();
+    a.register(&none).unwrap();
+    assert!(!a.beat(&none).unwrap().restored, "nothing lost yet");
+    a.set_limit(&q, LimitKind::Global, None, &none).unwrap();
+    assert!(!a.beat(&none).unwrap().restored);
+    assert_eq!(
+        a.limit(&q, LimitKind::Global, &none).unwrap(),
+        None,
+        "a runtime removal stays removed"
+    );
+    // What a Redis restart without persistence leaves: nothing.
+    let _: () = redis().del(keys::heartbeat(a.uuid())).unwrap();
+    let _: () = redis().srem(keys::CAPSULES, a.uuid()).unwrap();
+    assert!(a.beat(&none).unwrap().restored);
+    assert_eq!(a.limit(&q, LimitKind::Global, &none).unwrap(), Some(4));
+    assert!(redis()
+        .sismember::<_, _, bool>(keys::CAPSULES, a.uuid())
+        .unwrap());
+}

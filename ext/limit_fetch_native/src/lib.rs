@@ -149,13 +149,14 @@ impl Native {
         }
     }
 
-    /// `{reaped: [[uuid, freed], ...], corrected: [[busy_key, before, after], ...]}`
+    /// `{reaped: [[uuid, freed], ...], corrected: [[busy_key, before, after], ...], restored: bool}`
     fn beat(ruby: &Ruby, rb_self: &Self) -> Result<RHash, Error> {
         let capsule = rb_self.capsule.clone();
         let report = call(ruby, |interrupt| capsule.beat(interrupt))?;
         let hash = ruby.hash_new();
         hash.aset(ruby.to_symbol("reaped"), report.reaped)?;
         hash.aset(ruby.to_symbol("corrected"), report.corrected)?;
+        hash.aset(ruby.to_symbol("restored"), report.restored)?;
         Ok(hash)
     }
 

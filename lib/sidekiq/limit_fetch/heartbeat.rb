@@ -59,6 +59,10 @@ module Sidekiq
       end
 
       def log(report)
+        if report[:restored]
+          logger.warn("sidekiq-limit_fetch: Redis had lost this capsule's registration (restart without " \
+                      "persistence?); registered again and rewrote the configured limits that were missing")
+        end
         report[:reaped].each do |uuid, freed|
           logger.info("sidekiq-limit_fetch: reaped dead capsule #{uuid}, freed #{freed} busy slots")
         end

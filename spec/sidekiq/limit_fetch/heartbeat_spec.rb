@@ -96,6 +96,21 @@ RSpec.describe Sidekiq::LimitFetch, "heartbeat and reaping" do
     expect(steady).to be(true), "busy list drifted: #{describe_state("a").call}"
   end
 
+  it "writes the configured limits again after Redis lost its data, keeping runtime removals otherwise" do
+    capsule = build_capsule(queues: %w[a b], limits: {"a" => 2}, process_limits: {"b" => 1})
+    client = setup_capsule(capsule)
+    Sidekiq::LimitFetch::Global::QueueSemaphore.new(capsule, "b").process_limit = nil
+    client.beat
+    expect(redis.call("GET", queue_key("b", "process_limit"))).to be_nil
+
+    redis.call("FLUSHDB")
+    client.beat
+
+    expect(redis.call("GET", queue_key("a", "limit"))).to eq("2")
+    expect(redis.call("GET", queue_key("b", "process_limit"))).to eq("1")
+    expect(registered_capsules).to eq([client.uuid])
+  end
+
   it "writes the heartbeat again after Redis lost it, e.g. FLUSHDB" do
     capsule = build_capsule(queues: %w[a])
     uuid = setup_capsule(capsule).uuid
