@@ -1,0 +1,55 @@
+# frozen_string_literal: true
+
+require "securerandom"
+require "sidekiq/launcher"
+require "sidekiq/limit_fetch"
+
+require "limit_fetch_bench/round_trips"
+require "limit_fetch_bench/redis_probe"
+require "limit_fetch_bench/window"
+require "limit_fetch_bench/bench_job"
+require "limit_fetch_bench/recorder"
+require "limit_fetch_bench/fetch_hooks"
+require "limit_fetch_bench/embedded_sidekiq"
+require "limit_fetch_bench/throughput_run"
+require "limit_fetch_bench/idle_run"
+require "limit_fetch_bench/fetch_scenario"
+require "limit_fetch_bench/fetch_cost_run"
+
+module LimitFetchBench
+  # A measuring process (bench/run_one.rb): runs the one measurement its spec
+  # names and prints "RESULT <json>". Its standard output carries only its
+  # conversation with the driver; anything else written there (a default
+  # Sidekiq logger, say) goes to standard error, the run's log. LimitFetch
+  # runs with the defaults users get; poll_range is set to its default
+  # explicitly and reported.
+  module Child
+    RUNS = {"throughput" => ThroughputRun, "idle" => IdleRun, "fetch" => FetchCostRun}.freeze
+
+    class << self
+      # Where the driver reads READY and RESULT lines.
+      attr_reader :protocol
+    end
+
+    module_function
+
+    def main(argv)
+      spec = JSON.parse(argv.fetch(0))
+      install
+      result = RUNS.fetch(spec.fetch("kind")).new(spec).run
+      Child.protocol.puts "RESULT #{JSON.generate(result)}"
+      0
+    rescue Failure => e
+      warn "bin/bench: #{e.message}"
+      1
+    end
+
+    def install
+      @protocol = $stdout.dup.tap { _1.sync = true }
+      $stdout.reopen($stderr)
+      Sidekiq::LimitFetch.configuration[:poll_range] = Sidekiq::LimitFetch::DEFAULTS[:poll_range]
+      RoundTrips.install
+      FetchHooks.install
+    end
+  end
+end

@@ -1,0 +1,34 @@
+# frozen_string_literal: true
+
+module LimitFetchBench
+  # One idle variant over its runs: pickup latency percentiles over all its
+  # jobs (and the range of the runs' medians), the idle cost per run, and
+  # ratios to BasicFetch.
+  class IdleSummary
+    COSTS = %w[commands_per_s ruby_cpu_percent redis_cpu_percent].freeze
+
+    def initialize(variant, runs, basic_runs)
+      @variant = variant
+      @runs = runs
+      @basic = basic_runs
+    end
+
+    def to_h
+      latency = percentiles(@runs)
+      {"label" => @variant.label, "runs" => @runs.size, "jobs" => @runs.sum { _1["latencies_ms"].size },
+       "latency_ms" => latency, "p50_ratio" => @basic && Stats.ratio(latency["p50"], percentiles(@basic)["p50"]),
+       "run_p50_ms" => Stats.spread(@runs.map { Stats.median(_1["latencies_ms"]) })}
+        .merge(costs)
+    end
+
+    def costs = COSTS.to_h { |key| [key, Stats.spread(@runs.map { _1["idle"][key] })] }
+
+    private
+
+    # Over the jobs of all the runs.
+    def percentiles(runs)
+      values = runs.flat_map { _1["latencies_ms"] }
+      {"p50" => 50, "p95" => 95, "p99" => 99}.transform_values { Stats.percentile(values, _1) }
+    end
+  end
+end

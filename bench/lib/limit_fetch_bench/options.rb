@@ -1,0 +1,76 @@
+# frozen_string_literal: true
+
+module LimitFetchBench
+  # Command-line options of bin/bench.
+  Options = Data.define(:jobs, :delayed_jobs, :slow_jobs, :runs, :idle_seconds, :fetch_iterations,
+    :deep_queue, :wide_queues, :delay_us, :sections, :output, :quick)
+
+  class Options
+    SECTIONS = %w[throughput delayed idle fetch].freeze
+
+    DEFAULTS = {jobs: 50_000, delayed_jobs: nil, slow_jobs: 1_500, runs: 3, idle_seconds: 10.0,
+                fetch_iterations: 2_000, deep_queue: 1_000_000, wide_queues: 200, delay_us: 500,
+                sections: SECTIONS, output: RESULTS, quick: false}.freeze
+
+    QUICK = {jobs: 5_000, slow_jobs: 500, runs: 3, idle_seconds: 3.0, fetch_iterations: 500}.freeze
+
+    BANNER = "Usage: bin/bench [options]\n\nMeasures Sidekiq::LimitFetch against Sidekiq's BasicFetch on a Redis " \
+             "of its own and writes\nbench/results/latest.{json,md,png}.\n\n"
+
+    # [key, switch, type, description]
+    FLAGS = [
+      [:jobs, "--jobs N", Integer, "no-op jobs per throughput run (default 50000; --quick 5000)"],
+      [:delayed_jobs, "--delayed-jobs N", Integer, "no-op jobs per run with ~1 ms added RTT (default jobs / 5)"],
+      [:slow_jobs, "--slow-jobs N", Integer, "10 ms jobs per run (default 1500; --quick 500)"],
+      [:runs, "--runs R", Integer, "runs of every variant, alternated (default 3)"],
+      [:idle_seconds, "--idle-seconds S", Float, "idle window and latency window (default 10; --quick 3)"],
+      [:fetch_iterations, "--fetch-iterations N", Integer, "retrieve_work calls per fetch-cost run (default 2000)"],
+      [:deep_queue, "--deep-queue N", Integer, "jobs queued for the deep fetch cost (default 1000000)"],
+      [:wide_queues, "--wide-queues N", Integer, "queues of the wide fetch cost (default 200)"],
+      [:delay_us, "--delay-us US", Integer, "added delay each way through the proxy, us (default 500)"],
+      [:output, "--output DIR", String, "where to write latest.{json,md,png} (default bench/results)"]
+    ].freeze
+
+    def self.parse(argv)
+      values = DEFAULTS.dup
+      explicit = {}
+      parser(values, explicit).parse!(argv)
+      values.merge!(QUICK.except(*explicit.keys)) if values[:quick]
+      values[:delayed_jobs] ||= [values[:jobs] / 5, 1_000].max
+      validate(values)
+      new(**values)
+    end
+
+    def self.validate(values)
+      %i[jobs delayed_jobs slow_jobs runs fetch_iterations deep_queue wide_queues].each do |key|
+        raise OptionParser::InvalidArgument, "--#{key.to_s.tr("_", "-")} must be at least 1" unless values[key] >= 1
+      end
+      raise OptionParser::InvalidArgument, "--idle-seconds must be positive" unless values[:idle_seconds].positive?
+    end
+
+    def self.parser(values, explicit)
+      OptionParser.new do |opts|
+        opts.banner = BANNER
+        FLAGS.each { |key, *flag| opts.on(*flag) { values[key] = explicit[key] = _1 } }
+        switches(opts, values)
+      end
+    end
+
+    def self.switches(opts, values)
+      opts.on("--only LIST", Array, "sections to run: #{SECTIONS.join(",")} (default: all)") do |list|
+        values[:sections] = sections(list)
+      end
+      opts.on("--quick", "5000 jobs, 500 slow jobs, 3 s windows, 500 fetch iterations") { values[:quick] = _1 }
+      opts.on("-h", "--help", "show this help") { exit puts(opts) || 0 }
+    end
+
+    def self.sections(list)
+      unknown = list - SECTIONS
+      raise OptionParser::InvalidArgument, "unknown section #{unknown.join(",")}" unless unknown.empty?
+
+      list
+    end
+
+    def section?(name) = sections.include?(name)
+  end
+end

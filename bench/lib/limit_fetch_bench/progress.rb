@@ -1,0 +1,35 @@
+# frozen_string_literal: true
+
+module LimitFetchBench
+  # One line per finished run, for the terminal.
+  module Progress
+    module_function
+
+    def line(run)
+      case run["section"]
+      when "idle" then idle(run)
+      when "fetch" then "fetch cost: #{run["runs"].size} measurements"
+      else throughput(run)
+      end
+    end
+
+    def throughput(run)
+      format("%-10<s>s r%<r>d %-52<v>s %8<t>.0f jobs/s  %<rt>.2f RT/job  max %<max>s",
+        s: run["section"], r: run["round"], v: Variant[run["variant"]].label, t: run["jobs_per_s"],
+        rt: run["round_trips_per_job"], max: max_running(run))
+    end
+
+    def idle(run)
+      latencies = run["latencies_ms"]
+      format("%-10<s>s r%<r>d %-52<v>s p50 %<p>.1f ms (%<n>d jobs)  idle %<c>.1f cmd/s, Ruby CPU %<cpu>.2f%%",
+        s: "idle", r: run["round"], v: Variant[run["variant"]].label, p: Stats.median(latencies) || 0,
+        n: latencies.size, c: run["idle"]["commands_per_s"], cpu: run["idle"]["ruby_cpu_percent"])
+    end
+
+    def max_running(run)
+      flight = run["max_in_flight"].values.max || 0
+      running = run["max_running"].values.max || 0
+      "#{flight} in flight, #{running} running#{" / limit #{run["limit"]}" if run["limit"]}"
+    end
+  end
+end

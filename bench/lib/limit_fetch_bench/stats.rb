@@ -1,0 +1,33 @@
+# frozen_string_literal: true
+
+module LimitFetchBench
+  # Order statistics over a list of numbers.
+  module Stats
+    module_function
+
+    def median(values) = percentile(values, 50)
+
+    # Nearest-rank percentile; nil for no values.
+    def percentile(values, pct)
+      return nil if values.empty?
+
+      sorted = values.sort
+      sorted[((pct / 100.0 * sorted.size).ceil - 1).clamp(0, sorted.size - 1)]
+    end
+
+    def mean(values) = values.empty? ? nil : values.sum.fdiv(values.size)
+
+    # Median, min and max of the values.
+    def spread(values)
+      return nil if values.empty?
+
+      {"median" => median(values), "min" => values.min, "max" => values.max}
+    end
+
+    def ratio(value, base)
+      return nil if value.nil? || base.nil? || base.zero?
+
+      value.fdiv(base)
+    end
+  end
+end

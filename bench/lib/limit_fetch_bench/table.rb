@@ -1,0 +1,71 @@
+# frozen_string_literal: true
+
+module LimitFetchBench
+  # Markdown tables of the summary's sections.
+  module Table
+    THROUGHPUT = [
+      "variant", "jobs/s", "×", "round trips/job (Ruby + Rust)", "Redis cmds/job", "Ruby CPU µs/job",
+      "Redis CPU µs/job", "slot utilisation", "max in flight / running / limit"
+    ].freeze
+    IDLE = [
+      "variant", "pickup p50 / p95 / p99 ms", "p50 ×", "runs' p50 ms", "idle Redis cmds/s", "idle Ruby CPU %",
+      "idle Redis CPU %"
+    ].freeze
+    FETCH_COST_TAIL = ["Redis cmds/call (same order)", "Redis µs/call (same order)"].freeze
+
+    module_function
+
+    def render(head, rows)
+      lines = [head, head.map { "---" }] + rows
+      lines.map { "| #{_1.join(" | ")} |" }.join("\n")
+    end
+
+    def throughput(variants) = render(THROUGHPUT, variants.values.map { throughput_row(_1) })
+
+    def throughput_row(row)
+      [row["label"], spread(row["jobs_per_s"], "%.0f"), ratio(row["ratio"]), round_trips(row),
+       num(row["commands_per_job"], "%.2f"), num(row["ruby_cpu_us_per_job"], "%.0f"),
+       num(row["redis_cpu_us_per_job"], "%.1f"), row["slow"] ? spread(row["utilisation"], "%.2f") : "–",
+       concurrency(row)]
+    end
+
+    def concurrency(row) = "#{row["max_in_flight"]} / #{row["max_running"]} / #{row["limit"] || "–"}"
+
+    def round_trips(row)
+      format("%<all>.2f (%<ruby>.2f + %<rust>.2f)", all: row["round_trips_per_job"],
+        ruby: row["round_trips"]["ruby"], rust: row["round_trips"]["rust"])
+    end
+
+    def idle(variants) = render(IDLE, variants.values.map { idle_row(_1) })
+
+    def idle_row(row)
+      [row["label"], row["latency_ms"].values.map { num(_1, "%.2f") }.join(" / "), ratio(row["p50_ratio"]),
+       spread(row["run_p50_ms"], "%.2f"), spread(row["commands_per_s"], "%.1f"),
+       spread(row["ruby_cpu_percent"], "%.2f"), spread(row["redis_cpu_percent"], "%.2f")]
+    end
+
+    def fetch_cost(scenarios)
+      labels = scenarios.values.first["variants"].values.map { _1["label"] }
+      head = ["scenario"] + labels.map { "#{_1}: µs/call" } + FETCH_COST_TAIL
+      render(head, scenarios.values.map { fetch_cost_row(_1) })
+    end
+
+    def fetch_cost_row(row)
+      cells = row["variants"].values
+      [row["label"]] + cells.map { "#{spread(_1["p50_us"], "%.0f")} #{ratio(_1["ratio"])}" } +
+        [joined(cells, "commands_per_call", "%.0f"), joined(cells, "redis_us_per_call", "%.1f")]
+    end
+
+    def joined(cells, key, fmt) = cells.map { num(_1[key], fmt) }.join(" / ")
+
+    def spread(spread, fmt)
+      return "–" unless spread
+
+      "#{format(fmt, spread["median"])} (#{format(fmt, spread["min"])}–#{format(fmt, spread["max"])})"
+    end
+
+    def ratio(value) = value ? format("×%.2f", value) : "–"
+
+    def num(value, fmt) = value ? format(fmt, value) : "–"
+  end
+end

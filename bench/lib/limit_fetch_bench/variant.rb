@@ -1,0 +1,30 @@
+# frozen_string_literal: true
+
+module LimitFetchBench
+  # One configuration of the embedded Sidekiq under test: its fetch class, the
+  # limit of its queue (nil: none), its concurrency and how long a job takes.
+  # `baseline` names the BasicFetch variant its ratios compare with.
+  Variant = Data.define(:key, :label, :fetch, :limit, :concurrency, :job_seconds, :baseline)
+
+  class Variant
+    QUEUE = "default"
+
+    def self.[](key) = ALL.fetch(key)
+
+    def limit_fetch? = fetch == :limit_fetch
+
+    def slow? = job_seconds.positive?
+
+    ALL = [
+      new("basic", "BasicFetch", :basic, nil, 10, 0, nil),
+      new("gem", "LimitFetch, no limit", :limit_fetch, nil, 10, 0, "basic"),
+      new("gem_limit10", "LimitFetch, limit 10 (not binding)", :limit_fetch, 10, 10, 0, "basic"),
+      new("gem_limit5", "LimitFetch, limit 5 (binding)", :limit_fetch, 5, 10, 0, "basic"),
+      new("basic_c5_10ms", "BasicFetch, concurrency 5, 10 ms jobs (reference)", :basic, nil, 5, 0.01, nil),
+      new("gem_limit5_10ms", "LimitFetch, limit 5, 10 ms jobs", :limit_fetch, 5, 10, 0.01, "basic_c5_10ms")
+    ].to_h { [_1.key, _1] }.freeze
+
+    THROUGHPUT = ALL.keys.freeze
+    IDLE = %w[basic gem].freeze
+  end
+end

@@ -1,0 +1,47 @@
+# frozen_string_literal: true
+
+module LimitFetchBench
+  # A measuring window: wall time, this process's CPU time, round trips, and
+  # what Redis did (commands, CPU), from open to close.
+  class Window
+    def initialize(probe)
+      @probe = probe
+    end
+
+    def open
+      @probe.reset
+      @round_trips = RoundTrips.snapshot
+      @cpu = LimitFetchBench.cpu_time
+      @started = LimitFetchBench.monotonic
+      self
+    end
+
+    # Totals over the window, and per unit of work where `units` is given.
+    def close(units = nil)
+      seconds = LimitFetchBench.monotonic - @started
+      cpu = LimitFetchBench.cpu_time - @cpu
+      redis = @probe.read
+      round_trips = round_trips_since(redis)
+      totals(seconds, cpu, redis, round_trips).merge(units ? per_unit(units, cpu, redis, round_trips) : {})
+    end
+
+    private
+
+    def round_trips_since(redis)
+      now = RoundTrips.snapshot
+      rust = now["rust"] - @round_trips["rust"] + redis["calls"].fetch("eval", 0) # EVALSHA got NOSCRIPT, then EVAL
+      {"ruby" => now["ruby"] - @round_trips["ruby"], "rust" => rust}
+    end
+
+    def totals(seconds, cpu, redis, round_trips)
+      {"seconds" => seconds, "ruby_cpu_s" => cpu, "redis_cpu_s" => redis["cpu"], "commands" => redis["calls"],
+       "command_usec" => redis["usec"], "round_trips" => round_trips}
+    end
+
+    def per_unit(units, cpu, redis, round_trips)
+      {"commands_per_job" => redis["calls"].values.sum.fdiv(units),
+       "round_trips_per_job" => round_trips.values.sum.fdiv(units),
+       "ruby_cpu_us_per_job" => cpu * 1e6 / units, "redis_cpu_us_per_job" => redis["cpu"] * 1e6 / units}
+    end
+  end
+end
