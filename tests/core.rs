@@ -10,6 +10,11 @@ use limit_fetch_core::{keys, Interrupt, LimitKind};
 use redis::Commands;
 use support::{capsule, capsule_with_period, push, queue, redis};
 
+/// Tests that beat (and so reap any capsule whose heartbeat is missing) take
+/// turns, so that the reaping test sees its own dead capsule reaped by its own
+/// reapers.
+static BEATING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Tests that pause Redis (CLIENT PAUSE) take turns.
 static PAUSING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
@@ -172,6 +177,7 @@ fn odd_queue_names_and_two_hundred_queues() {
 
 #[test]
 fn dead_capsules_are_reaped_on_every_queue_exactly_once() {
+    let _turn = BEATING.lock().unwrap_or_else(|e| e.into_inner());
     let (mine, foreign) = (queue("mine"), queue("foreign"));
     let dead = format!("dead-{}", uuid::Uuid::new_v4());
     let mut conn = redis();
@@ -207,6 +213,7 @@ fn dead_capsules_are_reaped_on_every_queue_exactly_once() {
 
 #[test]
 fn a_live_capsule_is_never_reaped() {
+    let _turn = BEATING.lock().unwrap_or_else(|e| e.into_inner());
     let a = capsule();
     let b = capsule_with_period(Duration::from_secs(1));
     let none = Interrupt::new();
@@ -229,6 +236,7 @@ fn heartbeat_key_expires_after_four_periods() {
 
 #[test]
 fn beat_heals_lost_releases_and_lost_bookings() {
+    let _turn = BEATING.lock().unwrap_or_else(|e| e.into_inner());
     let q = queue("heal");
     push(&q, 2);
     let a = capsule();
@@ -343,6 +351,7 @@ fn a_fetch_that_times_out_gives_its_late_job_back() {
 
 #[test]
 fn a_beat_after_data_loss_registers_again_and_restores_configured_limits() {
+    let _turn = BEATING.lock().unwrap_or_else(|e| e.into_inner());
     let q = queue("restore");
     let a = capsule();
     let none = Interrupt::new();
