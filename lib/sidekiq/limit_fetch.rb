@@ -41,10 +41,6 @@ module Sidekiq
         client = @lock.synchronize { @clients.delete(capsule) }
         client&.stop
       end
-
-      def shutdown_all
-        @lock.synchronize { @clients.keys }.each { |capsule| shutdown(capsule) }
-      end
     end
 
     def initialize(capsule)
