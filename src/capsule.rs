@@ -11,7 +11,7 @@ use tokio::sync::RwLock;
 
 use crate::connection::Redis;
 use crate::reaper;
-use crate::runtime::{run, run_plain};
+use crate::runtime::{run_plain, spawn, Pending};
 use crate::selector::{LuaScript, FETCH, REAP, RECONCILE};
 use crate::{keys, ConnectionSettings, Interrupt, LimitKind, LimitValue, Result};
 
@@ -100,6 +100,16 @@ impl Capsule {
         queues: &[S],
         interrupt: &Interrupt,
     ) -> Result<Option<Fetched>> {
+        if interrupt.is_triggered() {
+            return Err(crate::Error::Interrupted);
+        }
+        self.start_fetch(queues)?.wait(interrupt)
+    }
+
+    /// [`Capsule::fetch`], started: the caller waits with [`Pending::wait`],
+    /// again after an interrupt that it chose to ignore. Dropping the
+    /// `Pending` gives back a job that arrives after that.
+    pub fn start_fetch<S: AsRef<str>>(&self, queues: &[S]) -> Result<Pending<Option<Fetched>>> {
         let mut args = Vec::with_capacity(queues.len() + 1);
         args.push(self.inner.uuid.clone());
         args.extend(queues.iter().map(|q| {
@@ -108,8 +118,7 @@ impl Capsule {
         }));
         let inner = self.inner.clone();
         let undo_inner = self.inner.clone();
-        run(
-            interrupt,
+        spawn(
             self.inner.timeout,
             async move {
                 // Counted from before the script runs until its job is in

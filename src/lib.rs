@@ -23,3 +23,4 @@ pub use connection::{ConnectionSettings, Tls};
 pub use error::{Error, Result};
 pub use interrupt::Interrupt;
 pub use limits::{LimitKind, LimitValue};
+pub use runtime::Pending;

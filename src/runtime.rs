@@ -3,7 +3,9 @@
 //! work runs as a task, so an interrupted caller never tears a command in half.
 
 use std::future::Future;
-use std::time::Duration;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use parking_lot::{const_mutex, Mutex};
 use tokio::runtime::{Builder, Handle, Runtime};
@@ -41,48 +43,112 @@ pub(crate) fn handle() -> Result<Handle> {
     Ok(handle)
 }
 
-/// Runs `work` to completion on the runtime and waits for its result unless
-/// `interrupt` fires or `timeout` passes first. If the caller has gone by the
-/// time `work` succeeds, `undo` receives the value (a fetched job goes back to
-/// its queue): a late reply is never lost, as it would be if the timeout
-/// dropped the command.
-pub(crate) fn run<T, W, U, UF>(
-    interrupt: &Interrupt,
+type Undo<T> = Box<dyn FnOnce(T) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send>;
+
+/// Whichever side finds the value unclaimed runs it: the task when its
+/// caller has gone, or the dropped [`Pending`] when the value arrived after
+/// its caller stopped listening.
+type SharedUndo<T> = Arc<Mutex<Option<Undo<T>>>>;
+
+/// A Redis operation running on the runtime, whose result a caller waits for.
+/// Dropping it walks away: the operation still completes, and a value it
+/// produces that the caller did not take goes to its `undo` (see [`spawn`]).
+pub struct Pending<T: Send + 'static> {
+    rx: Option<oneshot::Receiver<Result<T>>>,
+    undo: SharedUndo<T>,
+    deadline: Instant,
     timeout: Duration,
-    work: W,
-    undo: U,
-) -> Result<T>
+}
+
+impl<T: Send + 'static> Pending<T> {
+    /// Waits for the result until `interrupt` fires or the deadline set at
+    /// [`spawn`] passes. An interrupt leaves the operation pending: a caller
+    /// whose interrupt turned out to be harmless (a signal nobody traps)
+    /// waits again, with a fresh [`Interrupt`], for the same reply.
+    pub fn wait(&mut self, interrupt: &Interrupt) -> Result<T> {
+        if interrupt.is_triggered() {
+            return Err(Error::Interrupted);
+        }
+        let Some(rx) = self.rx.as_mut() else {
+            return Err(Error::Connection("the reply was already taken".into()));
+        };
+        let handle = handle()?;
+        let timeout = self.timeout;
+        let deadline = tokio::time::Instant::from_std(self.deadline);
+        let outcome = handle.block_on(async {
+            tokio::select! {
+                biased;
+                result = rx => Some(result.unwrap_or_else(|_| Err(Error::Connection("the I/O task ended unexpectedly".into())))),
+                _ = interrupt.triggered() => None,
+                _ = tokio::time::sleep_until(deadline) => Some(Err(Error::Connection(format!("timed out: no reply from Redis within {timeout:?}")))),
+            }
+        });
+        match outcome {
+            Some(result) => {
+                self.rx = None;
+                result
+            }
+            None => Err(Error::Interrupted),
+        }
+    }
+}
+
+impl<T: Send + 'static> Drop for Pending<T> {
+    fn drop(&mut self) {
+        let Some(mut rx) = self.rx.take() else { return };
+        // From here on the task's send fails and the task undoes; a value
+        // that is already here is undone now.
+        rx.close();
+        if let Ok(Ok(value)) = rx.try_recv() {
+            if let (Some(undo), Ok(handle)) = (self.undo.lock().take(), handle()) {
+                handle.spawn(undo(value));
+            }
+        }
+    }
+}
+
+/// Starts `work` on the runtime; its caller waits through the returned
+/// [`Pending`] for at most `timeout`. If the caller has gone by the time
+/// `work` succeeds, `undo` receives the value (a fetched job goes back to its
+/// queue): a late reply is never lost, as it would be if the timeout dropped
+/// the command.
+pub(crate) fn spawn<T, W, U, UF>(timeout: Duration, work: W, undo: U) -> Result<Pending<T>>
 where
     T: Send + 'static,
     W: Future<Output = Result<T>> + Send + 'static,
     U: FnOnce(T) -> UF + Send + 'static,
     UF: Future<Output = ()> + Send + 'static,
 {
-    if interrupt.is_triggered() {
-        return Err(Error::Interrupted);
-    }
     let handle = handle()?;
     let (tx, rx) = oneshot::channel();
+    let undo: Undo<T> = Box::new(move |value| Box::pin(undo(value)));
+    let undo: SharedUndo<T> = Arc::new(Mutex::new(Some(undo)));
+    let task_undo = undo.clone();
     handle.spawn(async move {
         if let Err(Ok(value)) = tx.send(work.await) {
-            undo(value).await;
+            let undo = task_undo.lock().take();
+            if let Some(undo) = undo {
+                undo(value).await;
+            }
         }
     });
-    handle.block_on(async {
-        tokio::select! {
-            biased;
-            result = rx => result.unwrap_or_else(|_| Err(Error::Connection("the I/O task ended unexpectedly".into()))),
-            _ = interrupt.triggered() => Err(Error::Interrupted),
-            _ = tokio::time::sleep(timeout) => Err(Error::Connection(format!("timed out: no reply from Redis within {timeout:?}"))),
-        }
+    Ok(Pending {
+        rx: Some(rx),
+        undo,
+        deadline: Instant::now() + timeout,
+        timeout,
     })
 }
 
-/// [`run`] for work with nothing to undo.
+/// Runs `work` (with nothing to undo) and waits for its result unless
+/// `interrupt` fires or `timeout` passes first.
 pub(crate) fn run_plain<T, W>(interrupt: &Interrupt, timeout: Duration, work: W) -> Result<T>
 where
     T: Send + 'static,
     W: Future<Output = Result<T>> + Send + 'static,
 {
-    run(interrupt, timeout, work, |_| async {})
+    if interrupt.is_triggered() {
+        return Err(Error::Interrupted);
+    }
+    spawn(timeout, work, |_| async {})?.wait(interrupt)
 }

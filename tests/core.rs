@@ -318,6 +318,55 @@ fn an_interrupted_fetch_returns_at_once_and_loses_no_job() {
 }
 
 #[test]
+fn an_interrupted_wait_can_be_resumed_for_the_same_reply() {
+    let _turn = PAUSING.lock().unwrap_or_else(|e| e.into_inner());
+    let q = queue("resume");
+    push(&q, 1);
+    let a = capsule();
+    let none = Interrupt::new();
+    a.register(&none).unwrap();
+    let _: () = redis::cmd("CLIENT")
+        .arg("PAUSE")
+        .arg(400)
+        .arg("ALL")
+        .query(&mut redis())
+        .unwrap();
+    let mut pending = a.start_fetch(&[q.as_str()]).unwrap();
+    let fired = Interrupt::new();
+    fired.trigger();
+    assert!(matches!(
+        pending.wait(&fired),
+        Err(limit_fetch_core::Error::Interrupted)
+    ));
+    let fetched = pending.wait(&none).unwrap().expect("the job");
+    assert_eq!(fetched.queue, q);
+    assert_eq!(a.busy(&q, &none).unwrap(), (1, 1));
+}
+
+#[test]
+fn dropping_a_pending_fetch_whose_reply_arrived_gives_the_job_back() {
+    let q = queue("dropped");
+    push(&q, 1);
+    let a = capsule();
+    let none = Interrupt::new();
+    let pending = a.start_fetch(&[q.as_str()]).unwrap();
+    // The reply is in the channel, untaken, when the caller walks away.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while a.busy(&q, &none).unwrap() != (1, 1) {
+        assert!(Instant::now() < deadline, "the fetch did not run");
+        thread::sleep(Duration::from_millis(10));
+    }
+    thread::sleep(Duration::from_millis(50));
+    drop(pending);
+    while redis().llen::<_, i64>(format!("queue:{q}")).unwrap() != 1
+        || a.busy(&q, &none).unwrap() != (0, 0)
+    {
+        assert!(Instant::now() < deadline, "the job was not given back");
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
 fn a_fetch_that_times_out_gives_its_late_job_back() {
     let _turn = PAUSING.lock().unwrap_or_else(|e| e.into_inner());
     let q = queue("timeout");

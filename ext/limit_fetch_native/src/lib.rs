@@ -21,15 +21,18 @@ struct Native {
     capsule: Capsule,
 }
 
-/// Runs a core call without the GVL. An interrupt Ruby did not turn into an
-/// exception (a signal handled by a trap) reads as `interrupted`.
+/// Runs an idempotent core call without the GVL. An interrupt Ruby did not
+/// turn into an exception (a signal with a trap that raises nothing, a
+/// child's exit) runs the call again instead of failing it.
 fn call<T>(
     ruby: &Ruby,
-    work: impl FnOnce(&Interrupt) -> limit_fetch_core::Result<T>,
+    work: impl Fn(&Interrupt) -> limit_fetch_core::Result<T>,
 ) -> Result<T, Error> {
-    match without_gvl(ruby, work)? {
-        Some(result) => result.map_err(|e| to_ruby(ruby, e)),
-        None => Err(to_ruby(ruby, CoreError::Interrupted)),
+    loop {
+        match without_gvl(ruby, &work)? {
+            None | Some(Err(CoreError::Interrupted)) => continue,
+            Some(result) => return result.map_err(|e| to_ruby(ruby, e)),
+        }
     }
 }
 
@@ -105,17 +108,22 @@ impl Native {
     /// `[queue_name, job]` or nil. An interrupted fetch has put its job back.
     fn fetch(ruby: &Ruby, rb_self: &Self, queues: Vec<String>) -> Result<Option<RArray>, Error> {
         let capsule = rb_self.capsule.clone();
-        let giver = capsule.clone();
-        let abandon = move |result: limit_fetch_core::Result<Option<Fetched>>| {
-            if let Ok(Some(fetched)) = result {
-                giver.give_back(fetched);
+        let mut pending = capsule.start_fetch(&queues).map_err(|e| to_ruby(ruby, e))?;
+        // An interrupt that raised nothing (a signal such as SIGCHLD, with no
+        // trap that raises) must not turn into "no job": wait again for the
+        // same reply. A raise drops `pending`, which gives back a late job.
+        let fetched = loop {
+            let giver = capsule.clone();
+            let abandon = move |result: limit_fetch_core::Result<Option<Fetched>>| {
+                if let Ok(Some(fetched)) = result {
+                    giver.give_back(fetched);
+                }
+            };
+            match without_gvl_or(ruby, |interrupt| pending.wait(interrupt), abandon)? {
+                None | Some(Err(CoreError::Interrupted)) => continue,
+                Some(result) => break result.map_err(|e| to_ruby(ruby, e))?,
             }
         };
-        let fetched =
-            match without_gvl_or(ruby, |interrupt| capsule.fetch(&queues, interrupt), abandon)? {
-                None | Some(Err(CoreError::Interrupted)) => None,
-                Some(result) => result.map_err(|e| to_ruby(ruby, e))?,
-            };
         Ok(fetched.map(|f| {
             let pair = ruby.ary_new_capa(2);
             let _ = pair.push(ruby.str_new(&f.queue));
@@ -208,7 +216,7 @@ impl Native {
         }
         let capsule = rb_self.capsule.clone();
         call(ruby, |interrupt| {
-            capsule.set_default_limits(limits, interrupt)
+            capsule.set_default_limits(limits.clone(), interrupt)
         })
     }
 

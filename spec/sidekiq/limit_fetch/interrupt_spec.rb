@@ -125,6 +125,41 @@ RSpec.describe Sidekiq::LimitFetch, "interrupting a native call blocked on Redis
     expect(busy_entries("a")).to eq([client.uuid])
   end
 
+  # Ruby interrupts the main thread for every signal it handles; a trap that
+  # raises nothing (or a child's exit) must leave the fetch waiting for its
+  # reply, not turn it into "no job".
+  context "when the main thread gets a signal that raises nothing" do
+    let(:pause_ms) { 800 }
+
+    def expect_fetch_survives(client, jid, pause_ends)
+      queue, job = client.fetch(%w[a])
+      expect([queue, job && JSON.parse(job)["jid"]]).to eq(["a", jid])
+      expect(monotonic_now).to be >= pause_ends - 0.05
+      expect(busy_entries("a")).to eq([client.uuid])
+    end
+
+    it "waits on through a trapped signal" do
+      client, jid = capsule_with_job
+      handled = 0
+      previous = trap("USR2") { handled += 1 }
+      pause_ends = pause_redis
+      signaller = Thread.new { sleep 0.2; Process.kill("USR2", Process.pid) } # rubocop:disable Style/Semicolon
+      expect_fetch_survives(client, jid, pause_ends)
+      signaller.join
+      expect(handled).to eq(1)
+    ensure
+      trap("USR2", previous || "DEFAULT")
+    end
+
+    it "waits on through a child's exit" do
+      client, jid = capsule_with_job
+      pause_ends = pause_redis
+      child = fork { sleep 0.2; exit!(0) } # rubocop:disable Style/Semicolon
+      expect_fetch_survives(client, jid, pause_ends)
+      expect(Process.wait2(child).last).to be_success
+    end
+  end
+
   # Sidekiq's documented `timeout:` is the command timeout of the gem's
   # connection too. A fetch that timed out on the client has still been sent:
   # Redis runs it once it can, and the job it pops must not vanish.
