@@ -1,19 +1,29 @@
-//! One Sidekiq capsule's view of the limits: its UUID, its busy slots, and
-//! the bookkeeping that keeps those slots in step with the jobs it runs.
+//! One Sidekiq capsule's view of the limits: its UUID, its busy slots and
+//! in-progress jobs, and the bookkeeping that keeps Redis in step with the
+//! jobs it runs.
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use parking_lot::Mutex;
 use redis::aio::ConnectionManager;
 use tokio::sync::RwLock;
 
 use crate::connection::Redis;
+use crate::ledger::{Ack, Digest, Ledger};
 use crate::reaper;
 use crate::runtime::{run_plain, spawn, Pending};
-use crate::selector::{LuaScript, FETCH, REAP, RECONCILE};
+use crate::selector::{LuaScript, FETCH, REAP, RECONCILE, REQUEUE};
 use crate::{keys, ConnectionSettings, Interrupt, LimitKind, LimitValue, Result};
+
+/// How long an acknowledgement waits for its capsule's next fetch to carry
+/// it before it is sent on its own. A processor fetches again right after it
+/// acknowledges, so on a busy capsule it rides along for free; the slot it
+/// frees is held this much longer at most.
+const ACK_GRACE: Duration = Duration::from_millis(2);
+
+/// After a failed flush, the next attempt (unless a fetch carries it first).
+const ACK_RETRY: Duration = Duration::from_secs(1);
 
 /// A job taken from a queue, with a busy slot booked for it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,39 +33,72 @@ pub struct Fetched {
     pub job: Vec<u8>,
 }
 
+/// A job that a reaper or a reconciliation acted on: (queue, jid, class).
+/// `jid` and `class` read "?" when the payload is not a JSON object.
+pub type JobRef = (String, String, String);
+
+/// A dead capsule this beat reaped.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Reaped {
+    pub uuid: String,
+    /// Busy slots freed.
+    pub freed: i64,
+    /// In-progress jobs pushed back to the front of their queues.
+    pub requeued: i64,
+    /// Jobs recovered more than `max_recoveries` times, now in the dead set.
+    pub dead: Vec<JobRef>,
+}
+
 /// What a heartbeat did besides proving this capsule alive.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct BeatReport {
-    /// Dead capsules whose slots this beat freed: (UUID, slots freed).
-    pub reaped: Vec<(String, i64)>,
+    pub reaped: Vec<Reaped>,
     /// This capsule's busy lists it corrected: (busy key, entries before, after).
     pub corrected: Vec<(String, i64, i64)>,
+    /// Jobs in this capsule's in-progress lists that it does not hold (the
+    /// reply of their fetch was lost), pushed back: (queue, jid).
+    pub orphans: Vec<(String, String)>,
     /// The capsule's heartbeat key was gone before its period was up: Redis
     /// lost its data (or reaped a frozen process). The beat registered the
     /// capsule again and wrote the configured limits where none are set.
     pub restored: bool,
 }
 
-/// What this capsule knows it holds, per queue.
-#[derive(Default)]
-struct Ledger {
-    running: BTreeMap<String, u64>,
-    fetching: u64,
+/// How a capsule runs, besides where Redis is.
+#[derive(Debug, Clone, Copy)]
+pub struct CapsuleOptions {
+    /// Seconds between heartbeats; a capsule silent for 4 periods is dead.
+    pub heartbeat_period: Duration,
+    /// Recoveries from dead capsules a job may have; one more sends it to
+    /// the dead set.
+    pub max_recoveries: u32,
+}
+
+impl Default for CapsuleOptions {
+    fn default() -> Self {
+        Self {
+            heartbeat_period: Duration::from_secs(15),
+            max_recoveries: 3,
+        }
+    }
 }
 
 pub(crate) struct Inner {
     pub(crate) uuid: String,
     pub(crate) redis: Redis,
     heartbeat_ttl: u64,
+    pub(crate) max_recoveries: u32,
     /// Limits from the configuration, written again if Redis loses its data.
     defaults: Mutex<Vec<(String, LimitKind, u64)>>,
     /// How long a caller waits for a reply (Sidekiq's `timeout`).
     timeout: Duration,
     ledger: Mutex<Ledger>,
-    /// Fetches and releases share it; reconciliation takes it alone, so the
-    /// ledger it reads matches what Redis holds when its script runs.
+    /// Every script that changes this capsule's entries holds it shared for
+    /// its round trip; reconciliation holds it alone, so the ledger it reads
+    /// matches what Redis holds when its script runs.
     gate: RwLock<()>,
-    pub(crate) fetch: LuaScript,
+    fetch: LuaScript,
+    requeue: LuaScript,
     pub(crate) reap: LuaScript,
     reconcile: LuaScript,
 }
@@ -69,16 +112,19 @@ pub struct Capsule {
 
 impl Capsule {
     /// A capsule with a fresh UUID. Opens no connection yet.
-    pub fn new(settings: &ConnectionSettings, heartbeat_period: Duration) -> Self {
+    pub fn new(settings: &ConnectionSettings, options: CapsuleOptions) -> Self {
+        let period = options.heartbeat_period.as_secs_f64();
         let inner = Inner {
             uuid: uuid::Uuid::new_v4().to_string(),
             redis: Redis::new(settings),
             timeout: settings.timeout,
             defaults: Mutex::default(),
-            heartbeat_ttl: (heartbeat_period.as_secs_f64() * 4.0).ceil().max(1.0) as u64,
+            heartbeat_ttl: (period * 4.0).ceil().max(1.0) as u64,
+            max_recoveries: options.max_recoveries,
             ledger: Mutex::default(),
             gate: RwLock::new(()),
             fetch: LuaScript::new(FETCH),
+            requeue: LuaScript::new(REQUEUE),
             reap: LuaScript::new(REAP),
             reconcile: LuaScript::new(RECONCILE),
         };
@@ -93,8 +139,9 @@ impl Capsule {
 
     /// Takes a job from the first eligible queue of `queues` (names, with or
     /// without Sidekiq's `queue:` prefix), or `None` if none is eligible and
-    /// non-empty. If interrupted after Redis handed out a job, the job goes
-    /// back to the front of its queue and its slot is freed.
+    /// non-empty. Sends the capsule's pending acknowledgements on the way. If
+    /// interrupted after Redis handed out a job, the job goes back to the
+    /// front of its queue and its slot is freed.
     pub fn fetch<S: AsRef<str>>(
         &self,
         queues: &[S],
@@ -110,28 +157,18 @@ impl Capsule {
     /// again after an interrupt that it chose to ignore. Dropping the
     /// `Pending` gives back a job that arrives after that.
     pub fn start_fetch<S: AsRef<str>>(&self, queues: &[S]) -> Result<Pending<Option<Fetched>>> {
-        let mut args = Vec::with_capacity(queues.len() + 1);
-        args.push(self.inner.uuid.clone());
-        args.extend(queues.iter().map(|q| {
-            let q = q.as_ref();
-            q.strip_prefix("queue:").unwrap_or(q).to_owned()
-        }));
+        let queues: Vec<String> = queues
+            .iter()
+            .map(|q| {
+                let q = q.as_ref();
+                q.strip_prefix("queue:").unwrap_or(q).to_owned()
+            })
+            .collect();
         let inner = self.inner.clone();
         let undo_inner = self.inner.clone();
         spawn(
             self.inner.timeout,
-            async move {
-                // Counted from before the script runs until its job is in
-                // `running`, so reconciliation never takes its entry for a leak.
-                inner.ledger.lock().fetching += 1;
-                let result = inner.fetch(&args).await;
-                let mut ledger = inner.ledger.lock();
-                ledger.fetching -= 1;
-                if let Ok(Some(fetched)) = &result {
-                    *ledger.running.entry(fetched.queue.clone()).or_default() += 1;
-                }
-                result
-            },
+            async move { inner.fetch(&queues).await },
             |abandoned: Option<Fetched>| async move {
                 if let Some(f) = abandoned {
                     let _ = undo_inner.requeue(vec![(f.queue, f.job)]).await;
@@ -152,14 +189,31 @@ impl Capsule {
         }
     }
 
-    /// Frees the slot of a finished job of `queue`. If Redis cannot be told
-    /// now, the next heartbeat frees it (see [`Capsule::beat`]).
-    pub fn release(&self, queue: &str, interrupt: &Interrupt) -> Result<()> {
+    /// Marks a fetched job of `queue` finished. Returns at once: the removal
+    /// from its in-progress list and the release of its slot ride on the
+    /// capsule's next fetch, or go on their own within [`ACK_GRACE`]. Until
+    /// Redis has them, the slot counts as busy (never the other way round).
+    pub fn acknowledge(&self, queue: &str, job: Vec<u8>) {
+        let queue = queue.strip_prefix("queue:").unwrap_or(queue).to_owned();
+        let digest = Digest::of(&job);
+        let schedule = {
+            let mut ledger = self.inner.ledger.lock();
+            ledger.acks.push(Ack { queue, job, digest });
+            !std::mem::replace(&mut ledger.flush_scheduled, true)
+        };
+        if schedule {
+            self.inner.clone().schedule_flush(ACK_GRACE);
+        }
+    }
+
+    /// Sends pending acknowledgements now.
+    pub fn flush(&self, interrupt: &Interrupt) -> Result<()> {
         let inner = self.inner.clone();
-        let queue = queue.to_owned();
-        run_plain(interrupt, self.inner.timeout, async move {
-            inner.release(queue).await
-        })
+        run_plain(
+            interrupt,
+            self.inner.timeout,
+            async move { inner.flush().await },
+        )
     }
 
     /// Puts unfinished jobs back at the front of their queues and frees
@@ -171,17 +225,18 @@ impl Capsule {
         })
     }
 
-    /// Proves this capsule alive, heals its busy lists, and reaps capsules
-    /// whose heartbeat expired, on every queue.
+    /// Proves this capsule alive, heals its busy and in-progress lists, and
+    /// reaps capsules whose heartbeat expired, on every queue.
     pub fn beat(&self, interrupt: &Interrupt) -> Result<BeatReport> {
         let inner = self.inner.clone();
         run_plain(interrupt, self.inner.timeout * 4, async move {
             let restored = inner.register().await?;
-            let corrected = inner.reconcile().await?;
+            let (corrected, orphans) = inner.reconcile().await?;
             let reaped = reaper::reap_dead(&inner).await?;
             Ok(BeatReport {
                 reaped,
                 corrected,
+                orphans,
                 restored,
             })
         })
@@ -195,22 +250,28 @@ impl Capsule {
         })
     }
 
-    /// Removes this capsule: its heartbeat, its membership, and every slot it
-    /// still holds in `queues` or in any queue it fetched from. Returns the
-    /// number of slots freed.
+    /// Removes this capsule after sending its pending acknowledgements: its
+    /// heartbeat, its membership, every slot it still holds in `queues` or in
+    /// any queue it fetched from, and its in-progress lists, whose jobs go
+    /// back to their queues. Returns the number of slots freed.
     pub fn deregister<S: AsRef<str>>(&self, queues: &[S], interrupt: &Interrupt) -> Result<i64> {
         let inner = self.inner.clone();
-        let mut names: BTreeSet<String> = queues.iter().map(|q| q.as_ref().to_owned()).collect();
-        names.extend(inner.ledger.lock().running.keys().cloned());
+        let names: Vec<String> = queues.iter().map(|q| q.as_ref().to_owned()).collect();
         run_plain(interrupt, self.inner.timeout * 4, async move {
+            inner.flush().await?;
             let _exclusive = inner.gate.write().await;
-            reaper::reap_one(
+            let mut names = names;
+            names.extend(inner.ledger.lock().queues().cloned());
+            names.sort();
+            names.dedup();
+            let reaped = reaper::reap_one(
                 &inner,
                 &inner.uuid,
                 names.iter().map(|q| keys::busy(q)),
                 true,
             )
-            .await
+            .await?;
+            Ok(reaped.map_or(0, |r| r.freed))
         })
     }
 
@@ -297,31 +358,72 @@ impl Inner {
         self.redis.conn().await
     }
 
-    async fn fetch(&self, args: &[String]) -> Result<Option<Fetched>> {
+    /// The fetch script, carrying the pending acknowledgements.
+    async fn fetch(&self, queues: &[String]) -> Result<Option<Fetched>> {
         let _shared = self.gate.read().await;
+        let acks = std::mem::take(&mut self.ledger.lock().acks);
+        let reply = self.invoke_fetch(&acks, queues).await;
+        let mut ledger = self.ledger.lock();
+        match &reply {
+            Ok(fetched) => {
+                for ack in &acks {
+                    ledger.forget(&ack.queue, &ack.digest);
+                }
+                if let Some(f) = fetched {
+                    ledger.hold(&f.queue, Digest::of(&f.job));
+                }
+            }
+            // Sent again later: acknowledging is idempotent.
+            Err(_) => ledger.acks.splice(0..0, acks).for_each(drop),
+        }
+        reply
+    }
+
+    async fn invoke_fetch(&self, acks: &[Ack], queues: &[String]) -> Result<Option<Fetched>> {
+        let digests: Vec<String> = acks.iter().map(|a| a.digest.hex()).collect();
+        let count = acks.len().to_string();
+        let mut args: Vec<&[u8]> = Vec::with_capacity(2 + acks.len() * 3 + queues.len());
+        args.push(self.uuid.as_bytes());
+        args.push(count.as_bytes());
+        for (ack, digest) in acks.iter().zip(&digests) {
+            args.push(ack.queue.as_bytes());
+            args.push(&ack.job);
+            args.push(digest.as_bytes());
+        }
+        args.extend(queues.iter().map(|q| q.as_bytes()));
         let mut conn = self.conn().await?;
-        let reply: Option<(String, Vec<u8>)> =
-            self.fetch.invoke(&mut conn, &[] as &[&str], args).await?;
+        let reply: Option<(String, Vec<u8>)> = self
+            .fetch
+            .invoke(&mut conn, &[] as &[&str], &args[..])
+            .await?;
         Ok(reply.map(|(queue, job)| Fetched { queue, job }))
     }
 
-    async fn release(&self, queue: String) -> Result<()> {
-        let _shared = self.gate.read().await;
-        let sent = async {
-            let mut conn = self.conn().await?;
-            redis::cmd("LREM")
-                .arg(keys::busy(&queue))
-                .arg(1)
-                .arg(&self.uuid)
-                .query_async::<()>(&mut conn)
-                .await?;
-            Ok(())
+    /// Sends pending acknowledgements on their own (no fetch carried them).
+    async fn flush(&self) -> Result<()> {
+        if self.ledger.lock().acks.is_empty() {
+            return Ok(());
         }
-        .await;
-        // Whether or not Redis heard it, the job is no longer ours; a release
-        // that did not land is caught by the next reconciliation.
-        self.forget(&queue, 1);
-        sent
+        self.fetch(&[]).await.map(|_| ())
+    }
+
+    fn schedule_flush(self: Arc<Self>, after: Duration) {
+        let Ok(handle) = crate::runtime::handle() else {
+            return;
+        };
+        handle.spawn(async move {
+            tokio::time::sleep(after).await;
+            self.ledger.lock().flush_scheduled = false;
+            if self.flush().await.is_err() {
+                let retry = {
+                    let mut ledger = self.ledger.lock();
+                    !ledger.acks.is_empty() && !std::mem::replace(&mut ledger.flush_scheduled, true)
+                };
+                if retry {
+                    self.schedule_flush(ACK_RETRY);
+                }
+            }
+        });
     }
 
     pub(crate) async fn requeue(&self, jobs: Vec<(String, Vec<u8>)>) -> Result<()> {
@@ -329,32 +431,26 @@ impl Inner {
             return Ok(());
         }
         let _shared = self.gate.read().await;
-        let mut pipe = redis::pipe();
-        pipe.atomic();
+        let mut args: Vec<&[u8]> = Vec::with_capacity(1 + jobs.len() * 2);
+        args.push(self.uuid.as_bytes());
         for (queue, job) in &jobs {
-            pipe.cmd("RPUSH").arg(keys::queue(queue)).arg(job).ignore();
-            pipe.cmd("LREM")
-                .arg(keys::busy(queue))
-                .arg(1)
-                .arg(&self.uuid)
-                .ignore();
+            args.push(queue.as_bytes());
+            args.push(job);
         }
         let sent = async {
-            pipe.query_async::<()>(&mut self.conn().await?)
+            let mut conn = self.conn().await?;
+            self.requeue
+                .invoke::<(), _, _>(&mut conn, &[] as &[&str], &args[..])
                 .await
-                .map_err(Into::into)
         }
         .await;
-        for (queue, _) in &jobs {
-            self.forget(queue, 1);
+        // Whether or not Redis heard it, the jobs are no longer ours; what did
+        // not land is caught by the next reconciliation.
+        let mut ledger = self.ledger.lock();
+        for (queue, job) in &jobs {
+            ledger.forget(queue, &Digest::of(job));
         }
         sent
-    }
-
-    fn forget(&self, queue: &str, count: u64) {
-        if let Some(running) = self.ledger.lock().running.get_mut(queue) {
-            *running = running.saturating_sub(count);
-        }
     }
 
     /// Sets the heartbeat and membership; true if the heartbeat key was gone,
@@ -396,26 +492,23 @@ impl Inner {
         Ok(())
     }
 
-    /// Compares, per queue, the entries this capsule has in Redis with the
-    /// jobs it runs, and corrects Redis. Exact: no fetch or release runs
-    /// between reading the ledger and the script.
-    async fn reconcile(&self) -> Result<Vec<(String, i64, i64)>> {
+    /// Pushes back in-progress jobs this capsule does not hold and sets its
+    /// busy entries per queue to the jobs it holds. Exact: no script that
+    /// changes them runs between reading the ledger and this one.
+    async fn reconcile(&self) -> Result<(Vec<(String, i64, i64)>, Vec<(String, String)>)> {
         let _exclusive = self.gate.write().await;
         let mut args = vec![self.uuid.clone()];
-        {
-            let ledger = self.ledger.lock();
-            for (queue, running) in &ledger.running {
-                args.push(keys::busy(queue));
-                args.push(running.to_string());
-                args.push((running + ledger.fetching).to_string());
-            }
-        }
-        if args.len() == 1 {
-            return Ok(Vec::new());
-        }
+        args.extend(self.ledger.lock().held_args());
         let mut conn = self.conn().await?;
         self.reconcile
             .invoke(&mut conn, &[] as &[&str], &args)
             .await
     }
+}
+
+/// Seconds since the epoch, for the dead set's score.
+pub(crate) fn now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
 }

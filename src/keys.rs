@@ -27,3 +27,20 @@ pub fn heartbeat(uuid: &str) -> String {
 pub fn queue(name: &str) -> String {
     format!("queue:{name}")
 }
+
+/// A capsule's list of the jobs of `queue` it fetched and has not yet
+/// acknowledged or pushed back; the reaper returns them if it dies.
+pub fn in_progress(uuid: &str, queue: &str) -> String {
+    format!("{PREFIX}capsule:{uuid}:inprogress:{queue}")
+}
+
+/// The queues a capsule has in-progress lists for.
+pub fn capsule_queues(uuid: &str) -> String {
+    format!("{PREFIX}capsule:{uuid}:queues")
+}
+
+/// Times each job (by SHA1 of its payload) was recovered from a dead capsule.
+pub const RECOVERIES: &str = "sidekiq:limit_fetch:recoveries";
+
+/// Sidekiq's dead set, where a job recovered too many times goes.
+pub const DEAD: &str = "dead";

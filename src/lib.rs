@@ -13,12 +13,13 @@ mod connection;
 mod error;
 mod interrupt;
 pub mod keys;
+mod ledger;
 mod limits;
 mod reaper;
 mod runtime;
 mod selector;
 
-pub use capsule::{BeatReport, Capsule, Fetched};
+pub use capsule::{BeatReport, Capsule, CapsuleOptions, Fetched, JobRef, Reaped};
 pub use connection::{ConnectionSettings, Tls};
 pub use error::{Error, Result};
 pub use interrupt::Interrupt;

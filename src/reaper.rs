@@ -1,11 +1,13 @@
-//! Frees the slots of capsules that died without deregistering.
+//! Frees the slots of capsules that died without deregistering, and pushes
+//! the jobs they had in progress back to their queues.
 
-use crate::capsule::Inner;
+use crate::capsule::{now, Inner, JobRef, Reaped};
 use crate::{keys, Result};
 
-/// Finds registered capsules whose heartbeat key expired and frees their
-/// slots on every queue, including queues this process does not serve.
-pub(crate) async fn reap_dead(inner: &Inner) -> Result<Vec<(String, i64)>> {
+/// Finds registered capsules whose heartbeat expired, frees their slots on
+/// every queue (including queues this process does not serve) and pushes
+/// their in-progress jobs back.
+pub(crate) async fn reap_dead(inner: &Inner) -> Result<Vec<Reaped>> {
     let mut conn = inner.conn().await?;
     let members: Vec<String> = redis::cmd("SMEMBERS")
         .arg(keys::CAPSULES)
@@ -32,9 +34,8 @@ pub(crate) async fn reap_dead(inner: &Inner) -> Result<Vec<(String, i64)>> {
     let busy_lists = busy_lists(&mut conn).await?;
     let mut reaped = Vec::new();
     for uuid in dead {
-        let freed = reap_one(inner, uuid, busy_lists.iter().cloned(), false).await?;
-        if freed >= 0 {
-            reaped.push((uuid.clone(), freed));
+        if let Some(done) = reap_one(inner, uuid, busy_lists.iter().cloned(), false).await? {
+            reaped.push(done);
         }
     }
     Ok(reaped)
@@ -61,23 +62,30 @@ async fn busy_lists(conn: &mut redis::aio::ConnectionManager) -> Result<Vec<Stri
     }
 }
 
-/// Frees one capsule's slots atomically; -1 if another process got there
-/// first or the capsule proved alive.
+/// Frees one capsule's slots and pushes back its in-progress jobs,
+/// atomically; `None` if another process got there first or the capsule
+/// proved alive. `clean`: the capsule's own shutdown.
 pub(crate) async fn reap_one(
     inner: &Inner,
     uuid: &str,
     busy_lists: impl Iterator<Item = String>,
-    deregister: bool,
-) -> Result<i64> {
+    clean: bool,
+) -> Result<Option<Reaped>> {
     let mut keys = vec![keys::CAPSULES.to_owned(), keys::heartbeat(uuid)];
     keys.extend(busy_lists);
+    let args = [
+        uuid.to_owned(),
+        if clean { "1" } else { "0" }.to_owned(),
+        inner.max_recoveries.to_string(),
+        format!("{:.3}", now()),
+    ];
     let mut conn = inner.conn().await?;
-    inner
-        .reap
-        .invoke(
-            &mut conn,
-            &keys,
-            &[uuid, if deregister { "1" } else { "0" }],
-        )
-        .await
+    let reply: Option<(i64, i64, Vec<JobRef>)> =
+        inner.reap.invoke(&mut conn, &keys, &args[..]).await?;
+    Ok(reply.map(|(freed, requeued, dead)| Reaped {
+        uuid: uuid.to_owned(),
+        freed,
+        requeued,
+        dead,
+    }))
 }

@@ -14,6 +14,7 @@ pub(crate) struct LuaScript {
 pub(crate) const FETCH: &str = include_str!("lua/fetch.lua");
 pub(crate) const REAP: &str = include_str!("lua/reap.lua");
 pub(crate) const RECONCILE: &str = include_str!("lua/reconcile.lua");
+pub(crate) const REQUEUE: &str = include_str!("lua/requeue.lua");
 
 impl LuaScript {
     pub(crate) fn new(body: &'static str) -> Self {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use limit_fetch_core::{keys, Interrupt, LimitKind};
+use limit_fetch_core::{keys, Capsule, CapsuleOptions, Fetched, Interrupt, LimitKind};
 use redis::Commands;
 use support::{capsule, capsule_with_period, push, queue, redis};
 
@@ -19,8 +19,20 @@ static BEATING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 static PAUSING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn fetch_all(capsule: &limit_fetch_core::Capsule, queues: &[String]) -> Vec<String> {
+    fetch_jobs(capsule, queues)
+        .into_iter()
+        .map(|f| f.queue)
+        .collect()
+}
+
+fn fetch_jobs(capsule: &limit_fetch_core::Capsule, queues: &[String]) -> Vec<Fetched> {
     let none = Interrupt::new();
-    std::iter::from_fn(|| capsule.fetch(queues, &none).unwrap().map(|f| f.queue)).collect()
+    std::iter::from_fn(|| capsule.fetch(queues, &none).unwrap()).collect()
+}
+
+fn jid(job: &[u8]) -> String {
+    let text = String::from_utf8_lossy(job);
+    text.split('"').nth(3).unwrap_or_default().to_owned()
 }
 
 #[test]
@@ -31,9 +43,11 @@ fn global_limit_caps_fetches_across_capsules() {
     let none = Interrupt::new();
     a.set_limit(&q, LimitKind::Global, Some(3), &none).unwrap();
     let queues = vec![q.clone()];
-    assert_eq!(fetch_all(&a, &queues).len(), 3);
+    let held = fetch_jobs(&a, &queues);
+    assert_eq!(held.len(), 3);
     assert_eq!(fetch_all(&b, &queues).len(), 0, "the limit is global");
-    a.release(&q, &none).unwrap();
+    a.acknowledge(&q, held[0].job.clone());
+    a.flush(&none).unwrap();
     assert_eq!(
         fetch_all(&b, &queues).len(),
         1,
@@ -200,7 +214,7 @@ fn dead_capsules_are_reaped_on_every_queue_exactly_once() {
     });
     let freed: Vec<i64> = reports
         .iter()
-        .flat_map(|r| r.reaped.iter().filter(|(u, _)| *u == dead).map(|(_, n)| *n))
+        .flat_map(|r| r.reaped.iter().filter(|x| x.uuid == dead).map(|x| x.freed))
         .collect();
     assert_eq!(freed, vec![3], "one reaper frees all three slots");
     let left: Vec<String> = conn.lrange(keys::busy(&foreign), 0, -1).unwrap();
@@ -222,7 +236,7 @@ fn a_live_capsule_is_never_reaped() {
     b.register(&none).unwrap();
     assert!(b.fetch(&[q.as_str()], &none).unwrap().is_some());
     let report = a.beat(&none).unwrap();
-    assert!(report.reaped.iter().all(|(u, _)| u != b.uuid()));
+    assert!(report.reaped.iter().all(|x| x.uuid != b.uuid()));
     assert_eq!(a.busy(&q, &none).unwrap().0, 1);
 }
 
@@ -241,7 +255,7 @@ fn beat_heals_lost_releases_and_lost_bookings() {
     push(&q, 2);
     let a = capsule();
     let none = Interrupt::new();
-    assert!(a.fetch(&[q.as_str()], &none).unwrap().is_some());
+    let job = a.fetch(&[q.as_str()], &none).unwrap().expect("a job").job;
     let mut conn = redis();
     // A release that never reached Redis leaves an extra entry...
     let _: () = conn.rpush(keys::busy(&q), a.uuid()).unwrap();
@@ -251,7 +265,8 @@ fn beat_heals_lost_releases_and_lost_bookings() {
     let _: () = conn.del(keys::busy(&q)).unwrap();
     let report = a.beat(&none).unwrap();
     assert_eq!(report.corrected, vec![(keys::busy(&q), 0, 1)]);
-    a.release(&q, &none).unwrap();
+    a.acknowledge(&q, job);
+    a.flush(&none).unwrap();
     assert!(a.beat(&none).unwrap().corrected.is_empty());
     assert_eq!(a.busy(&q, &none).unwrap(), (0, 0));
 }
@@ -265,6 +280,8 @@ fn deregister_frees_slots_and_removes_the_capsule() {
     a.register(&none).unwrap();
     assert!(a.fetch(&[q.as_str()], &none).unwrap().is_some());
     assert_eq!(a.deregister(&[q.as_str()], &none).unwrap(), 1);
+    // Its unfinished job is back in the queue.
+    assert_eq!(redis().llen::<_, i64>(format!("queue:{q}")).unwrap(), 2);
     let mut conn = redis();
     assert!(!conn.exists::<_, bool>(keys::heartbeat(a.uuid())).unwrap());
     assert!(!conn
@@ -375,7 +392,7 @@ fn a_fetch_that_times_out_gives_its_late_job_back() {
         timeout: Duration::from_millis(200),
         ..support::settings()
     };
-    let a = limit_fetch_core::Capsule::new(&settings, Duration::from_secs(15));
+    let a = Capsule::new(&settings, CapsuleOptions::default());
     let none = Interrupt::new();
     a.register(&none).unwrap();
     let _: () = redis::cmd("CLIENT")
@@ -423,4 +440,192 @@ fn a_beat_after_data_loss_registers_again_and_restores_configured_limits() {
     assert!(redis()
         .sismember::<_, _, bool>(keys::CAPSULES, a.uuid())
         .unwrap());
+}
+
+/// Makes `capsule` look dead to reapers: its heartbeat key expired.
+fn kill(capsule: &Capsule) {
+    let _: () = redis().del(keys::heartbeat(capsule.uuid())).unwrap();
+}
+
+#[test]
+fn a_fetched_job_waits_in_the_capsules_in_progress_list_until_acknowledged() {
+    let q = queue("inprogress");
+    push(&q, 2);
+    let a = capsule();
+    let none = Interrupt::new();
+    let fetched = a.fetch(&[q.as_str()], &none).unwrap().expect("a job");
+    let mut conn = redis();
+    let in_progress: Vec<Vec<u8>> = conn.lrange(keys::in_progress(a.uuid(), &q), 0, -1).unwrap();
+    assert_eq!(in_progress, vec![fetched.job.clone()]);
+    assert_eq!(jid(&fetched.job), "0", "the oldest job first");
+    a.acknowledge(&q, fetched.job.clone());
+    // The acknowledgement rides on the next fetch: one script call frees
+    // the slot and takes the next job, even under a limit of 1.
+    a.set_limit(&q, LimitKind::Global, Some(1), &none).unwrap();
+    let next = a
+        .fetch(&[q.as_str()], &none)
+        .unwrap()
+        .expect("the next job");
+    assert_eq!(jid(&next.job), "1");
+    let in_progress: Vec<Vec<u8>> = conn.lrange(keys::in_progress(a.uuid(), &q), 0, -1).unwrap();
+    assert_eq!(in_progress, vec![next.job.clone()]);
+    assert_eq!(a.busy(&q, &none).unwrap(), (1, 1));
+    // Pushed back, it leaves the in-progress list for the front of its queue.
+    a.requeue(vec![(q.clone(), next.job.clone())], &none)
+        .unwrap();
+    assert_eq!(
+        conn.llen::<_, i64>(keys::in_progress(a.uuid(), &q))
+            .unwrap(),
+        0
+    );
+    assert_eq!(a.busy(&q, &none).unwrap(), (0, 0));
+    let again = a
+        .fetch(&[q.as_str()], &none)
+        .unwrap()
+        .expect("the job again");
+    assert_eq!(again.job, next.job);
+}
+
+#[test]
+fn an_acknowledgement_goes_on_its_own_when_no_fetch_follows() {
+    let q = queue("lone-ack");
+    push(&q, 1);
+    let a = capsule();
+    let none = Interrupt::new();
+    let fetched = a.fetch(&[q.as_str()], &none).unwrap().expect("a job");
+    a.acknowledge(&q, fetched.job);
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while a.busy(&q, &none).unwrap() != (0, 0) {
+        assert!(
+            Instant::now() < deadline,
+            "the acknowledgement was never sent"
+        );
+        thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(
+        redis()
+            .llen::<_, i64>(keys::in_progress(a.uuid(), &q))
+            .unwrap(),
+        0
+    );
+}
+
+#[test]
+fn reaping_pushes_a_dead_capsules_jobs_back_first_in_line_exactly_once() {
+    let _turn = BEATING.lock().unwrap_or_else(|e| e.into_inner());
+    let q = queue("recover");
+    push(&q, 4);
+    let dead = capsule();
+    let none = Interrupt::new();
+    dead.register(&none).unwrap();
+    let taken = fetch_jobs(&dead, std::slice::from_ref(&q));
+    assert_eq!(taken.len(), 4);
+    // Two more arrive while it runs; then it dies.
+    let mut conn = redis();
+    let _: () = conn
+        .lpush(format!("queue:{q}"), r#"{"jid":"late"}"#)
+        .unwrap();
+    kill(&dead);
+    let reapers: Vec<_> = (0..4).map(|_| capsule()).collect();
+    let reports: Vec<_> = thread::scope(|s| {
+        let handles: Vec<_> = reapers
+            .iter()
+            .map(|r| s.spawn(|| r.beat(&Interrupt::new()).unwrap()))
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let done: Vec<_> = reports
+        .iter()
+        .flat_map(|r| r.reaped.iter().filter(|x| x.uuid == dead.uuid()))
+        .collect();
+    assert_eq!(done.len(), 1, "reaped once: {done:?}");
+    assert_eq!((done[0].freed, done[0].requeued), (4, 4));
+    // Fetched next, in the order they were first fetched, before the late one.
+    let order: Vec<String> = fetch_jobs(&reapers[0], std::slice::from_ref(&q))
+        .iter()
+        .map(|f| jid(&f.job))
+        .collect();
+    assert_eq!(order, vec!["0", "1", "2", "3", "late"]);
+    assert!(!conn
+        .exists::<_, bool>(keys::in_progress(dead.uuid(), &q))
+        .unwrap());
+    assert!(!conn
+        .exists::<_, bool>(keys::capsule_queues(dead.uuid()))
+        .unwrap());
+    for r in &reapers {
+        r.deregister(&[q.as_str()], &none).unwrap();
+    }
+}
+
+#[test]
+fn a_job_recovered_more_than_max_recoveries_times_goes_to_the_dead_set() {
+    let _turn = BEATING.lock().unwrap_or_else(|e| e.into_inner());
+    let q = queue("poison");
+    let payload = format!(r#"{{"jid":"{q}","class":"Crasher"}}"#);
+    let mut conn = redis();
+    let _: () = conn.lpush(format!("queue:{q}"), &payload).unwrap();
+    let none = Interrupt::new();
+    let options = CapsuleOptions {
+        max_recoveries: 2,
+        ..CapsuleOptions::default()
+    };
+    let mut dead_reports = Vec::new();
+    for round in 1..=3 {
+        let victim = Capsule::new(&support::settings(), options);
+        victim.register(&none).unwrap();
+        let fetched = victim.fetch(&[q.as_str()], &none).unwrap();
+        assert!(
+            fetched.is_some(),
+            "round {round}: the job is back in its queue"
+        );
+        kill(&victim);
+        let reaper_with_limit = Capsule::new(&support::settings(), options);
+        let report = reaper_with_limit.beat(&none).unwrap();
+        dead_reports.extend(
+            report
+                .reaped
+                .into_iter()
+                .filter(|r| r.uuid == victim.uuid())
+                .flat_map(|r| r.dead),
+        );
+        reaper_with_limit.deregister(&[q.as_str()], &none).unwrap();
+    }
+    assert_eq!(
+        dead_reports,
+        vec![(q.clone(), q.clone(), "Crasher".to_owned())]
+    );
+    assert!(conn
+        .zscore::<_, _, Option<f64>>(keys::DEAD, &payload)
+        .unwrap()
+        .is_some());
+    assert_eq!(conn.llen::<_, i64>(format!("queue:{q}")).unwrap(), 0);
+    let _: () = conn.zrem(keys::DEAD, &payload).unwrap();
+}
+
+#[test]
+fn a_beat_pushes_back_a_job_whose_fetch_reply_was_lost() {
+    let _turn = BEATING.lock().unwrap_or_else(|e| e.into_inner());
+    let q = queue("orphan");
+    push(&q, 2);
+    let a = capsule();
+    let none = Interrupt::new();
+    let held = a.fetch(&[q.as_str()], &none).unwrap().expect("a job");
+    // What a fetch whose reply never arrived leaves behind.
+    let mut conn = redis();
+    let _: Vec<u8> = redis::cmd("LMOVE")
+        .arg(format!("queue:{q}"))
+        .arg(keys::in_progress(a.uuid(), &q))
+        .arg("RIGHT")
+        .arg("LEFT")
+        .query(&mut conn)
+        .unwrap();
+    let _: () = conn.rpush(keys::busy(&q), a.uuid()).unwrap();
+    let report = a.beat(&none).unwrap();
+    assert_eq!(report.orphans, vec![(q.clone(), "1".to_owned())]);
+    assert_eq!(report.corrected, vec![(keys::busy(&q), 2, 1)]);
+    let in_progress: Vec<Vec<u8>> = conn.lrange(keys::in_progress(a.uuid(), &q), 0, -1).unwrap();
+    assert_eq!(in_progress, vec![held.job]);
+    let back: Vec<String> = conn.lrange(format!("queue:{q}"), 0, -1).unwrap();
+    assert_eq!(back, vec![r#"{"jid":"1"}"#]);
+    a.deregister(&[q.as_str()], &none).unwrap();
 }

@@ -110,12 +110,12 @@ RSpec.describe "sidekiq-limit_fetch in sidekiq processes", :e2e do
     stop_process(b)
   end
 
-  it "reaps the slots of a process killed with SIGKILL, on every queue" do
+  it "reaps a process killed with SIGKILL: frees its slots on every queue and pushes its jobs back" do
     config_a = app.write_config("killed", queues: %w[solo a_only], limits: {"solo" => 1}, concurrency: 2)
     config_b = app.write_config("reaper", queues: %w[solo], limits: {"solo" => 1}, concurrency: 2)
     a, a_uuid = start_process("A", config: config_a, heartbeat_period: 1)
-    push_jobs("solo", 1, seconds: 120, gate: "never")
-    push_jobs("a_only", 1, seconds: 120, gate: "never")
+    killed_solo = push_jobs("solo", 1, seconds: 120, gate: "recovered")
+    killed_a_only = push_jobs("a_only", 1, seconds: 120, gate: "never")
     wait_until(message: "A to start both jobs") do
       started_by("solo", "A").size == 1 && started_by("a_only", "A").size == 1
     end
@@ -128,12 +128,21 @@ RSpec.describe "sidekiq-limit_fetch in sidekiq processes", :e2e do
     # A's heartbeat key outlives it by up to 4 periods: its slots are held
     expect(busy_entries("solo")).to eq([a_uuid])
     expect(busy_entries("a_only")).to eq([a_uuid])
+    expect(in_progress(a_uuid, "a_only").map { |job| JSON.parse(job)["jid"] }).to eq(killed_a_only)
 
-    wait_until(timeout: 30, message: -> { "B to reap A and run the job; #{all_busy_lists} #{registered_capsules}" }) do
-      done_jids("solo") == after_kill
+    # B reaps A, and A's job of "solo", back at the front of its queue, is
+    # the one B runs next, within the limit of 1.
+    wait_until(timeout: 30, message: -> { "B to reap A and run its job; #{all_busy_lists} #{registered_capsules}" }) do
+      started_by("solo", "B").size == 1
     end
-    expect(started_by("solo", "B").size).to eq(1)
+    expect(started_by("solo", "B").map { |entry| entry.split.last }).to eq(killed_solo)
+    expect(queue_length("a_only")).to eq(1) # B does not serve it; it waits there, slot freed
     expect(busy_entries("a_only")).to eq([])
+    expect(redis.call("KEYS", "#{LimitFetchHelpers::KEY_PREFIX}capsule:#{a_uuid}:*")).to eq([])
+    open_gate("recovered")
+    wait_until(timeout: 30, message: -> { "B to run the job pushed after the kill; done: #{done_jids("solo")}" }) do
+      done_jids("solo") == killed_solo + after_kill
+    end
     expect(registered_capsules).to eq([b_uuid])
     expect(redis.call("EXISTS", heartbeat_key(a_uuid))).to eq(0)
     stop_process(b)

@@ -34,6 +34,20 @@ module LimitFetchHelpers
     "#{KEY_PREFIX}capsule:#{uuid}:heartbeat"
   end
 
+  def in_progress_key(uuid, queue)
+    "#{KEY_PREFIX}capsule:#{uuid}:inprogress:#{queue}"
+  end
+
+  def in_progress(uuid, queue)
+    redis.call("LRANGE", in_progress_key(uuid, queue), 0, -1)
+  end
+
+  # Acknowledgements ride on the capsule's next fetch; sends them now, so
+  # that a spec may look at the slots they free.
+  def flush_acks(capsule)
+    Sidekiq::LimitFetch.client(capsule).native.flush
+  end
+
   def busy_entries(queue)
     redis.call("LRANGE", queue_key(queue, "busy"), 0, -1)
   end

@@ -1,12 +1,33 @@
--- Takes the next job from the first queue, in the order given, that is under
--- its limits, and books a busy slot for it: one atomic step, so no two
--- fetchers anywhere can both take the last slot.
+-- Acknowledges finished jobs, then takes the next job from the first queue,
+-- in the order given, that is under its limits: one atomic step, so no two
+-- fetchers anywhere can both take the last slot, and one round trip per job
+-- (the acknowledgement of a job rides on the next fetch of its capsule).
 --
--- ARGV[1]    the capsule's UUID
--- ARGV[2..n] queue names, in Sidekiq's order for this fetch (no "queue:" prefix)
+-- A taken job moves to the capsule's in-progress list of its queue, where it
+-- stays until acknowledged or pushed back: if the capsule dies, the reaper
+-- returns it to its queue.
+--
+-- ARGV[1]     the capsule's UUID
+-- ARGV[2]     n, the number of acknowledgements that follow
+-- then n triples: queue name, job, SHA1 of the job (hex)
+-- then        queue names, in Sidekiq's order for this fetch (no "queue:" prefix)
 -- Returns {queue name, job} or nil.
 local uuid = ARGV[1]
-local prefix = 'sidekiq:limit_fetch:queue:'
+local acks = tonumber(ARGV[2])
+local prefix = 'sidekiq:limit_fetch:'
+local capsule = prefix .. 'capsule:' .. uuid
+local recoveries = prefix .. 'recoveries'
+
+-- Idempotent: an acknowledgement sent again (its reply was lost) finds its
+-- job gone and frees no second slot.
+local forget = acks > 0 and redis.call('EXISTS', recoveries) == 1
+for i = 3, 2 + 3 * acks, 3 do
+  local name = ARGV[i]
+  if redis.call('LREM', capsule .. ':inprogress:' .. name, 1, ARGV[i + 1]) == 1 then
+    redis.call('LREM', prefix .. 'queue:' .. name .. ':busy', 1, uuid)
+  end
+  if forget then redis.call('HDEL', recoveries, ARGV[i + 2]) end
+end
 
 -- A limit that is not a non-negative integer reads as 0: a broken limit must
 -- never mean "unlimited".
@@ -16,13 +37,13 @@ local function read_limit(key)
   return tonumber(string.match(raw, '^%s*(%d+)%s*$')) or 0
 end
 
-for i = 2, #ARGV do
+for i = 3 + 3 * acks, #ARGV do
   local name = ARGV[i]
-  local busy = prefix .. name .. ':busy'
-  local limit = read_limit(prefix .. name .. ':limit')
+  local busy = prefix .. 'queue:' .. name .. ':busy'
+  local limit = read_limit(prefix .. 'queue:' .. name .. ':limit')
   local eligible = limit == nil or redis.call('LLEN', busy) < limit
   if eligible then
-    local process_limit = read_limit(prefix .. name .. ':process_limit')
+    local process_limit = read_limit(prefix .. 'queue:' .. name .. ':process_limit')
     if process_limit == 0 then
       eligible = false
     elseif process_limit then
@@ -31,9 +52,10 @@ for i = 2, #ARGV do
     end
   end
   if eligible then
-    local job = redis.call('RPOP', 'queue:' .. name)
+    local job = redis.call('LMOVE', 'queue:' .. name, capsule .. ':inprogress:' .. name, 'RIGHT', 'LEFT')
     if job then
       redis.call('RPUSH', busy, uuid)
+      redis.call('SADD', capsule .. ':queues', name)
       return {name, job}
     end
   end

@@ -1,19 +1,70 @@
 -- Frees everything a dead capsule held, exactly once: of several processes
--- reaping at the same moment, only the one whose SREM removed the UUID frees
--- its slots. A capsule whose heartbeat came back is left alone.
+-- reaping at the same moment, only the one whose SREM removed the UUID acts.
+-- A capsule whose heartbeat came back is left alone.
+--
+-- Its in-progress jobs go back to the front of their queues, in the order
+-- they were fetched. A job recovered more than ARGV[3] times keeps killing
+-- the processes that run it: it goes to Sidekiq's dead set instead.
 --
 -- KEYS[1]    the capsules set
 -- KEYS[2]    the capsule's heartbeat key
 -- KEYS[3..n] busy lists to free its slots in
 -- ARGV[1]    the capsule's UUID
--- ARGV[2]    "1" to deregister even with a live heartbeat (clean shutdown)
--- Returns the number of slots freed, or -1 if there was nothing to do.
+-- ARGV[2]    "1" for a clean shutdown: act even with a live heartbeat, and
+--            push leftover jobs back without counting a recovery
+-- ARGV[3]    how many recoveries a job may have before it is declared dead
+-- ARGV[4]    now, in seconds (the dead set's score)
+-- Returns nil if there was nothing to do, else
+-- {slots freed, jobs pushed back, {{queue, jid, class} of each dead job}}.
 local uuid = ARGV[1]
-if ARGV[2] ~= '1' and redis.call('EXISTS', KEYS[2]) == 1 then return -1 end
+local clean = ARGV[2] == '1'
+local max_recoveries = tonumber(ARGV[3])
+local now = tonumber(ARGV[4])
+local prefix = 'sidekiq:limit_fetch:'
+local capsule = prefix .. 'capsule:' .. uuid
+local recoveries = prefix .. 'recoveries'
+
+if not clean and redis.call('EXISTS', KEYS[2]) == 1 then return nil end
 redis.call('DEL', KEYS[2])
-if redis.call('SREM', KEYS[1], uuid) == 0 and ARGV[2] ~= '1' then return -1 end
+if redis.call('SREM', KEYS[1], uuid) == 0 and not clean then return nil end
+
 local freed = 0
 for i = 3, #KEYS do
   freed = freed + redis.call('LREM', KEYS[i], 0, uuid)
 end
-return freed
+
+local function describe(name, job)
+  local ok, parsed = pcall(cjson.decode, job)
+  if ok and type(parsed) == 'table' then
+    return {name, tostring(parsed.jid or '?'), tostring(parsed.class or '?')}
+  end
+  return {name, '?', '?'}
+end
+
+local pushed, dead = 0, {}
+for _, name in ipairs(redis.call('SMEMBERS', capsule .. ':queues')) do
+  local inprogress = capsule .. ':inprogress:' .. name
+  -- Newest first, each pushed in front of the last: the oldest ends up first.
+  local job = redis.call('LPOP', inprogress)
+  while job do
+    local poison = false
+    if not clean then
+      local digest = redis.sha1hex(job)
+      if redis.call('HINCRBY', recoveries, digest, 1) > max_recoveries then
+        redis.call('HDEL', recoveries, digest)
+        poison = true
+      end
+      redis.call('EXPIRE', recoveries, 604800)
+    end
+    if poison then
+      redis.call('ZADD', 'dead', now, job)
+      table.insert(dead, describe(name, job))
+    else
+      redis.call('RPUSH', 'queue:' .. name, job)
+      pushed = pushed + 1
+    end
+    job = redis.call('LPOP', inprogress)
+  end
+end
+redis.call('DEL', capsule .. ':queues')
+return {freed, pushed, dead}

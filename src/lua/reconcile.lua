@@ -1,22 +1,61 @@
--- Brings a capsule's busy entries per queue within what it knows it holds:
--- at least its running jobs, at most those plus the fetches still in flight.
--- Corrects lost releases (too many entries) and lost bookings (too few).
+-- Brings a live capsule's Redis state in line with the jobs it really holds.
+-- Runs while the capsule has no fetch, acknowledgement or push-back in
+-- flight, so the ledger it is given is exact.
+--
+-- * A job in an in-progress list that the capsule does not hold (the reply
+--   of its fetch was lost) goes back to the front of its queue.
+-- * The capsule's busy entries per queue are set to the number of jobs it
+--   holds (a lost release, a booking lost to a Redis restart).
 --
 -- ARGV[1]  the capsule's UUID
--- then triples: busy key, lower bound, upper bound
--- Returns {busy key, before, after} for every list it changed.
+-- then per queue: queue name, n, and the SHA1 (hex) of each of its n jobs
+-- Returns {{busy key, entries before, after} for each list it changed,
+--          {{queue, jid} of each job pushed back}}.
 local uuid = ARGV[1]
-local changes = {}
-for i = 2, #ARGV, 3 do
-  local busy = ARGV[i]
-  local low, high = tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
-  local held = #redis.call('LPOS', busy, uuid, 'COUNT', 0)
-  if held > high then
-    redis.call('LREM', busy, held - high, uuid)
-    table.insert(changes, {busy, held, high})
-  elseif held < low then
-    for _ = held + 1, low do redis.call('RPUSH', busy, uuid) end
-    table.insert(changes, {busy, held, low})
+local prefix = 'sidekiq:limit_fetch:'
+local capsule = prefix .. 'capsule:' .. uuid
+
+local held = {}
+local i = 2
+while i <= #ARGV do
+  local name, n = ARGV[i], tonumber(ARGV[i + 1])
+  local digests = {}
+  for j = 1, n do
+    local d = ARGV[i + 1 + j]
+    digests[d] = (digests[d] or 0) + 1
+  end
+  held[name] = {count = n, digests = digests}
+  i = i + 2 + n
+end
+for _, name in ipairs(redis.call('SMEMBERS', capsule .. ':queues')) do
+  held[name] = held[name] or {count = 0, digests = {}}
+end
+
+local changes, pushed = {}, {}
+for name, mine in pairs(held) do
+  local inprogress = capsule .. ':inprogress:' .. name
+  local jobs = redis.call('LRANGE', inprogress, 0, -1)
+  for j = #jobs, 1, -1 do -- oldest first
+    local job = jobs[j]
+    local d = redis.sha1hex(job)
+    if (mine.digests[d] or 0) > 0 then
+      mine.digests[d] = mine.digests[d] - 1
+    else
+      redis.call('LREM', inprogress, -1, job)
+      redis.call('RPUSH', 'queue:' .. name, job)
+      local ok, parsed = pcall(cjson.decode, job)
+      local jid = ok and type(parsed) == 'table' and tostring(parsed.jid or '?') or '?'
+      table.insert(pushed, {name, jid})
+    end
+  end
+  local busy = prefix .. 'queue:' .. name .. ':busy'
+  local entries = #redis.call('LPOS', busy, uuid, 'COUNT', 0)
+  if entries > mine.count then
+    redis.call('LREM', busy, entries - mine.count, uuid)
+    table.insert(changes, {busy, entries, mine.count})
+  elseif entries < mine.count then
+    for _ = entries + 1, mine.count do redis.call('RPUSH', busy, uuid) end
+    table.insert(changes, {busy, entries, mine.count})
   end
 end
-return changes
+return {changes, pushed}

@@ -7,7 +7,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use limit_fetch_core::{Capsule, ConnectionSettings};
+use limit_fetch_core::{Capsule, CapsuleOptions, ConnectionSettings};
 
 struct Server {
     port: u16,
@@ -102,11 +102,17 @@ pub fn redis() -> redis::Connection {
 }
 
 pub fn capsule() -> Capsule {
-    Capsule::new(&settings(), Duration::from_secs(15))
+    Capsule::new(&settings(), CapsuleOptions::default())
 }
 
 pub fn capsule_with_period(period: Duration) -> Capsule {
-    Capsule::new(&settings(), period)
+    Capsule::new(
+        &settings(),
+        CapsuleOptions {
+            heartbeat_period: period,
+            ..CapsuleOptions::default()
+        },
+    )
 }
 
 /// A queue name no other test uses.

@@ -9,7 +9,8 @@ mod nogvl;
 use std::time::Duration;
 
 use limit_fetch_core::{
-    Capsule, ConnectionSettings, Error as CoreError, Fetched, Interrupt, LimitKind, Tls,
+    Capsule, CapsuleOptions, ConnectionSettings, Error as CoreError, Fetched, Interrupt, LimitKind,
+    Tls,
 };
 use magnus::{function, method, prelude::*, Error, RArray, RHash, RModule, RString, Ruby, Symbol};
 
@@ -86,7 +87,12 @@ fn settings(ruby: &Ruby, options: RHash) -> Result<ConnectionSettings, Error> {
 }
 
 impl Native {
-    fn new(ruby: &Ruby, options: RHash, heartbeat_period: f64) -> Result<Self, Error> {
+    fn new(
+        ruby: &Ruby,
+        options: RHash,
+        heartbeat_period: f64,
+        max_recoveries: u32,
+    ) -> Result<Self, Error> {
         if !(heartbeat_period.is_finite() && heartbeat_period > 0.0) {
             return Err(Error::new(
                 ruby.exception_arg_error(),
@@ -97,7 +103,13 @@ impl Native {
         }
         let settings = settings(ruby, options)?;
         Ok(Self {
-            capsule: Capsule::new(&settings, Duration::from_secs_f64(heartbeat_period)),
+            capsule: Capsule::new(
+                &settings,
+                CapsuleOptions {
+                    heartbeat_period: Duration::from_secs_f64(heartbeat_period),
+                    max_recoveries,
+                },
+            ),
         })
     }
 
@@ -132,13 +144,19 @@ impl Native {
         }))
     }
 
-    fn release(ruby: &Ruby, rb_self: &Self, queue: String) -> Result<(), Error> {
+    /// Marks a fetched job finished; returns at once (see the core's
+    /// `Capsule::acknowledge`). Never fails: an acknowledgement Redis cannot
+    /// take now is sent again later.
+    fn acknowledge(rb_self: &Self, queue: String, job: RString) {
+        // SAFETY: the bytes are copied while the GVL is held.
+        let job = unsafe { job.as_slice() }.to_vec();
+        rb_self.capsule.acknowledge(&queue, job);
+    }
+
+    /// Sends pending acknowledgements now.
+    fn flush(ruby: &Ruby, rb_self: &Self) -> Result<(), Error> {
         let capsule = rb_self.capsule.clone();
-        // An interrupted release still completes on the I/O thread.
-        match without_gvl(ruby, |interrupt| capsule.release(&queue, interrupt))? {
-            None | Some(Ok(())) | Some(Err(CoreError::Interrupted)) => Ok(()),
-            Some(Err(err)) => Err(to_ruby(ruby, err)),
-        }
+        call(ruby, |interrupt| capsule.flush(interrupt))
     }
 
     /// `jobs`: `[[queue_name, job], ...]`.
@@ -157,13 +175,20 @@ impl Native {
         }
     }
 
-    /// `{reaped: [[uuid, freed], ...], corrected: [[busy_key, before, after], ...], restored: bool}`
+    /// `{reaped: [[uuid, freed, requeued, [[queue, jid, class], ...]], ...],
+    ///   corrected: [[busy_key, before, after], ...], orphans: [[queue, jid], ...],
+    ///   restored: bool}`
     fn beat(ruby: &Ruby, rb_self: &Self) -> Result<RHash, Error> {
         let capsule = rb_self.capsule.clone();
         let report = call(ruby, |interrupt| capsule.beat(interrupt))?;
+        let reaped = ruby.ary_new_capa(report.reaped.len());
+        for r in report.reaped {
+            reaped.push((r.uuid, r.freed, r.requeued, r.dead))?;
+        }
         let hash = ruby.hash_new();
-        hash.aset(ruby.to_symbol("reaped"), report.reaped)?;
+        hash.aset(ruby.to_symbol("reaped"), reaped)?;
         hash.aset(ruby.to_symbol("corrected"), report.corrected)?;
+        hash.aset(ruby.to_symbol("orphans"), report.orphans)?;
         hash.aset(ruby.to_symbol("restored"), report.restored)?;
         Ok(hash)
     }
@@ -233,10 +258,11 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     let limit_fetch: magnus::RClass = sidekiq.const_get("LimitFetch")?;
     errors::init(limit_fetch)?;
     let class = limit_fetch.define_class("Native", ruby.class_object())?;
-    class.define_singleton_method("new", function!(Native::new, 2))?;
+    class.define_singleton_method("new", function!(Native::new, 3))?;
     class.define_method("uuid", method!(Native::uuid, 0))?;
     class.define_method("fetch", method!(Native::fetch, 1))?;
-    class.define_method("release", method!(Native::release, 1))?;
+    class.define_method("acknowledge", method!(Native::acknowledge, 2))?;
+    class.define_method("flush", method!(Native::flush, 0))?;
     class.define_method("requeue", method!(Native::requeue, 1))?;
     class.define_method("beat", method!(Native::beat, 0))?;
     class.define_method("register", method!(Native::register, 0))?;

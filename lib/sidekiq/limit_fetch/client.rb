@@ -13,7 +13,7 @@ module Sidekiq
         @config = capsule
         @limits = Limits.configured(capsule)
         period = LimitFetch.configuration[:heartbeat_period]
-        @native = Native.new(RedisOptions.for(capsule), period.to_f)
+        @native = Native.new(RedisOptions.for(capsule), period.to_f, max_recoveries)
         @heartbeat = Heartbeat.new(capsule, @native, period.to_f)
       end
 
@@ -47,11 +47,9 @@ module Sidekiq
         @native.fetch(queues)
       end
 
-      def release(queue_name)
-        @native.release(queue_name)
-      rescue LimitFetch::Error => e
-        logger.warn("sidekiq-limit_fetch: busy slot of #{queue_name} not freed (#{e.message}); " \
-                    "the next heartbeat frees it")
+      # Returns at once: the acknowledgement rides on the capsule's next fetch.
+      def acknowledge(queue_name, job)
+        @native.acknowledge(queue_name, job)
       end
 
       def requeue(units)
@@ -60,6 +58,15 @@ module Sidekiq
 
       def beat
         @heartbeat.beat
+      end
+
+      private
+
+      def max_recoveries
+        value = LimitFetch.configuration[:max_recoveries]
+        return value if value.is_a?(Integer) && value >= 0
+
+        raise ArgumentError, "sidekiq-limit_fetch: max_recoveries must be a non-negative Integer, got #{value.inspect}"
       end
     end
   end

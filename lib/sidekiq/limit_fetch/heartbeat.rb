@@ -46,11 +46,12 @@ module Sidekiq
 
       private
 
+      # Beats at once (a process starting up reaps what dead ones left),
+      # then every period.
       def run
         loop do
-          break if @wakeup.pop(timeout: @period) == :stop
-
           beat
+          break if @wakeup.pop(timeout: @period) == :stop
         end
       rescue => e
         # Never let the heartbeat die silently: a dead heartbeat means reaping.
@@ -63,11 +64,27 @@ module Sidekiq
           logger.warn("sidekiq-limit_fetch: Redis had lost this capsule's registration (restart without " \
                       "persistence?); registered again and rewrote the configured limits that were missing")
         end
-        report[:reaped].each do |uuid, freed|
-          logger.info("sidekiq-limit_fetch: reaped dead capsule #{uuid}, freed #{freed} busy slots")
-        end
+        report[:reaped].each { |reaped| log_reaped(*reaped) }
+        log_healed(report)
+      end
+
+      def log_healed(report)
         report[:corrected].each do |key, before, after|
           logger.warn("sidekiq-limit_fetch: corrected #{key} for this capsule from #{before} to #{after} entries")
+        end
+        report[:orphans].each do |queue, jid|
+          logger.warn("sidekiq-limit_fetch: pushed job #{jid} back to queue #{queue}: it was in this capsule's " \
+                      "in-progress list but no thread runs it (the reply of its fetch was lost)")
+        end
+      end
+
+      def log_reaped(uuid, freed, requeued, dead)
+        logger.info("sidekiq-limit_fetch: reaped dead capsule #{uuid}: freed #{freed} busy slots, " \
+                    "pushed #{requeued} in-progress jobs back to their queues")
+        dead.each do |queue, jid, klass|
+          logger.error("sidekiq-limit_fetch: job #{jid} (#{klass}) of queue #{queue} was in progress in dead " \
+                       "processes more than #{LimitFetch.configuration[:max_recoveries]} times: " \
+                       "moved to the dead set as a poison pill")
         end
       end
 

@@ -2,11 +2,11 @@
 
 module Sidekiq
   class LimitFetch < BasicFetch
-    # A fetched job holding a busy slot of its queue until it is acknowledged
-    # or pushed back.
+    # A fetched job, in its capsule's in-progress list and holding a busy slot
+    # of its queue until it is acknowledged or pushed back.
     class UnitOfWork < BasicFetch::UnitOfWork
       def acknowledge
-        LimitFetch.client(config).release(queue_name)
+        LimitFetch.client(config).acknowledge(queue_name, job)
       end
 
       def requeue

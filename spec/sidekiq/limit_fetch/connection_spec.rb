@@ -42,6 +42,7 @@ RSpec.describe Sidekiq::LimitFetch, "connection options" do
     expect([unit&.queue_name, unit&.job]).to eq(["a", job])
     expect(conn.call("LRANGE", queue_key("a", "busy"), 0, -1)).to eq([uuid])
     unit.acknowledge
+    flush_acks(capsule)
     expect(conn.call("LLEN", queue_key("a", "busy"))).to eq(0)
     # nothing of the gem's went to the suite's server
     expect(limit_fetch_keys).to be_empty

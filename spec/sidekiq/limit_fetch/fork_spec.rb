@@ -84,6 +84,7 @@ RSpec.describe Sidekiq::LimitFetch, "after fork" do
         unit.acknowledge
         [unit.queue_name, unit.job]
       end
+      client.native.flush
       connections = RedisServer.with_client { |conn| core_connection_ids(conn) }
       {"fetched" => fetched, "connections" => connections, "busy" => client.native.busy("child")}
     end
@@ -91,7 +92,7 @@ RSpec.describe Sidekiq::LimitFetch, "after fork" do
     parent_fetched = Array.new(40) do
       queue, job = client.fetch(%w[parent])
       at_limit = client.fetch(%w[parent])
-      client.release(queue)
+      client.acknowledge(queue, job)
       [queue, job, at_limit]
     end
     status, child = finish_child(pid, reader)
@@ -108,6 +109,7 @@ RSpec.describe Sidekiq::LimitFetch, "after fork" do
       .to eq(parent_jids.map { |jid| ["parent", ["parent", jid], nil] })
 
     # With the child gone, the parent's calls still get their own answers.
+    client.native.flush
     expect(core_connection_ids).to eq(before_fork)
     expect(busy_entries("child")).to be_empty
     expect(busy_entries("parent")).to be_empty

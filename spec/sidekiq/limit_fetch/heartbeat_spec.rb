@@ -78,6 +78,7 @@ RSpec.describe Sidekiq::LimitFetch, "heartbeat and reaping" do
     expect(units.map(&:queue_name)).to eq(%w[a a b c c])
 
     units[0].acknowledge
+    flush_acks(capsule)
     units[2].requeue
     fetcher.bulk_requeue(units[3, 2])
     expected = {"a" => [uuid], "b" => [], "c" => []}

@@ -71,6 +71,7 @@ RSpec.describe Sidekiq::LimitFetch::Global::QueueSemaphore do
     expect(described_class.new(capsule, "other").busy).to eq(1)
 
     mine.acknowledge
+    flush_acks(capsule)
 
     expect(semaphore.busy).to eq(2)
     expect(semaphore.process_busy).to eq(1)

@@ -69,6 +69,7 @@ RSpec.describe Sidekiq::LimitFetch, "when Redis goes away" do
         own_redis.call("EXISTS", heartbeat_key(uuid)) == 1
     end
     unit.acknowledge
+    flush_acks(capsule)
     expect(own_redis.call("LLEN", queue_key("a", "busy"))).to eq(0)
   end
 

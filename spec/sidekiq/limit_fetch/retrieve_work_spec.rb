@@ -102,6 +102,7 @@ RSpec.describe Sidekiq::LimitFetch, "#retrieve_work" do
       expect(fetcher.retrieve_work).to be_nil
       expect(busy_entries("a")).to eq([uuid_of(capsule)])
       running.acknowledge
+      flush_acks(capsule)
       expect(busy_entries("a")).to eq([])
       expect(fetcher.retrieve_work).to be_nil
       expect(queue_length("a")).to eq(2)
@@ -144,6 +145,7 @@ RSpec.describe Sidekiq::LimitFetch, "#retrieve_work" do
       expect(fetcher_two.retrieve_work).not_to be_nil
       expect(fetcher_two.retrieve_work).to be_nil # global limit 3
       first.acknowledge
+      flush_acks(one)
       expect(fetcher_two.retrieve_work).not_to be_nil # 2 of 2 for two, 3 of 3 in all
       expect(fetcher_one.retrieve_work).to be_nil
       expect(fetcher_two.retrieve_work).to be_nil
@@ -299,6 +301,7 @@ RSpec.describe Sidekiq::LimitFetch, "#retrieve_work" do
       expect(busy_entries(name)).to eq([uuid_of(capsule)])
       expect(fetcher.retrieve_work.queue).to eq("queue:plain") # name is at its limit
       unit.acknowledge
+      flush_acks(capsule)
       expect(busy_entries(name)).to eq([])
       expect(fetcher.retrieve_work.job).to eq(payloads.last)
     end

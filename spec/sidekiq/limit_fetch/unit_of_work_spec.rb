@@ -9,17 +9,43 @@ RSpec.describe Sidekiq::LimitFetch::UnitOfWork do
     JSON.parse(unit.job)["jid"]
   end
 
-  it "frees exactly one slot on #acknowledge" do
+  it "frees exactly one slot on #acknowledge, and takes the job out of the in-progress list" do
+    push_jobs("a", 3)
+    first = fetcher.retrieve_work
+    second = fetcher.retrieve_work
+    expect(fetcher.retrieve_work).to be_nil
+    expect(in_progress(uuid, "a")).to eq([second.job, first.job])
+
+    first.acknowledge
+    flush_acks(capsule)
+
+    expect(busy_entries("a")).to eq([uuid])
+    expect(in_progress(uuid, "a")).to eq([second.job])
+    expect(fetcher.retrieve_work).not_to be_nil
+    expect(fetcher.retrieve_work).to be_nil
+  end
+
+  # The acknowledgement rides on the capsule's next fetch: that fetch finds
+  # the slot free, with no round trip of its own before it.
+  it "frees the slot for the capsule's next fetch without a flush" do
     push_jobs("a", 3)
     first = fetcher.retrieve_work
     fetcher.retrieve_work
-    expect(fetcher.retrieve_work).to be_nil
 
     first.acknowledge
 
-    expect(busy_entries("a")).to eq([uuid])
     expect(fetcher.retrieve_work).not_to be_nil
-    expect(fetcher.retrieve_work).to be_nil
+    expect(busy_entries("a")).to eq([uuid, uuid])
+    expect(in_progress(uuid, "a")).not_to include(first.job)
+  end
+
+  it "frees the slot within a few milliseconds when no fetch follows" do
+    push_jobs("a", 1)
+    fetcher.retrieve_work.acknowledge
+    wait_until(timeout: 1, interval: 0.005, message: "the acknowledgement to reach Redis") do
+      busy_entries("a").empty?
+    end
+    expect(in_progress(uuid, "a")).to eq([])
   end
 
   it "frees the slot on #requeue and puts the job back to be fetched next" do
@@ -70,6 +96,7 @@ RSpec.describe Sidekiq::LimitFetch::UnitOfWork do
     other_fetcher.retrieve_work
 
     mine.acknowledge
+    flush_acks(capsule)
 
     expect(busy_entries("a")).to eq([uuid_of(other)])
   end
