@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require "digest"
+
 RSpec.describe Sidekiq::LimitFetch, "heartbeat and reaping" do
   before { described_class.configuration[:heartbeat_period] = 1 }
 
@@ -38,6 +40,44 @@ RSpec.describe Sidekiq::LimitFetch, "heartbeat and reaping" do
     push_jobs("mine", 2)
     expect(fetcher.retrieve_work).not_to be_nil # the dead capsule's slot is free again
     expect(fetcher.retrieve_work).to be_nil # the live capsule's is not
+  end
+
+  # What a process killed while running +jobs+ of queue +queue+ leaves.
+  def dead_with_jobs(uuid, queue, jobs)
+    fake_capsule(uuid, alive: false, busy_on: {queue => jobs.size})
+    jobs.each { |job| redis.call("LPUSH", in_progress_key(uuid, queue), job) }
+    redis.call("SADD", "#{LimitFetchHelpers::KEY_PREFIX}capsule:#{uuid}:queues", queue)
+  end
+
+  it "pushes a dead capsule's jobs back to the front of their queues as the next process starts" do
+    killed = [job_payload("a"), job_payload("a")] # fetched in that order
+    dead_with_jobs("killed", "a", killed)
+    waiting = push_jobs("a", 1)
+    capsule = build_capsule(queues: %w[a])
+    setup_capsule(capsule) # beats at once: no period to wait
+
+    wait_until(timeout: 2, message: describe_state("a")) { busy_entries("a").empty? && queue_length("a") == 3 }
+    jids = redis.call("LRANGE", "queue:a", 0, -1).reverse.map { |job| JSON.parse(job)["jid"] }
+    expect(jids).to eq(killed.map { |job| JSON.parse(job)["jid"] } + waiting)
+    expect(redis.call("KEYS", "#{LimitFetchHelpers::KEY_PREFIX}capsule:killed:*")).to eq([])
+    expect(spec_log.string)
+      .to match(/INFO.*reaped dead capsule killed: freed 2 busy slots, pushed 2 in-progress jobs back/)
+  end
+
+  it "sends a job recovered more than max_recoveries times to the dead set, and logs it by jid and class" do
+    described_class.configuration[:max_recoveries] = 2
+    poison = job_payload("a")
+    dead_with_jobs("killed-again", "a", [poison])
+    redis.call("HSET", "#{LimitFetchHelpers::KEY_PREFIX}recoveries", Digest::SHA1.hexdigest(poison), 2)
+    setup_capsule(build_capsule(queues: %w[a]))
+
+    wait_until(timeout: 2, message: describe_state("a")) { busy_entries("a").empty? }
+    expect(redis.call("ZRANGE", "dead", 0, -1)).to eq([poison])
+    expect(queue_length("a")).to eq(0)
+    jid = JSON.parse(poison)["jid"]
+    expect(spec_log.string).to match(
+      /ERROR.*job #{jid} \(LimitFetchSpec::TrackedJob\) of queue a was in progress in dead processes more than 2 times/
+    )
   end
 
   it "frees a dead capsule's slots on a queue no config and no Sidekiq queue list mentions" do
