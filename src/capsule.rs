@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
 use redis::aio::ConnectionManager;
 use tokio::sync::RwLock;
 
@@ -121,7 +121,7 @@ impl Capsule {
             defaults: Mutex::default(),
             heartbeat_ttl: (period * 4.0).ceil().max(1.0) as u64,
             max_recoveries: options.max_recoveries,
-            ledger: Mutex::default(),
+            ledger: Mutex::new(Ledger::for_process(std::process::id())),
             gate: RwLock::new(()),
             fetch: LuaScript::new(FETCH),
             requeue: LuaScript::new(REQUEUE),
@@ -197,7 +197,7 @@ impl Capsule {
         let queue = queue.strip_prefix("queue:").unwrap_or(queue).to_owned();
         let digest = Digest::of(&job);
         let schedule = {
-            let mut ledger = self.inner.ledger.lock();
+            let mut ledger = self.inner.ledger();
             ledger.acks.push(Ack { queue, job, digest });
             !std::mem::replace(&mut ledger.flush_scheduled, true)
         };
@@ -261,7 +261,7 @@ impl Capsule {
             inner.flush().await?;
             let _exclusive = inner.gate.write().await;
             let mut names = names;
-            names.extend(inner.ledger.lock().queues().cloned());
+            names.extend(inner.ledger().queues().cloned());
             names.sort();
             names.dedup();
             let reaped = reaper::reap_one(
@@ -358,12 +358,24 @@ impl Inner {
         self.redis.conn().await
     }
 
+    /// The ledger of this process: a forked child starts with an empty one,
+    /// as it holds none of its parent's jobs and owes none of its
+    /// acknowledgements.
+    fn ledger(&self) -> MutexGuard<'_, Ledger> {
+        let mut ledger = self.ledger.lock();
+        let pid = std::process::id();
+        if ledger.pid != pid {
+            *ledger = Ledger::for_process(pid);
+        }
+        ledger
+    }
+
     /// The fetch script, carrying the pending acknowledgements.
     async fn fetch(&self, queues: &[String]) -> Result<Option<Fetched>> {
         let _shared = self.gate.read().await;
-        let acks = std::mem::take(&mut self.ledger.lock().acks);
+        let acks = std::mem::take(&mut self.ledger().acks);
         let reply = self.invoke_fetch(&acks, queues).await;
-        let mut ledger = self.ledger.lock();
+        let mut ledger = self.ledger();
         match &reply {
             Ok(fetched) => {
                 for ack in &acks {
@@ -401,7 +413,7 @@ impl Inner {
 
     /// Sends pending acknowledgements on their own (no fetch carried them).
     async fn flush(&self) -> Result<()> {
-        if self.ledger.lock().acks.is_empty() {
+        if self.ledger().acks.is_empty() {
             return Ok(());
         }
         self.fetch(&[]).await.map(|_| ())
@@ -413,10 +425,10 @@ impl Inner {
         };
         handle.spawn(async move {
             tokio::time::sleep(after).await;
-            self.ledger.lock().flush_scheduled = false;
+            self.ledger().flush_scheduled = false;
             if self.flush().await.is_err() {
                 let retry = {
-                    let mut ledger = self.ledger.lock();
+                    let mut ledger = self.ledger();
                     !ledger.acks.is_empty() && !std::mem::replace(&mut ledger.flush_scheduled, true)
                 };
                 if retry {
@@ -446,7 +458,7 @@ impl Inner {
         .await;
         // Whether or not Redis heard it, the jobs are no longer ours; what did
         // not land is caught by the next reconciliation.
-        let mut ledger = self.ledger.lock();
+        let mut ledger = self.ledger();
         for (queue, job) in &jobs {
             ledger.forget(queue, &Digest::of(job));
         }
@@ -498,7 +510,7 @@ impl Inner {
     async fn reconcile(&self) -> Result<(Vec<(String, i64, i64)>, Vec<(String, String)>)> {
         let _exclusive = self.gate.write().await;
         let mut args = vec![self.uuid.clone()];
-        args.extend(self.ledger.lock().held_args());
+        args.extend(self.ledger().held_args());
         let mut conn = self.conn().await?;
         self.reconcile
             .invoke(&mut conn, &[] as &[&str], &args)

@@ -28,6 +28,8 @@ pub(crate) struct Ack {
 
 #[derive(Default)]
 pub(crate) struct Ledger {
+    /// The process it belongs to.
+    pub(crate) pid: u32,
     /// Per queue, the jobs this capsule holds in Redis: fetched, and not yet
     /// acknowledged there (including those in `acks`).
     held: BTreeMap<String, Vec<Digest>>,
@@ -38,6 +40,13 @@ pub(crate) struct Ledger {
 }
 
 impl Ledger {
+    pub(crate) fn for_process(pid: u32) -> Self {
+        Self {
+            pid,
+            ..Self::default()
+        }
+    }
+
     pub(crate) fn hold(&mut self, queue: &str, digest: Digest) {
         self.held.entry(queue.to_owned()).or_default().push(digest);
     }
