@@ -14,6 +14,11 @@ Sidekiq.configure_server do |config|
     config.capsules.each_value { |capsule| Sidekiq::LimitFetch.setup(capsule) }
   end
 
+  # Idle processors block in the fetch: end their wait so they stop at once.
+  config.on(:quiet) do
+    config.capsules.each_value { |capsule| Sidekiq::LimitFetch.quiet(capsule) }
+  end
+
   config.on(:exit) do
     config.capsules.each_value { |capsule| Sidekiq::LimitFetch.shutdown(capsule) }
   end

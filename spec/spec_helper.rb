@@ -45,7 +45,8 @@ RSpec.configure do |config|
   config.before do
     RedisServer.with_client { |conn| conn.call("FLUSHDB") }
     @saved_limit_fetch_configuration = Sidekiq::LimitFetch.configuration.dup
-    # Idle fetchers poll quickly so that the specs do not wait on them.
+    # Idle fetchers give up quickly so that the specs do not wait on them.
+    Sidekiq::LimitFetch.configuration[:fetch_timeout] = 0.05
     Sidekiq::LimitFetch.configuration[:poll_range] = 0.01..0.03
   end
 

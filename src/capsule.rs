@@ -6,10 +6,11 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use parking_lot::{Mutex, MutexGuard};
-use redis::aio::ConnectionManager;
 use tokio::sync::RwLock;
 
-use crate::connection::Redis;
+use crate::connection::{Conn, Redis};
+use crate::doorbell::Doorbell;
+use crate::fetch::{Fetch, Wait};
 use crate::ledger::{Ack, Digest, Ledger};
 use crate::reaper;
 use crate::runtime::{run_plain, spawn, Pending};
@@ -86,6 +87,7 @@ impl Default for CapsuleOptions {
 pub(crate) struct Inner {
     pub(crate) uuid: String,
     pub(crate) redis: Redis,
+    doorbell: Doorbell,
     heartbeat_ttl: u64,
     pub(crate) max_recoveries: u32,
     /// Limits from the configuration, written again if Redis loses its data.
@@ -114,9 +116,15 @@ impl Capsule {
     /// A capsule with a fresh UUID. Opens no connection yet.
     pub fn new(settings: &ConnectionSettings, options: CapsuleOptions) -> Self {
         let period = options.heartbeat_period.as_secs_f64();
+        let redis = Redis::new(settings);
         let inner = Inner {
             uuid: uuid::Uuid::new_v4().to_string(),
-            redis: Redis::new(settings),
+            doorbell: Doorbell::new(
+                settings.connection_info(redis::ProtocolVersion::RESP3),
+                settings.timeout,
+                redis.trips.clone(),
+            ),
+            redis,
             timeout: settings.timeout,
             defaults: Mutex::default(),
             heartbeat_ttl: (period * 4.0).ceil().max(1.0) as u64,
@@ -141,7 +149,8 @@ impl Capsule {
     /// without Sidekiq's `queue:` prefix), or `None` if none is eligible and
     /// non-empty. Sends the capsule's pending acknowledgements on the way. If
     /// interrupted after Redis handed out a job, the job goes back to the
-    /// front of its queue and its slot is freed.
+    /// front of its queue and its slot is freed. Does not wait: see
+    /// [`Capsule::start_fetch`].
     pub fn fetch<S: AsRef<str>>(
         &self,
         queues: &[S],
@@ -150,20 +159,30 @@ impl Capsule {
         if interrupt.is_triggered() {
             return Err(crate::Error::Interrupted);
         }
-        self.start_fetch(queues)?.wait(interrupt)
+        self.start_fetch(queues, Wait::NONE)?.wait(interrupt)
     }
 
-    /// [`Capsule::fetch`], started: the caller waits with [`Pending::wait`],
-    /// again after an interrupt that it chose to ignore. Dropping the
-    /// `Pending` gives back a job that arrives after that.
-    pub fn start_fetch<S: AsRef<str>>(&self, queues: &[S]) -> Result<Pending<Option<Fetched>>> {
-        let queues: Vec<String> = queues
+    /// [`Capsule::fetch`] that, when nothing is eligible, waits up to
+    /// `wait.timeout` for a job or a slot to appear. Its first look starts
+    /// now; the caller waits with [`Fetch::wait`], again after an interrupt
+    /// that it chose to ignore. Dropping the `Fetch` gives back a job that
+    /// arrives after that.
+    pub fn start_fetch<S: AsRef<str>>(&self, queues: &[S], wait: Wait) -> Result<Fetch> {
+        let queues = queues
             .iter()
             .map(|q| {
                 let q = q.as_ref();
                 q.strip_prefix("queue:").unwrap_or(q).to_owned()
             })
             .collect();
+        let mut fetch = Fetch::new(self.clone(), queues, wait);
+        fetch.begin()?;
+        Ok(fetch)
+    }
+
+    /// One run of the fetch script.
+    pub(crate) fn start_look(&self, queues: &Arc<Vec<String>>) -> Result<Pending<Option<Fetched>>> {
+        let queues = queues.clone();
         let inner = self.inner.clone();
         let undo_inner = self.inner.clone();
         spawn(
@@ -175,6 +194,30 @@ impl Capsule {
                 }
             },
         )
+    }
+
+    pub(crate) fn doorbell(&self) -> &Doorbell {
+        &self.inner.doorbell
+    }
+
+    /// Round trips this capsule made to Redis so far, the doorbell's included.
+    pub fn round_trips(&self) -> u64 {
+        self.inner.redis.trips.get()
+    }
+
+    pub(crate) fn timeout(&self) -> Duration {
+        self.inner.timeout
+    }
+
+    /// True while acknowledgements wait for a fetch to carry them.
+    pub(crate) fn owes_acks(&self) -> bool {
+        !self.inner.ledger().acks.is_empty()
+    }
+
+    /// Ends every waiting fetch at once, and makes later ones look without
+    /// waiting: Sidekiq is quieting, and its idle processors should stop.
+    pub fn quiet(&self) {
+        self.inner.doorbell.close();
     }
 
     /// Puts a fetched job back at the front of its queue and frees its slot,
@@ -354,7 +397,7 @@ impl Capsule {
 }
 
 impl Inner {
-    pub(crate) async fn conn(&self) -> Result<ConnectionManager> {
+    pub(crate) async fn conn(&self) -> Result<Conn> {
         self.redis.conn().await
     }
 

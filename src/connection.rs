@@ -1,10 +1,14 @@
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{ConnectionAddr, ConnectionInfo, ProtocolVersion, RedisConnectionInfo};
+use redis::{
+    Cmd, ConnectionAddr, ConnectionInfo, Pipeline, ProtocolVersion, RedisConnectionInfo,
+    RedisFuture, Value,
+};
 use tokio::sync::OnceCell;
 
 use crate::{Error, Result};
@@ -64,7 +68,8 @@ impl fmt::Debug for ConnectionSettings {
 }
 
 impl ConnectionSettings {
-    fn connection_info(&self) -> ConnectionInfo {
+    /// RESP2 for commands; RESP3 for the doorbell, which receives push messages.
+    pub(crate) fn connection_info(&self, protocol: ProtocolVersion) -> ConnectionInfo {
         let addr = match (&self.path, self.tls) {
             (Some(path), _) => ConnectionAddr::Unix(path.into()),
             (None, Tls::Off) => ConnectionAddr::Tcp(self.host.clone(), self.port),
@@ -81,7 +86,7 @@ impl ConnectionSettings {
                 db: self.db,
                 username: self.username.clone(),
                 password: self.password.clone(),
-                protocol: ProtocolVersion::RESP2,
+                protocol,
             },
         }
     }
@@ -89,12 +94,56 @@ impl ConnectionSettings {
 
 type Cell = Arc<OnceCell<ConnectionManager>>;
 
+/// Round trips to Redis, counted where they are made: a pipeline or a script
+/// is one. The benchmark reports them per job.
+#[derive(Clone, Default)]
+pub(crate) struct RoundTrips(Arc<AtomicU64>);
+
+impl RoundTrips {
+    pub(crate) fn add(&self, n: u64) {
+        self.0.fetch_add(n, Ordering::Relaxed);
+    }
+
+    pub(crate) fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// A capsule's connection, counting its round trips.
+#[derive(Clone)]
+pub(crate) struct Conn {
+    manager: ConnectionManager,
+    trips: RoundTrips,
+}
+
+impl redis::aio::ConnectionLike for Conn {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        self.trips.add(1);
+        self.manager.req_packed_command(cmd)
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        cmd: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        self.trips.add(1);
+        self.manager.req_packed_commands(cmd, offset, count)
+    }
+
+    fn get_db(&self) -> i64 {
+        self.manager.get_db()
+    }
+}
+
 /// A multiplexed, self-reconnecting Redis connection, opened lazily and
 /// opened again after `fork` (a child never writes to its parent's socket).
 pub(crate) struct Redis {
     info: ConnectionInfo,
     config: ConnectionManagerConfig,
     bound: Mutex<Option<(u32, Cell)>>,
+    pub(crate) trips: RoundTrips,
 }
 
 impl Redis {
@@ -108,9 +157,10 @@ impl Redis {
             .set_number_of_retries(1)
             .set_max_delay(Duration::from_millis(500).as_millis() as u64);
         Self {
-            info: settings.connection_info(),
+            info: settings.connection_info(ProtocolVersion::RESP2),
             config,
             bound: Mutex::new(None),
+            trips: RoundTrips::default(),
         }
     }
 
@@ -131,7 +181,7 @@ impl Redis {
         }
     }
 
-    pub(crate) async fn conn(&self) -> Result<ConnectionManager> {
+    pub(crate) async fn conn(&self) -> Result<Conn> {
         let cell = self.cell();
         let conn = cell
             .get_or_try_init(|| async {
@@ -141,6 +191,9 @@ impl Redis {
                     .map_err(Error::from)
             })
             .await?;
-        Ok(conn.clone())
+        Ok(Conn {
+            manager: conn.clone(),
+            trips: self.trips.clone(),
+        })
     }
 }

@@ -10,7 +10,9 @@
 
 mod capsule;
 mod connection;
+mod doorbell;
 mod error;
+mod fetch;
 mod interrupt;
 pub mod keys;
 mod ledger;
@@ -22,6 +24,7 @@ mod selector;
 pub use capsule::{BeatReport, Capsule, CapsuleOptions, Fetched, JobRef, Reaped};
 pub use connection::{ConnectionSettings, Tls};
 pub use error::{Error, Result};
+pub use fetch::{Fetch, Wait};
 pub use interrupt::Interrupt;
 pub use limits::{LimitKind, LimitValue};
 pub use runtime::Pending;

@@ -42,7 +42,7 @@ pub(crate) async fn reap_dead(inner: &Inner) -> Result<Vec<Reaped>> {
 }
 
 /// Every queue's busy list, found by SCAN (incremental: never blocks Redis).
-async fn busy_lists(conn: &mut redis::aio::ConnectionManager) -> Result<Vec<String>> {
+async fn busy_lists(conn: &mut crate::connection::Conn) -> Result<Vec<String>> {
     let mut found = Vec::new();
     let mut cursor: u64 = 0;
     loop {

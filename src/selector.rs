@@ -1,7 +1,7 @@
 //! Lua scripts, sent by SHA with a fallback to the full body when Redis
 //! has lost its script cache (restart, `SCRIPT FLUSH`).
 
-use redis::aio::ConnectionManager;
+use crate::connection::Conn;
 use redis::{ErrorKind, FromRedisValue, ToRedisArgs};
 
 use crate::Result;
@@ -22,12 +22,7 @@ impl LuaScript {
         Self { body, sha }
     }
 
-    pub(crate) async fn invoke<T, K, A>(
-        &self,
-        conn: &mut ConnectionManager,
-        keys: &[K],
-        args: A,
-    ) -> Result<T>
+    pub(crate) async fn invoke<T, K, A>(&self, conn: &mut Conn, keys: &[K], args: A) -> Result<T>
     where
         T: FromRedisValue,
         K: ToRedisArgs,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use limit_fetch_core::{keys, Capsule, CapsuleOptions, Fetched, Interrupt, LimitKind};
+use limit_fetch_core::{keys, Capsule, CapsuleOptions, Fetched, Interrupt, LimitKind, Wait};
 use redis::Commands;
 use support::{capsule, capsule_with_period, push, queue, redis};
 
@@ -348,7 +348,7 @@ fn an_interrupted_wait_can_be_resumed_for_the_same_reply() {
         .arg("ALL")
         .query(&mut redis())
         .unwrap();
-    let mut pending = a.start_fetch(&[q.as_str()]).unwrap();
+    let mut pending = a.start_fetch(&[q.as_str()], Wait::NONE).unwrap();
     let fired = Interrupt::new();
     fired.trigger();
     assert!(matches!(
@@ -366,7 +366,7 @@ fn dropping_a_pending_fetch_whose_reply_arrived_gives_the_job_back() {
     push(&q, 1);
     let a = capsule();
     let none = Interrupt::new();
-    let pending = a.start_fetch(&[q.as_str()]).unwrap();
+    let pending = a.start_fetch(&[q.as_str()], Wait::NONE).unwrap();
     // The reply is in the channel, untaken, when the caller walks away.
     let deadline = Instant::now() + Duration::from_secs(5);
     while a.busy(&q, &none).unwrap() != (1, 1) {

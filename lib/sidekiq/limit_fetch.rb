@@ -36,6 +36,11 @@ module Sidekiq
         @clients[capsule] || setup(capsule)
       end
 
+      # Ends the capsule's waiting fetches: Sidekiq is quieting.
+      def quiet(capsule)
+        @clients[capsule]&.quiet
+      end
+
       # Stops the capsule's heartbeat and frees what it holds in Redis.
       def shutdown(capsule)
         client = @lock.synchronize { @clients.delete(capsule) }
@@ -48,12 +53,10 @@ module Sidekiq
       @client = LimitFetch.client(capsule)
     end
 
+    # Blocks up to :fetch_timeout when nothing is eligible, without the GVL.
     def retrieve_work
-      queue, job = @client.fetch(queues_cmd)
-      return UnitOfWork.new("queue:#{queue}", job, config) if queue
-
-      sleep(rand(LimitFetch.configuration[:poll_range]))
-      nil
+      queue, job = @client.fetch(queues_cmd, wait: true)
+      UnitOfWork.new("queue:#{queue}", job, config) if queue
     end
 
     # Sidekiq's hard shutdown: push the unfinished jobs back and free their

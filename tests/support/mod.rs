@@ -1,5 +1,7 @@
 //! A real Redis for the core's tests: REDIS_URL if set, else a redis-server
 //! started on a free port for this test binary (and killed with it).
+//! Shared by several test binaries, each of which uses a part.
+#![allow(dead_code)]
 
 use std::net::TcpListener;
 use std::os::unix::process::CommandExt;

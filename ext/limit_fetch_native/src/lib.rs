@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use limit_fetch_core::{
     Capsule, CapsuleOptions, ConnectionSettings, Error as CoreError, Fetched, Interrupt, LimitKind,
-    Tls,
+    Tls, Wait,
 };
 use magnus::{function, method, prelude::*, Error, RArray, RHash, RModule, RString, Ruby, Symbol};
 
@@ -46,6 +46,15 @@ fn kind(ruby: &Ruby, kind: Symbol) -> Result<LimitKind, Error> {
             format!("unknown limit kind {other:?} (expected :limit or :process_limit)"),
         )),
     }
+}
+
+fn seconds(ruby: &Ruby, name: &str, value: f64) -> Result<Duration, Error> {
+    Duration::try_from_secs_f64(value).map_err(|_| {
+        Error::new(
+            ruby.exception_arg_error(),
+            format!("{name} must be a non-negative number of seconds, got {value}"),
+        )
+    })
 }
 
 fn settings(ruby: &Ruby, options: RHash) -> Result<ConnectionSettings, Error> {
@@ -117,10 +126,25 @@ impl Native {
         self.capsule.uuid().to_owned()
     }
 
-    /// `[queue_name, job]` or nil. An interrupted fetch has put its job back.
-    fn fetch(ruby: &Ruby, rb_self: &Self, queues: Vec<String>) -> Result<Option<RArray>, Error> {
+    /// `[queue_name, job]` or nil. When nothing is eligible, waits up to
+    /// `timeout` seconds for a job or a free slot (polling every `poll`
+    /// seconds if Redis cannot notify). An interrupted fetch has put its job
+    /// back.
+    fn fetch(
+        ruby: &Ruby,
+        rb_self: &Self,
+        queues: Vec<String>,
+        timeout: f64,
+        poll: f64,
+    ) -> Result<Option<RArray>, Error> {
+        let wait = Wait {
+            timeout: seconds(ruby, "timeout", timeout)?,
+            poll: seconds(ruby, "poll", poll)?,
+        };
         let capsule = rb_self.capsule.clone();
-        let mut pending = capsule.start_fetch(&queues).map_err(|e| to_ruby(ruby, e))?;
+        let mut pending = capsule
+            .start_fetch(&queues, wait)
+            .map_err(|e| to_ruby(ruby, e))?;
         // An interrupt that raised nothing (a signal such as SIGCHLD, with no
         // trap that raises) must not turn into "no job": wait again for the
         // same reply. A raise drops `pending`, which gives back a late job.
@@ -151,6 +175,11 @@ impl Native {
         // SAFETY: the bytes are copied while the GVL is held.
         let job = unsafe { job.as_slice() }.to_vec();
         rb_self.capsule.acknowledge(&queue, job);
+    }
+
+    /// Ends waiting fetches now; later ones do not wait.
+    fn quiet(&self) {
+        self.capsule.quiet();
     }
 
     /// Sends pending acknowledgements now.
@@ -260,7 +289,8 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     let class = limit_fetch.define_class("Native", ruby.class_object())?;
     class.define_singleton_method("new", function!(Native::new, 3))?;
     class.define_method("uuid", method!(Native::uuid, 0))?;
-    class.define_method("fetch", method!(Native::fetch, 1))?;
+    class.define_method("fetch", method!(Native::fetch, 3))?;
+    class.define_method("quiet", method!(Native::quiet, 0))?;
     class.define_method("acknowledge", method!(Native::acknowledge, 2))?;
     class.define_method("flush", method!(Native::flush, 0))?;
     class.define_method("requeue", method!(Native::requeue, 1))?;

@@ -12,6 +12,8 @@ module Sidekiq
       def initialize(capsule)
         @config = capsule
         @limits = Limits.configured(capsule)
+        @fetch_timeout = fetch_timeout
+        @poll_range = poll_range
         period = LimitFetch.configuration[:heartbeat_period]
         @native = Native.new(RedisOptions.for(capsule), period.to_f, max_recoveries)
         @heartbeat = Heartbeat.new(capsule, @native, period.to_f)
@@ -42,9 +44,16 @@ module Sidekiq
         logger.warn("sidekiq-limit_fetch: could not deregister capsule #{uuid}: #{e.message}")
       end
 
-      # ["queue name", "job"] or nil
-      def fetch(queues)
-        @native.fetch(queues)
+      # ["queue name", "job"] or nil. With wait:, when nothing is eligible,
+      # blocks up to :fetch_timeout for a job or a slot.
+      def fetch(queues, wait: false)
+        return @native.fetch(queues, 0.0, 0.0) unless wait
+
+        @native.fetch(queues, @fetch_timeout, rand(@poll_range).to_f)
+      end
+
+      def quiet
+        @native.quiet
       end
 
       # Returns at once: the acknowledgement rides on the capsule's next fetch.
@@ -67,6 +76,27 @@ module Sidekiq
         return value if value.is_a?(Integer) && value >= 0
 
         raise ArgumentError, "sidekiq-limit_fetch: max_recoveries must be a non-negative Integer, got #{value.inspect}"
+      end
+
+      def fetch_timeout
+        value = LimitFetch.configuration[:fetch_timeout]
+        return value.to_f if value.is_a?(Numeric) && value.positive? && value.finite?
+
+        raise ArgumentError, "sidekiq-limit_fetch: fetch_timeout must be a positive number of seconds, " \
+                             "got #{value.inspect}"
+      end
+
+      def poll_range
+        value = LimitFetch.configuration[:poll_range]
+        return value if value.is_a?(Range) && non_negative?(value.begin) && non_negative?(value.end) &&
+                        value.begin <= value.end
+
+        raise ArgumentError, "sidekiq-limit_fetch: poll_range must be a Range of non-negative seconds, " \
+                             "got #{value.inspect}"
+      end
+
+      def non_negative?(seconds)
+        seconds.is_a?(Numeric) && !seconds.negative?
       end
     end
   end

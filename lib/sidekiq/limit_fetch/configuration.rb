@@ -3,7 +3,12 @@
 module Sidekiq
   class LimitFetch < BasicFetch
     DEFAULTS = {
-      # Seconds a fetcher sleeps when no queue has an eligible job.
+      # Seconds a fetcher waits for an eligible job before it returns nothing
+      # (as BasicFetch's BRPOP): a pushed job, a freed slot or a raised limit
+      # ends the wait at once, and so does Sidekiq quieting.
+      fetch_timeout: 2,
+      # Seconds between looks while waiting, only where Redis cannot notify
+      # (an ACL that denies CLIENT TRACKING, or a Redis older than 6).
       poll_range: 0.4..0.5,
       # Seconds between heartbeats; a capsule silent for 4 periods is reaped.
       heartbeat_period: 15,

@@ -34,20 +34,8 @@ RSpec.describe Sidekiq::LimitFetch, "#retrieve_work" do
     expect(fetch_all(fetcher).map { |unit| JSON.parse(unit.job)["jid"] }).to eq(jids)
   end
 
-  it "returns nil after sleeping for a time in :poll_range when there is no job" do
-    described_class.configuration[:poll_range] = 0.3..0.35
-    fetcher = fetcher_for(build_capsule(queues: %w[a b]))
-
-    started = monotonic_now
-    expect(fetcher.retrieve_work).to be_nil
-    elapsed = monotonic_now - started
-    expect(elapsed).to be >= 0.3
-    # far from Sidekiq's 2 s BRPOP timeout: the fetcher polls, it does not block
-    expect(elapsed).to be < 1.5
-  end
-
   it "returns nil, booking nothing, when every queue is at its limit" do
-    described_class.configuration[:poll_range] = 0.2..0.25
+    described_class.configuration[:fetch_timeout] = 0.2
     fetcher = fetcher_for(build_capsule(queues: %w[a], limits: {a: 0}))
     push_jobs("a", 1)
 

@@ -1,0 +1,225 @@
+//! A fetch that, when nothing is eligible, waits for the doorbell instead of
+//! returning at once, the way Sidekiq's own fetch blocks in `BRPOP`.
+//!
+//! The caller drives it with [`Fetch::wait`], which blocks its thread and
+//! returns early on an interrupt; calling it again resumes where it stopped.
+//! Dropping it walks away, and a job Redis handed out after that goes back.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::capsule::{Capsule, Fetched};
+use crate::doorbell::{queue_set, QueueSet, Ticket, Woken};
+use crate::runtime::{handle, run_plain, Pending};
+use crate::{Error, Interrupt, Result};
+
+/// How long a fetch may wait for a job when none is eligible.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Wait {
+    /// At most this long. Zero: look once and return.
+    pub timeout: Duration,
+    /// Between looks when the doorbell cannot be used (a Redis ACL without
+    /// `client|tracking`, or a Redis without client-side caching).
+    pub poll: Duration,
+}
+
+impl Wait {
+    pub const NONE: Wait = Wait {
+        timeout: Duration::ZERO,
+        poll: Duration::ZERO,
+    };
+}
+
+#[derive(Clone, Copy)]
+enum Step {
+    /// Run the fetch script (unless nothing can have changed since one that
+    /// found nothing).
+    Look,
+    /// Arm the doorbell: any change after this rings.
+    Arm,
+    /// Sleep until the doorbell rings.
+    Wait(Ticket),
+    /// The doorbell is unavailable: sleep, then look again.
+    Poll,
+}
+
+/// One call of Sidekiq's `retrieve_work`. See the module documentation.
+pub struct Fetch {
+    capsule: Capsule,
+    queues: Arc<Vec<String>>,
+    set: QueueSet,
+    deadline: Instant,
+    poll: Duration,
+    /// May skip a look that cannot find anything: only a fetch that will wait
+    /// may, as the ring of a write just made can still be on its way.
+    may_skip: bool,
+    step: Step,
+    /// The current look has started: its script runs (`pending`) or was
+    /// skipped (nothing can have changed).
+    begun: bool,
+    pending: Option<(Option<Ticket>, Pending<Option<Fetched>>)>,
+    /// The current look follows a ring: if it finds a job, it passes the
+    /// ring on to another waiter.
+    woken: bool,
+}
+
+impl Fetch {
+    pub(crate) fn new(capsule: Capsule, queues: Vec<String>, wait: Wait) -> Self {
+        Self {
+            set: queue_set(&queues),
+            capsule,
+            queues: Arc::new(queues),
+            deadline: Instant::now() + wait.timeout,
+            poll: wait.poll,
+            may_skip: !wait.timeout.is_zero(),
+            step: Step::Look,
+            begun: false,
+            pending: None,
+            woken: false,
+        }
+    }
+
+    /// The job, or `None` once the wait is over with nothing eligible.
+    /// `Err(Interrupted)` leaves the fetch resumable.
+    pub fn wait(&mut self, interrupt: &Interrupt) -> Result<Option<Fetched>> {
+        if interrupt.is_triggered() {
+            return Err(Error::Interrupted);
+        }
+        loop {
+            self.step = match self.step {
+                Step::Look => match self.look(interrupt)? {
+                    Some(fetched) => return Ok(Some(fetched)),
+                    None if self.over() => return Ok(None),
+                    None => self.after_empty_look(),
+                },
+                Step::Arm => match self.arm(interrupt) {
+                    Err(Error::Interrupted) => return Err(Error::Interrupted),
+                    Ok(()) => Step::Look,
+                    Err(_) => Step::Poll,
+                },
+                Step::Wait(ticket) => match self.sleep(Some(ticket), interrupt)? {
+                    Woken::Rang => {
+                        self.woken = true;
+                        // Arm before looking: whatever changes after the look
+                        // then rings again.
+                        match self.bell_ticket() {
+                            Some(_) => Step::Look,
+                            None => Step::Arm,
+                        }
+                    }
+                    Woken::TimedOut | Woken::Closed => return Ok(None),
+                },
+                Step::Poll => match self.sleep(None, interrupt)? {
+                    Woken::Closed => return Ok(None),
+                    _ if self.over() => return Ok(None),
+                    _ => Step::Look,
+                },
+            };
+        }
+    }
+
+    /// Starts a look: runs the fetch script, unless nothing it depends on
+    /// changed since one that found nothing.
+    pub(crate) fn begin(&mut self) -> Result<()> {
+        let ticket = self.bell_ticket();
+        // Pending acknowledgements change what is eligible, and ride on a look.
+        let unchanged = self.may_skip
+            && ticket.is_some_and(|t| {
+                self.capsule.doorbell().known_empty(t, self.set) && !self.capsule.owes_acks()
+            });
+        if !unchanged {
+            self.pending = Some((ticket, self.capsule.start_look(&self.queues)?));
+        }
+        self.begun = true;
+        Ok(())
+    }
+
+    fn look(&mut self, interrupt: &Interrupt) -> Result<Option<Fetched>> {
+        if !self.begun {
+            self.begin()?;
+        }
+        let Some((ticket, pending)) = self.pending.as_mut() else {
+            self.begun = false;
+            return Ok(None);
+        };
+        let ticket = *ticket;
+        let reply = pending.wait(interrupt);
+        if matches!(reply, Err(Error::Interrupted)) {
+            return reply;
+        }
+        self.pending = None;
+        self.begun = false;
+        let bell = self.capsule.doorbell();
+        match reply? {
+            Some(fetched) => {
+                if std::mem::take(&mut self.woken) {
+                    bell.pass();
+                }
+                Ok(Some(fetched))
+            }
+            None => {
+                if let Some(ticket) = ticket {
+                    bell.found_empty(ticket, self.set);
+                }
+                Ok(None)
+            }
+        }
+    }
+
+    fn after_empty_look(&mut self) -> Step {
+        self.woken = false;
+        match self.bell_ticket() {
+            Some(ticket) => Step::Wait(ticket),
+            None => Step::Arm,
+        }
+    }
+
+    fn arm(&self, interrupt: &Interrupt) -> Result<()> {
+        let capsule = self.capsule.clone();
+        let queues = self.queues.clone();
+        let timeout = self.capsule.timeout();
+        // A ring meanwhile (Ok(false)) is handled by the look that follows:
+        // it finds the bell unarmed and comes back here.
+        run_plain(interrupt, timeout, async move {
+            capsule.doorbell().arm(&queues).await.map(drop)
+        })
+    }
+
+    /// Sleeps until the bell rings after `ticket` (or, without one, for the
+    /// poll interval), the deadline, the capsule quieting or an interrupt.
+    fn sleep(&self, ticket: Option<Ticket>, interrupt: &Interrupt) -> Result<Woken> {
+        let bell = self.capsule.doorbell();
+        if bell.is_closed() {
+            return Ok(Woken::Closed);
+        }
+        let deadline = match ticket {
+            Some(_) => self.deadline,
+            None => self.deadline.min(Instant::now() + self.poll),
+        };
+        let deadline = tokio::time::Instant::from_std(deadline);
+        let woken = handle()?.block_on(async {
+            tokio::select! {
+                biased;
+                _ = interrupt.triggered() => None,
+                woken = async {
+                    match ticket {
+                        Some(ticket) => bell.wait(ticket, deadline).await,
+                        None => {
+                            tokio::time::sleep_until(deadline).await;
+                            Woken::TimedOut
+                        }
+                    }
+                } => Some(woken),
+            }
+        });
+        woken.ok_or(Error::Interrupted)
+    }
+
+    fn bell_ticket(&self) -> Option<Ticket> {
+        self.capsule.doorbell().ticket(self.set)
+    }
+
+    fn over(&self) -> bool {
+        Instant::now() >= self.deadline || self.capsule.doorbell().is_closed()
+    }
+}

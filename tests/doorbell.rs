@@ -1,0 +1,218 @@
+//! A fetch that waits: it blocks on the doorbell (Redis client-side caching
+//! invalidations) and wakes when a job or a slot appears, without polling.
+//! Every test polls with a period far longer than its wait, so only the
+//! doorbell can explain a prompt wake-up.
+
+mod support;
+
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use limit_fetch_core::{Capsule, Error, Fetched, Interrupt, LimitKind, Wait};
+use support::{capsule, push, queue, redis};
+
+const LONG: Wait = Wait {
+    timeout: Duration::from_secs(20),
+    poll: Duration::from_secs(20),
+};
+
+/// Well under `LONG`: the wake-up came from the doorbell, not a poll or the
+/// timeout. Generous, as the machine may be loaded.
+const PROMPT: Duration = Duration::from_secs(5);
+
+/// Starts a waiting fetch of `q` on its own thread; returns once it is
+/// blocked: its capsule has made no round trip for a while (the first waiter
+/// looks, arms the bell and looks again; later ones find it armed).
+fn waiting(
+    capsule: &Capsule,
+    q: &str,
+    wait: Wait,
+) -> thread::JoinHandle<(Duration, Option<Fetched>)> {
+    let mine = capsule.clone();
+    let q = q.to_owned();
+    let handle = thread::spawn(move || {
+        let started = Instant::now();
+        let fetched = mine
+            .start_fetch(&[q.as_str()], wait)
+            .unwrap()
+            .wait(&Interrupt::new())
+            .unwrap();
+        (started.elapsed(), fetched)
+    });
+    let mut seen = capsule.round_trips();
+    loop {
+        thread::sleep(Duration::from_millis(200));
+        let now = capsule.round_trips();
+        if now == seen {
+            return handle;
+        }
+        seen = now;
+    }
+}
+
+#[test]
+fn a_waiting_fetch_takes_a_job_pushed_later() {
+    let q = queue("bell-push");
+    let a = capsule();
+    let waiter = waiting(&a, &q, LONG);
+    push(&q, 1);
+    let (waited, fetched) = waiter.join().unwrap();
+    assert_eq!(fetched.expect("the pushed job").queue, q);
+    assert!(waited < PROMPT, "woke after {waited:?}");
+}
+
+#[test]
+fn a_waiting_fetch_takes_a_slot_another_capsule_frees() {
+    let q = queue("bell-slot");
+    push(&q, 2);
+    let (a, b) = (capsule(), capsule());
+    let none = Interrupt::new();
+    a.set_limit(&q, LimitKind::Global, Some(1), &none).unwrap();
+    let held = a.fetch(&[q.as_str()], &none).unwrap().expect("a job");
+    let waiter = waiting(&b, &q, LONG);
+    a.acknowledge(&q, held.job);
+    let (waited, fetched) = waiter.join().unwrap();
+    assert!(fetched.is_some(), "the freed slot was not taken");
+    assert!(waited < PROMPT, "woke after {waited:?}");
+    assert_eq!(b.busy(&q, &none).unwrap(), (1, 1));
+}
+
+#[test]
+fn a_waiting_fetch_obeys_a_limit_raised_while_it_waits() {
+    let q = queue("bell-limit");
+    push(&q, 1);
+    let a = capsule();
+    let none = Interrupt::new();
+    a.set_limit(&q, LimitKind::Global, Some(0), &none).unwrap();
+    let waiter = waiting(&a, &q, LONG);
+    a.set_limit(&q, LimitKind::Global, Some(1), &none).unwrap();
+    let (waited, fetched) = waiter.join().unwrap();
+    assert!(fetched.is_some());
+    assert!(waited < PROMPT, "woke after {waited:?}");
+}
+
+#[test]
+fn a_burst_wakes_as_many_waiters_as_it_feeds() {
+    let q = queue("bell-burst");
+    let a = capsule();
+    let waiters: Vec<_> = (0..4).map(|_| waiting(&a, &q, LONG)).collect();
+    push(&q, 4);
+    for waiter in waiters {
+        let (waited, fetched) = waiter.join().unwrap();
+        assert!(fetched.is_some());
+        assert!(waited < PROMPT + PROMPT, "woke after {waited:?}");
+    }
+}
+
+#[test]
+fn idle_waiters_send_nothing_to_redis() {
+    let q = queue("bell-idle");
+    let a = capsule();
+    let waiters: Vec<_> = (0..4).map(|_| waiting(&a, &q, LONG)).collect();
+    let before = a.round_trips();
+    thread::sleep(Duration::from_millis(1500));
+    assert_eq!(a.round_trips(), before, "waiters polled Redis");
+    push(&q, 4);
+    for waiter in waiters {
+        assert!(waiter.join().unwrap().1.is_some());
+    }
+}
+
+#[test]
+fn a_waiting_fetch_returns_none_at_its_timeout() {
+    let q = queue("bell-timeout");
+    let a = capsule();
+    let started = Instant::now();
+    let wait = Wait {
+        timeout: Duration::from_millis(300),
+        ..LONG
+    };
+    let fetched = a
+        .start_fetch(&[q.as_str()], wait)
+        .unwrap()
+        .wait(&Interrupt::new());
+    assert!(fetched.unwrap().is_none());
+    let waited = started.elapsed();
+    assert!(waited >= Duration::from_millis(300), "{waited:?}");
+    assert!(waited < PROMPT, "{waited:?}");
+}
+
+#[test]
+fn quiet_ends_waiting_fetches_and_later_ones_do_not_wait() {
+    let q = queue("bell-quiet");
+    let a = capsule();
+    let waiter = waiting(&a, &q, LONG);
+    a.quiet();
+    let (waited, fetched) = waiter.join().unwrap();
+    assert!(fetched.is_none());
+    assert!(waited < PROMPT, "{waited:?}");
+    let started = Instant::now();
+    let later = a
+        .start_fetch(&[q.as_str()], LONG)
+        .unwrap()
+        .wait(&Interrupt::new());
+    assert!(later.unwrap().is_none());
+    assert!(started.elapsed() < PROMPT);
+}
+
+#[test]
+fn an_interrupted_wait_returns_at_once_and_resumes() {
+    let q = queue("bell-interrupt");
+    let a = capsule();
+    let mut fetch = a.start_fetch(&[q.as_str()], LONG).unwrap();
+    let interrupt = Arc::new(Interrupt::new());
+    let trigger = interrupt.clone();
+    let waker = thread::spawn(move || {
+        thread::sleep(Duration::from_millis(300));
+        trigger.trigger();
+    });
+    let started = Instant::now();
+    assert!(matches!(fetch.wait(&interrupt), Err(Error::Interrupted)));
+    assert!(started.elapsed() < Duration::from_secs(2));
+    waker.join().unwrap();
+    push(&q, 1);
+    let fetched = fetch.wait(&Interrupt::new()).unwrap();
+    assert_eq!(fetched.expect("the job, after resuming").queue, q);
+}
+
+#[test]
+fn without_client_tracking_a_waiting_fetch_polls() {
+    let user = format!("no-tracking-{}", uuid::Uuid::new_v4());
+    let _: () = redis::cmd("ACL")
+        .arg(&[
+            "SETUSER", &user, "on", ">pw", "~*", "&*", "+@all", "-client",
+        ])
+        .query(&mut redis())
+        .unwrap();
+    let settings = limit_fetch_core::ConnectionSettings {
+        username: Some(user.clone()),
+        password: Some("pw".into()),
+        ..support::settings()
+    };
+    let a = Capsule::new(&settings, Default::default());
+    let q = queue("bell-refused");
+    let pusher = {
+        let q = q.clone();
+        thread::spawn(move || {
+            thread::sleep(Duration::from_millis(300));
+            push(&q, 1);
+        })
+    };
+    let wait = Wait {
+        timeout: Duration::from_secs(10),
+        poll: Duration::from_millis(50),
+    };
+    let started = Instant::now();
+    let fetched = a
+        .start_fetch(&[q.as_str()], wait)
+        .unwrap()
+        .wait(&Interrupt::new());
+    pusher.join().unwrap();
+    let _: () = redis::cmd("ACL")
+        .arg(&["DELUSER", &user])
+        .query(&mut redis())
+        .unwrap();
+    assert!(fetched.unwrap().is_some());
+    assert!(started.elapsed() < PROMPT);
+}
