@@ -12,6 +12,7 @@ require "limit_fetch_bench/recorder"
 require "limit_fetch_bench/fetch_hooks"
 require "limit_fetch_bench/embedded_sidekiq"
 require "limit_fetch_bench/throughput_run"
+require "limit_fetch_bench/slot_handoff"
 require "limit_fetch_bench/idle_run"
 require "limit_fetch_bench/fetch_scenario"
 require "limit_fetch_bench/fetch_cost_run"
@@ -21,8 +22,8 @@ module LimitFetchBench
   # names and prints "RESULT <json>". Its standard output carries only its
   # conversation with the driver; anything else written there (a default
   # Sidekiq logger, say) goes to standard error, the run's log. LimitFetch
-  # runs with the defaults users get; poll_range is set to its default
-  # explicitly and reported.
+  # runs with the defaults users get; poll_range and fetch_timeout are set to
+  # their defaults explicitly and reported.
   module Child
     RUNS = {"throughput" => ThroughputRun, "idle" => IdleRun, "fetch" => FetchCostRun}.freeze
 
@@ -47,7 +48,7 @@ module LimitFetchBench
     def install
       @protocol = $stdout.dup.tap { _1.sync = true }
       $stdout.reopen($stderr)
-      Sidekiq::LimitFetch.configuration[:poll_range] = Sidekiq::LimitFetch::DEFAULTS[:poll_range]
+      Sidekiq::LimitFetch.configuration.merge!(Sidekiq::LimitFetch::DEFAULTS.slice(:poll_range, :fetch_timeout))
       RoundTrips.install
       FetchHooks.install
     end

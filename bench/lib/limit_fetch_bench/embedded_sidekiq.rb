@@ -5,8 +5,8 @@ module LimitFetchBench
   # configured for one variant: its fetch class, concurrency, queue and
   # limit, logging warnings only, its redis-client counting round trips, a
   # Recorder middleware. For LimitFetch, the capsule is set up before the
-  # launch and shut down after the stop, as the gem's :startup and :exit
-  # hooks do.
+  # launch, its waiting fetches end on :quiet and it is shut down after the
+  # stop, as the gem's :startup, :quiet and :exit hooks do.
   class EmbeddedSidekiq
     attr_reader :config
 
@@ -26,6 +26,7 @@ module LimitFetchBench
     end
 
     def start
+      @config.on(:quiet) { Sidekiq::LimitFetch.quiet(capsule) } if @variant.limit_fetch?
       @launcher = Sidekiq::Launcher.new(@config, embedded: true)
       @launcher.run
       self

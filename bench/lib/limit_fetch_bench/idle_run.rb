@@ -7,7 +7,9 @@ module LimitFetchBench
   #    Redis CPU and this process's CPU are measured;
   # 3. it prints READY; the driver pushes single jobs at random gaps for
   #    `seconds` and answers "PUSHED <count>";
-  # 4. once those jobs are done: pickup latencies (start - push time).
+  # 4. once those jobs are done: pickup latencies (start - push time);
+  # 5. for LimitFetch, how soon a slot another process frees is taken
+  #    (SlotHandoff).
   class IdleRun
     SETTLE = 1.0
 
@@ -25,10 +27,11 @@ module LimitFetchBench
       idle = idle_cost
       pushed = converse
       finished = @recorder.done_within?(10)
+      handoffs = SlotHandoff.new(sidekiq, @recorder, @spec["server_url"]).run if finished && @variant.limit_fetch?
       sidekiq.stop
       raise Failure, "#{@recorder.done} of #{pushed} jobs done" unless finished
 
-      result(idle, pushed)
+      result(idle, pushed).merge("handoff_ms" => handoffs&.map { _1 * 1e3 })
     end
 
     private

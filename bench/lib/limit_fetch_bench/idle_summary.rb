@@ -17,13 +17,22 @@ module LimitFetchBench
       latency = percentiles(@runs)
       {"label" => @variant.label, "runs" => @runs.size, "jobs" => @runs.sum { _1["latencies_ms"].size },
        "latency_ms" => latency, "p50_ratio" => @basic && Stats.ratio(latency["p50"], percentiles(@basic)["p50"]),
-       "run_p50_ms" => Stats.spread(@runs.map { Stats.median(_1["latencies_ms"]) })}
+       "run_p50_ms" => Stats.spread(@runs.map { Stats.median(_1["latencies_ms"]) }),
+       "handoff_ms" => handoff}
         .merge(costs)
     end
 
     def costs = COSTS.to_h { |key| [key, Stats.spread(@runs.map { _1["idle"][key] })] }
 
     private
+
+    # A freed slot taken by a waiting thread: percentiles over all the runs.
+    def handoff
+      values = @runs.flat_map { _1["handoff_ms"] || [] }
+      return nil if values.empty?
+
+      {"p50" => 50, "p95" => 95, "p99" => 99}.transform_values { Stats.percentile(values, _1) }
+    end
 
     # Over the jobs of all the runs.
     def percentiles(runs)

@@ -23,7 +23,8 @@ module LimitFetchBench
 
         #{@meta["date"]}, #{@meta["cpus"]} CPUs; #{@meta["ruby"]}; Sidekiq #{@meta["sidekiq"]}; Redis #{@meta["redis"]}; \
         sidekiq-limit_fetch-rs #{@meta["gem"]}. Embedded Sidekiq, concurrency 10 (reference: 5), one queue, \
-        logging at WARN. LimitFetch `poll_range`: #{range(@meta["poll_range"])} s (the default). \
+        logging at WARN. LimitFetch with its defaults: an idle fetch blocks up to `fetch_timeout` (2 s) on the \
+        doorbell (`poll_range` #{range(@meta["poll_range"])} s applies only where Redis refuses CLIENT TRACKING). \
         #{options["runs"]} runs of every variant, alternated run by run; medians, (min–max) over the runs; \
         × = ratio to BasicFetch's median from this invocation. Run time #{format("%.0f", @meta["seconds"])} s.
       MD

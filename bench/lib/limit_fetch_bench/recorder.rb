@@ -13,7 +13,7 @@ module LimitFetchBench
       attr_accessor :current
     end
 
-    attr_reader :latencies
+    attr_reader :latencies, :last_started_at
 
     def initialize(expected: nil)
       @expected = expected
@@ -32,7 +32,8 @@ module LimitFetchBench
       now = LimitFetchBench.monotonic
       pushed_at = args[1]
       @lock.synchronize do
-        @latencies << (Process.clock_gettime(Process::CLOCK_REALTIME) - pushed_at) if pushed_at
+        @last_started_at = Process.clock_gettime(Process::CLOCK_REALTIME)
+        @latencies << (@last_started_at - pushed_at) if pushed_at
         count_start(queue, now)
       end
     end

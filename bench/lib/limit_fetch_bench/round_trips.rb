@@ -4,49 +4,47 @@ module LimitFetchBench
   # Counts client round trips, where the clients make them:
   # - Ruby: a redis-client middleware on Sidekiq's own connections; every
   #   call (BRPOP included) and every pipeline or MULTI block is one.
-  # - Rust core: every call into Sidekiq::LimitFetch::Native, at the cost of
-  #   the requests it sends one after another (fetch: one EVALSHA; release:
-  #   one LREM; requeue: one MULTI pipeline; beat: register, reconcile and
-  #   SMEMBERS, 3 while no other capsule is registered). The measuring side
-  #   adds the EVAL fallbacks it sees in commandstats (one extra each).
+  # - Rust core: each capsule counts the requests it sends (a script or a
+  #   pipeline is one; the doorbell's EXISTS and its connection set-up count
+  #   too), read through Sidekiq::LimitFetch::Native#round_trips.
   module RoundTrips
-    NATIVE_COST = {fetch: 1, release: 1, requeue: 1, register: 1, deregister: 1, beat: 3,
-                   limit: 1, set_limit: 1, set_default_limits: 1, busy: 1}.freeze
-
     @lock = Mutex.new
-    @counts = {"ruby" => 0, "rust" => 0}
+    @ruby = 0
+    @natives = []
 
     class << self
-      def count(side, calls = 1)
-        @lock.synchronize { @counts[side] += calls }
+      def count_ruby
+        @lock.synchronize { @ruby += 1 }
       end
 
-      def snapshot = @lock.synchronize { @counts.dup }
+      def snapshot
+        natives = @lock.synchronize { @natives.dup }
+        {"ruby" => @lock.synchronize { @ruby }, "rust" => natives.sum(&:round_trips)}
+      end
+
+      def track(native)
+        @lock.synchronize { @natives << native }
+      end
 
       def install
-        Sidekiq::LimitFetch::Native.prepend(NativeCalls)
+        Sidekiq::LimitFetch::Native.singleton_class.prepend(NativeTracking)
       end
     end
 
-    # Prepended to the gem's native class.
-    module NativeCalls
-      NATIVE_COST.each do |name, cost|
-        define_method(name) do |*args|
-          RoundTrips.count("rust", cost)
-          super(*args)
-        end
-      end
+    # Prepended to the singleton class of the gem's native class.
+    module NativeTracking
+      def new(...) = super.tap { RoundTrips.track(_1) }
     end
 
     # Given to Sidekiq's redis-client configuration (`middlewares:`).
     module RedisMiddleware
       def call(command, config)
-        RoundTrips.count("ruby")
+        RoundTrips.count_ruby
         super
       end
 
       def call_pipelined(commands, config)
-        RoundTrips.count("ruby")
+        RoundTrips.count_ruby
         super
       end
     end

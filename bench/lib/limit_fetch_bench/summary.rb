@@ -7,10 +7,9 @@ module LimitFetchBench
   class Summary
     ROUND_TRIPS = "Client round trips, counted where the clients make them. Sidekiq's redis-client (BasicFetch, " \
                   "Sidekiq's heartbeat and scheduler): a middleware counts every call (BRPOP included) and " \
-                  "every pipeline or MULTI block as one. The gem's Rust core: every call into its native " \
-                  "class counts as the requests it sends one after another (fetch: one EVALSHA; release: one " \
-                  "LREM; requeue: one MULTI pipeline; heartbeat: 3), plus one per EVAL fallback after NOSCRIPT " \
-                  "(from commandstats). Commands inside a script or a MULTI block are not round trips. " \
+                  "every pipeline or MULTI block as one. The gem's Rust core counts every request it sends, " \
+                  "per capsule (a script, a pipeline, an EVAL after NOSCRIPT, the doorbell's EXISTS and " \
+                  "connection set-up: one each). Commands inside a script or a MULTI block are not round trips. " \
                   "Redis commands per job: every call in INFO commandstats over the window, including the " \
                   "commands scripts and MULTI blocks run, divided by the jobs."
 

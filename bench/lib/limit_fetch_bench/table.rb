@@ -9,7 +9,7 @@ module LimitFetchBench
     ].freeze
     IDLE = [
       "variant", "pickup p50 / p95 / p99 ms", "p50 ×", "runs' p50 ms", "idle Redis cmds/s", "idle Ruby CPU %",
-      "idle Redis CPU %"
+      "idle Redis CPU %", "freed slot taken p50 / p95 / p99 ms"
     ].freeze
     FETCH_COST_TAIL = ["Redis cmds/call (same order)", "Redis µs/call (same order)"].freeze
 
@@ -41,7 +41,8 @@ module LimitFetchBench
     def idle_row(row)
       [row["label"], row["latency_ms"].values.map { num(_1, "%.2f") }.join(" / "), ratio(row["p50_ratio"]),
        spread(row["run_p50_ms"], "%.2f"), spread(row["commands_per_s"], "%.1f"),
-       spread(row["ruby_cpu_percent"], "%.2f"), spread(row["redis_cpu_percent"], "%.2f")]
+       spread(row["ruby_cpu_percent"], "%.2f"), spread(row["redis_cpu_percent"], "%.2f"),
+       row["handoff_ms"] ? row["handoff_ms"].values.map { num(_1, "%.2f") }.join(" / ") : "–"]
     end
 
     def fetch_cost(scenarios)

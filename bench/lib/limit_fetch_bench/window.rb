@@ -21,16 +21,15 @@ module LimitFetchBench
       seconds = LimitFetchBench.monotonic - @started
       cpu = LimitFetchBench.cpu_time - @cpu
       redis = @probe.read
-      round_trips = round_trips_since(redis)
+      round_trips = round_trips_since
       totals(seconds, cpu, redis, round_trips).merge(units ? per_unit(units, cpu, redis, round_trips) : {})
     end
 
     private
 
-    def round_trips_since(redis)
+    def round_trips_since
       now = RoundTrips.snapshot
-      rust = now["rust"] - @round_trips["rust"] + redis["calls"].fetch("eval", 0) # EVALSHA got NOSCRIPT, then EVAL
-      {"ruby" => now["ruby"] - @round_trips["ruby"], "rust" => rust}
+      {"ruby" => now["ruby"] - @round_trips["ruby"], "rust" => now["rust"] - @round_trips["rust"]}
     end
 
     def totals(seconds, cpu, redis, round_trips)

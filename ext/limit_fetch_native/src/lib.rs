@@ -126,6 +126,11 @@ impl Native {
         self.capsule.uuid().to_owned()
     }
 
+    /// Round trips this capsule made to Redis so far (for the benchmark).
+    fn round_trips(&self) -> u64 {
+        self.capsule.round_trips()
+    }
+
     /// `[queue_name, job]` or nil. When nothing is eligible, waits up to
     /// `timeout` seconds for a job or a free slot (polling every `poll`
     /// seconds if Redis cannot notify). An interrupted fetch has put its job
@@ -289,6 +294,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     let class = limit_fetch.define_class("Native", ruby.class_object())?;
     class.define_singleton_method("new", function!(Native::new, 3))?;
     class.define_method("uuid", method!(Native::uuid, 0))?;
+    class.define_method("round_trips", method!(Native::round_trips, 0))?;
     class.define_method("fetch", method!(Native::fetch, 3))?;
     class.define_method("quiet", method!(Native::quiet, 0))?;
     class.define_method("acknowledge", method!(Native::acknowledge, 2))?;
