@@ -64,6 +64,17 @@ pub struct BeatReport {
     pub restored: bool,
 }
 
+/// A limit as Redis holds it, unparsed: a value written by hand may not be
+/// a number (the fetch then reads it as 0).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredLimit {
+    pub queue: String,
+    pub kind: LimitKind,
+    pub key: String,
+    /// `None` when no limit is set; not valid UTF-8 is replaced lossily.
+    pub raw: Option<String>,
+}
+
 /// How a capsule runs, besides where Redis is.
 #[derive(Debug, Clone, Copy)]
 pub struct CapsuleOptions {
@@ -284,6 +295,40 @@ impl Capsule {
                 .query_async(&mut inner.conn().await?)
                 .await?;
             Ok(crate::limits::parse_stored(raw.as_deref()))
+        })
+    }
+
+    /// Both limits of each of `queues`, as stored, in one `MGET`.
+    pub fn stored_limits<S: AsRef<str>>(
+        &self,
+        queues: &[S],
+        interrupt: &Interrupt,
+    ) -> Result<Vec<StoredLimit>> {
+        let mut limits: Vec<StoredLimit> = queues
+            .iter()
+            .flat_map(|q| {
+                [LimitKind::Global, LimitKind::Process].map(|kind| StoredLimit {
+                    queue: q.as_ref().to_owned(),
+                    kind,
+                    key: kind.key(q.as_ref()),
+                    raw: None,
+                })
+            })
+            .collect();
+        if limits.is_empty() {
+            return Ok(limits);
+        }
+        let inner = self.inner.clone();
+        run_plain(interrupt, self.inner.timeout, async move {
+            let mut mget = redis::cmd("MGET");
+            for limit in &limits {
+                mget.arg(&limit.key);
+            }
+            let raw: Vec<Option<Vec<u8>>> = mget.query_async(&mut inner.conn().await?).await?;
+            for (limit, value) in limits.iter_mut().zip(raw) {
+                limit.raw = value.map(|v| String::from_utf8_lossy(&v).into_owned());
+            }
+            Ok(limits)
         })
     }
 

@@ -17,6 +17,9 @@ use magnus::{function, method, prelude::*, Error, RArray, RHash, RModule, RStrin
 use crate::errors::to_ruby;
 use crate::nogvl::{without_gvl, without_gvl_or};
 
+/// `[queue, "limit" | "process_limit", key, raw value or nil]`
+type StoredLimitRow = (String, &'static str, String, Option<String>);
+
 #[magnus::wrap(class = "Sidekiq::LimitFetch::Native", free_immediately, size)]
 struct Native {
     capsule: Capsule,
@@ -245,6 +248,26 @@ impl Native {
         })
     }
 
+    /// Both limits of each queue, as stored.
+    fn stored_limits(
+        ruby: &Ruby,
+        rb_self: &Self,
+        queues: Vec<String>,
+    ) -> Result<Vec<StoredLimitRow>, Error> {
+        let capsule = rb_self.capsule.clone();
+        let limits = call(ruby, |interrupt| capsule.stored_limits(&queues, interrupt))?;
+        Ok(limits
+            .into_iter()
+            .map(|l| {
+                let kind = match l.kind {
+                    LimitKind::Global => "limit",
+                    LimitKind::Process => "process_limit",
+                };
+                (l.queue, kind, l.key, l.raw)
+            })
+            .collect())
+    }
+
     /// `[busy across all capsules, busy in this capsule]`
     fn busy(ruby: &Ruby, rb_self: &Self, queue: String) -> Result<(u64, u64), Error> {
         let capsule = rb_self.capsule.clone();
@@ -271,5 +294,6 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     class.define_method("set_limit", method!(Native::set_limit, 3))?;
     class.define_method("set_default_limits", method!(Native::set_default_limits, 1))?;
     class.define_method("busy", method!(Native::busy, 1))?;
+    class.define_method("stored_limits", method!(Native::stored_limits, 1))?;
     Ok(())
 }
