@@ -4,7 +4,9 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{ConnectionAddr, ConnectionInfo, ProtocolVersion, RedisConnectionInfo};
+use redis::{
+    ConnectionAddr, ConnectionInfo, ProtocolVersion, RedisConnectionInfo, TlsCertificates,
+};
 use tokio::sync::OnceCell;
 
 use crate::{Error, Result};
@@ -12,7 +14,8 @@ use crate::{Error, Result};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Tls {
     Off,
-    /// TLS with certificate and host name verification.
+    /// TLS with certificate and host name verification, against the
+    /// system's CAs or [`ConnectionSettings::ca_certs`].
     Verify,
     /// TLS without verification (`ssl_params: { verify_mode: VERIFY_NONE }`).
     Insecure,
@@ -29,6 +32,9 @@ pub struct ConnectionSettings {
     pub username: Option<String>,
     pub password: Option<String>,
     pub tls: Tls,
+    /// PEM certificates of the CAs that [`Tls::Verify`] trusts instead of
+    /// the system's (Sidekiq's `ssl_params: { ca_file: ... }`).
+    pub ca_certs: Option<Vec<u8>>,
     /// Connect and response timeout.
     pub timeout: Duration,
 }
@@ -43,6 +49,7 @@ impl Default for ConnectionSettings {
             username: None,
             password: None,
             tls: Tls::Off,
+            ca_certs: None,
             timeout: Duration::from_secs(3),
         }
     }
@@ -59,11 +66,41 @@ impl fmt::Debug for ConnectionSettings {
             .field("username", &self.username)
             .field("password", &self.password.as_ref().map(|_| "REDACTED"))
             .field("tls", &self.tls)
+            .field("ca_certs", &self.ca_certs.as_ref().map(Vec::len))
             .finish()
     }
 }
 
 impl ConnectionSettings {
+    /// A client for these settings. Fails only on CA certificates that do
+    /// not parse.
+    pub(crate) fn client(&self) -> Result<redis::Client> {
+        // rustls needs its crypto provider chosen once per process; one
+        // installed before, by anything in the process, is as good.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let info = self.connection_info();
+        match &self.ca_certs {
+            Some(pem)
+                if matches!(
+                    info.addr,
+                    ConnectionAddr::TcpTls {
+                        insecure: false,
+                        ..
+                    }
+                ) =>
+            {
+                let certs = TlsCertificates {
+                    client_tls: None,
+                    root_cert: Some(pem.clone()),
+                };
+                redis::Client::build_with_tls(info, certs).map_err(|e| {
+                    Error::Invalid(format!("invalid TLS CA certificates (ca_file): {e}"))
+                })
+            }
+            _ => Ok(redis::Client::open(info)?),
+        }
+    }
+
     fn connection_info(&self) -> ConnectionInfo {
         let addr = match (&self.path, self.tls) {
             (Some(path), _) => ConnectionAddr::Unix(path.into()),
@@ -92,7 +129,7 @@ type Cell = Arc<OnceCell<ConnectionManager>>;
 /// A multiplexed, self-reconnecting Redis connection, opened lazily and
 /// opened again after `fork` (a child never writes to its parent's socket).
 pub(crate) struct Redis {
-    info: ConnectionInfo,
+    settings: ConnectionSettings,
     config: ConnectionManagerConfig,
     bound: Mutex<Option<(u32, Cell)>>,
 }
@@ -108,7 +145,7 @@ impl Redis {
             .set_number_of_retries(1)
             .set_max_delay(Duration::from_millis(500).as_millis() as u64);
         Self {
-            info: settings.connection_info(),
+            settings: settings.clone(),
             config,
             bound: Mutex::new(None),
         }
@@ -135,7 +172,7 @@ impl Redis {
         let cell = self.cell();
         let conn = cell
             .get_or_try_init(|| async {
-                let client = redis::Client::open(self.info.clone())?;
+                let client = self.settings.client()?;
                 ConnectionManager::new_with_config(client, self.config.clone())
                     .await
                     .map_err(Error::from)

@@ -61,6 +61,10 @@ fn settings(ruby: &Ruby, options: RHash) -> Result<ConnectionSettings, Error> {
         (Some(true), _) => Tls::Verify,
         _ => Tls::Off,
     };
+    // SAFETY: the bytes are copied while the GVL is held.
+    let ca_certs = options
+        .lookup::<_, Option<RString>>("ca_certs")?
+        .map(|pem| unsafe { pem.as_slice() }.to_vec());
     let timeout: Option<f64> = options.lookup("timeout")?;
     let port: Option<i64> = options.lookup("port")?;
     let port = match port {
@@ -82,6 +86,7 @@ fn settings(ruby: &Ruby, options: RHash) -> Result<ConnectionSettings, Error> {
         username: options.lookup("username")?,
         password: options.lookup("password")?,
         tls,
+        ca_certs,
         timeout: timeout
             .filter(|t| *t > 0.0)
             .map(Duration::from_secs_f64)
