@@ -38,6 +38,14 @@ pub struct Fetched {
 /// `jid` and `class` read "?" when the payload is not a JSON object.
 pub type JobRef = (String, String, String);
 
+/// What one run of the fetch script found.
+#[derive(Debug, Default)]
+pub(crate) struct Look {
+    pub(crate) fetched: Option<Fetched>,
+    /// Another job is eligible for this capsule after this one.
+    pub(crate) more: bool,
+}
+
 /// A dead capsule this beat reaped.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Reaped {
@@ -65,6 +73,17 @@ pub struct BeatReport {
     pub restored: bool,
 }
 
+/// A limit as Redis holds it, unparsed: a value written by hand may not be
+/// a number (the fetch then reads it as 0).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredLimit {
+    pub queue: String,
+    pub kind: LimitKind,
+    pub key: String,
+    /// `None` when no limit is set; not valid UTF-8 is replaced lossily.
+    pub raw: Option<String>,
+}
+
 /// How a capsule runs, besides where Redis is.
 #[derive(Debug, Clone, Copy)]
 pub struct CapsuleOptions {
@@ -87,7 +106,7 @@ impl Default for CapsuleOptions {
 pub(crate) struct Inner {
     pub(crate) uuid: String,
     pub(crate) redis: Redis,
-    doorbell: Doorbell,
+    doorbell: Arc<Doorbell>,
     heartbeat_ttl: u64,
     pub(crate) max_recoveries: u32,
     /// Limits from the configuration, written again if Redis loses its data.
@@ -116,14 +135,12 @@ impl Capsule {
     /// A capsule with a fresh UUID. Opens no connection yet.
     pub fn new(settings: &ConnectionSettings, options: CapsuleOptions) -> Self {
         let period = options.heartbeat_period.as_secs_f64();
-        let redis = Redis::new(settings);
+        let doorbell = Arc::new(Doorbell::default());
+        let listener = doorbell.clone();
+        let redis = Redis::new(settings, move |push| listener.hear(push));
         let inner = Inner {
             uuid: uuid::Uuid::new_v4().to_string(),
-            doorbell: Doorbell::new(
-                settings.connection_info(redis::ProtocolVersion::RESP3),
-                settings.timeout,
-                redis.trips.clone(),
-            ),
+            doorbell,
             redis,
             timeout: settings.timeout,
             defaults: Mutex::default(),
@@ -180,20 +197,29 @@ impl Capsule {
         Ok(fetch)
     }
 
-    /// One run of the fetch script.
-    pub(crate) fn start_look(&self, queues: &Arc<Vec<String>>) -> Result<Pending<Option<Fetched>>> {
+    /// One run of the fetch script; `want_more`: also tell whether another
+    /// job is eligible after the one it takes.
+    pub(crate) fn start_look(
+        &self,
+        queues: &Arc<Vec<String>>,
+        want_more: bool,
+    ) -> Result<Pending<Look>> {
         let queues = queues.clone();
         let inner = self.inner.clone();
         let undo_inner = self.inner.clone();
         spawn(
             self.inner.timeout,
-            async move { inner.fetch(&queues).await },
-            |abandoned: Option<Fetched>| async move {
-                if let Some(f) = abandoned {
+            async move { inner.fetch(&queues, want_more).await },
+            |abandoned: Look| async move {
+                if let Some(f) = abandoned.fetched {
                     let _ = undo_inner.requeue(vec![(f.queue, f.job)]).await;
                 }
             },
         )
+    }
+
+    pub(crate) async fn conn(&self) -> Result<Conn> {
+        self.inner.conn().await
     }
 
     pub(crate) fn doorbell(&self) -> &Doorbell {
@@ -276,6 +302,8 @@ impl Capsule {
             let restored = inner.register().await?;
             let (corrected, orphans) = inner.reconcile().await?;
             let reaped = reaper::reap_dead(&inner).await?;
+            // Jobs pushed back and slots freed: a waiter may take them.
+            inner.doorbell.changed();
             Ok(BeatReport {
                 reaped,
                 corrected,
@@ -330,6 +358,40 @@ impl Capsule {
         })
     }
 
+    /// Both limits of each of `queues`, as stored, in one `MGET`.
+    pub fn stored_limits<S: AsRef<str>>(
+        &self,
+        queues: &[S],
+        interrupt: &Interrupt,
+    ) -> Result<Vec<StoredLimit>> {
+        let mut limits: Vec<StoredLimit> = queues
+            .iter()
+            .flat_map(|q| {
+                [LimitKind::Global, LimitKind::Process].map(|kind| StoredLimit {
+                    queue: q.as_ref().to_owned(),
+                    kind,
+                    key: kind.key(q.as_ref()),
+                    raw: None,
+                })
+            })
+            .collect();
+        if limits.is_empty() {
+            return Ok(limits);
+        }
+        let inner = self.inner.clone();
+        run_plain(interrupt, self.inner.timeout, async move {
+            let mut mget = redis::cmd("MGET");
+            for limit in &limits {
+                mget.arg(&limit.key);
+            }
+            let raw: Vec<Option<Vec<u8>>> = mget.query_async(&mut inner.conn().await?).await?;
+            for (limit, value) in limits.iter_mut().zip(raw) {
+                limit.raw = value.map(|v| String::from_utf8_lossy(&v).into_owned());
+            }
+            Ok(limits)
+        })
+    }
+
     /// Sets (or with `None` removes) a limit; the next fetch obeys it.
     pub fn set_limit(
         &self,
@@ -357,6 +419,8 @@ impl Capsule {
                         .await?
                 }
             }
+            // The capsule's own writes do not ring its bell.
+            inner.doorbell.changed();
             Ok(())
         })
     }
@@ -372,7 +436,9 @@ impl Capsule {
         *self.inner.defaults.lock() = limits;
         let inner = self.inner.clone();
         run_plain(interrupt, self.inner.timeout, async move {
-            inner.write_defaults().await
+            inner.write_defaults().await?;
+            inner.doorbell.changed();
+            Ok(())
         })
     }
 
@@ -414,17 +480,17 @@ impl Inner {
     }
 
     /// The fetch script, carrying the pending acknowledgements.
-    async fn fetch(&self, queues: &[String]) -> Result<Option<Fetched>> {
+    async fn fetch(&self, queues: &[String], want_more: bool) -> Result<Look> {
         let _shared = self.gate.read().await;
         let acks = std::mem::take(&mut self.ledger().acks);
-        let reply = self.invoke_fetch(&acks, queues).await;
+        let reply = self.invoke_fetch(&acks, queues, want_more).await;
         let mut ledger = self.ledger();
         match &reply {
-            Ok(fetched) => {
+            Ok(look) => {
                 for ack in &acks {
                     ledger.forget(&ack.queue, &ack.digest);
                 }
-                if let Some(f) = fetched {
+                if let Some(f) = &look.fetched {
                     ledger.hold(&f.queue, Digest::of(&f.job));
                 }
             }
@@ -434,11 +500,12 @@ impl Inner {
         reply
     }
 
-    async fn invoke_fetch(&self, acks: &[Ack], queues: &[String]) -> Result<Option<Fetched>> {
+    async fn invoke_fetch(&self, acks: &[Ack], queues: &[String], want_more: bool) -> Result<Look> {
         let digests: Vec<String> = acks.iter().map(|a| a.digest.hex()).collect();
         let count = acks.len().to_string();
-        let mut args: Vec<&[u8]> = Vec::with_capacity(2 + acks.len() * 3 + queues.len());
+        let mut args: Vec<&[u8]> = Vec::with_capacity(3 + acks.len() * 3 + queues.len());
         args.push(self.uuid.as_bytes());
+        args.push(if want_more { b"1" } else { b"0" });
         args.push(count.as_bytes());
         for (ack, digest) in acks.iter().zip(&digests) {
             args.push(ack.queue.as_bytes());
@@ -447,11 +514,17 @@ impl Inner {
         }
         args.extend(queues.iter().map(|q| q.as_bytes()));
         let mut conn = self.conn().await?;
-        let reply: Option<(String, Vec<u8>)> = self
+        let reply: Option<(String, Vec<u8>, i64)> = self
             .fetch
             .invoke(&mut conn, &[] as &[&str], &args[..])
             .await?;
-        Ok(reply.map(|(queue, job)| Fetched { queue, job }))
+        Ok(match reply {
+            Some((queue, job, more)) => Look {
+                fetched: Some(Fetched { queue, job }),
+                more: more == 1,
+            },
+            None => Look::default(),
+        })
     }
 
     /// Sends pending acknowledgements on their own (no fetch carried them).
@@ -459,7 +532,10 @@ impl Inner {
         if self.ledger().acks.is_empty() {
             return Ok(());
         }
-        self.fetch(&[]).await.map(|_| ())
+        self.fetch(&[], false).await?;
+        // Freed slots no fetch of this capsule took: a waiter may.
+        self.doorbell.changed();
+        Ok(())
     }
 
     fn schedule_flush(self: Arc<Self>, after: Duration) {
@@ -505,6 +581,8 @@ impl Inner {
         for (queue, job) in &jobs {
             ledger.forget(queue, &Digest::of(job));
         }
+        drop(ledger);
+        self.doorbell.changed();
         sent
     }
 

@@ -6,8 +6,8 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{
-    Cmd, ConnectionAddr, ConnectionInfo, Pipeline, ProtocolVersion, RedisConnectionInfo,
-    RedisFuture, Value,
+    Cmd, ConnectionAddr, ConnectionInfo, Pipeline, ProtocolVersion, PushInfo, RedisConnectionInfo,
+    RedisFuture, TlsCertificates, Value,
 };
 use tokio::sync::OnceCell;
 
@@ -16,7 +16,8 @@ use crate::{Error, Result};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Tls {
     Off,
-    /// TLS with certificate and host name verification.
+    /// TLS with certificate and host name verification, against the
+    /// system's CAs or [`ConnectionSettings::ca_certs`].
     Verify,
     /// TLS without verification (`ssl_params: { verify_mode: VERIFY_NONE }`).
     Insecure,
@@ -33,6 +34,9 @@ pub struct ConnectionSettings {
     pub username: Option<String>,
     pub password: Option<String>,
     pub tls: Tls,
+    /// PEM certificates of the CAs that [`Tls::Verify`] trusts instead of
+    /// the system's (Sidekiq's `ssl_params: { ca_file: ... }`).
+    pub ca_certs: Option<Vec<u8>>,
     /// Connect and response timeout.
     pub timeout: Duration,
 }
@@ -47,6 +51,7 @@ impl Default for ConnectionSettings {
             username: None,
             password: None,
             tls: Tls::Off,
+            ca_certs: None,
             timeout: Duration::from_secs(3),
         }
     }
@@ -63,13 +68,42 @@ impl fmt::Debug for ConnectionSettings {
             .field("username", &self.username)
             .field("password", &self.password.as_ref().map(|_| "REDACTED"))
             .field("tls", &self.tls)
+            .field("ca_certs", &self.ca_certs.as_ref().map(Vec::len))
             .finish()
     }
 }
 
 impl ConnectionSettings {
-    /// RESP2 for commands; RESP3 for the doorbell, which receives push messages.
-    pub(crate) fn connection_info(&self, protocol: ProtocolVersion) -> ConnectionInfo {
+    /// A client for these settings. Fails only on CA certificates that do
+    /// not parse.
+    pub(crate) fn client(&self, protocol: ProtocolVersion) -> Result<redis::Client> {
+        // rustls needs its crypto provider chosen once per process; one
+        // installed before, by anything in the process, is as good.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let info = self.connection_info(protocol);
+        match &self.ca_certs {
+            Some(pem)
+                if matches!(
+                    info.addr,
+                    ConnectionAddr::TcpTls {
+                        insecure: false,
+                        ..
+                    }
+                ) =>
+            {
+                let certs = TlsCertificates {
+                    client_tls: None,
+                    root_cert: Some(pem.clone()),
+                };
+                redis::Client::build_with_tls(info, certs).map_err(|e| {
+                    Error::Invalid(format!("invalid TLS CA certificates (ca_file): {e}"))
+                })
+            }
+            _ => Ok(redis::Client::open(info)?),
+        }
+    }
+
+    fn connection_info(&self, protocol: ProtocolVersion) -> ConnectionInfo {
         let addr = match (&self.path, self.tls) {
             (Some(path), _) => ConnectionAddr::Unix(path.into()),
             (None, Tls::Off) => ConnectionAddr::Tcp(self.host.clone(), self.port),
@@ -140,24 +174,33 @@ impl redis::aio::ConnectionLike for Conn {
 /// A multiplexed, self-reconnecting Redis connection, opened lazily and
 /// opened again after `fork` (a child never writes to its parent's socket).
 pub(crate) struct Redis {
-    info: ConnectionInfo,
+    settings: ConnectionSettings,
     config: ConnectionManagerConfig,
     bound: Mutex<Option<(u32, Cell)>>,
     pub(crate) trips: RoundTrips,
 }
 
 impl Redis {
-    pub(crate) fn new(settings: &ConnectionSettings) -> Self {
+    /// `on_push` receives the connection's push messages (client-side
+    /// caching invalidations, and a lost connection); it must not block.
+    pub(crate) fn new(
+        settings: &ConnectionSettings,
+        on_push: impl Fn(&PushInfo) + Send + Sync + 'static,
+    ) -> Self {
         // Callers stop waiting after `timeout` (see runtime::run) while the
         // command completes, so a late reply is still handled. The connection's
         // own response timeout is only a backstop against a silent peer.
         let config = ConnectionManagerConfig::new()
+            .set_push_sender(move |push: PushInfo| {
+                on_push(&push);
+                Ok::<(), std::convert::Infallible>(())
+            })
             .set_connection_timeout(settings.timeout)
             .set_response_timeout((settings.timeout * 4).max(Duration::from_secs(10)))
             .set_number_of_retries(1)
             .set_max_delay(Duration::from_millis(500).as_millis() as u64);
         Self {
-            info: settings.connection_info(ProtocolVersion::RESP2),
+            settings: settings.clone(),
             config,
             bound: Mutex::new(None),
             trips: RoundTrips::default(),
@@ -185,7 +228,8 @@ impl Redis {
         let cell = self.cell();
         let conn = cell
             .get_or_try_init(|| async {
-                let client = redis::Client::open(self.info.clone())?;
+                // RESP3, as Sidekiq's own client: push messages need it.
+                let client = self.settings.client(ProtocolVersion::RESP3)?;
                 ConnectionManager::new_with_config(client, self.config.clone())
                     .await
                     .map_err(Error::from)

@@ -1,33 +1,36 @@
 //! Wakes a capsule's idle fetchers when something that decides what they may
 //! fetch changes in Redis, so that an idle fetcher blocks instead of polling.
 //!
-//! Redis's client-side caching does the listening: a dedicated RESP3
-//! connection with `CLIENT TRACKING on` reads (`EXISTS`) every key a fetch
-//! depends on (each queue, its busy list and its two limits), and Redis sends
-//! it an `invalidate` message when one of them is next written, by anyone: a
-//! client's `LPUSH`, another process's acknowledgement, a limit change, a
-//! reaper. Nothing is consumed and nothing is polled.
+//! Redis's client-side caching does the listening. The capsule's connection
+//! (RESP3) turns on `CLIENT TRACKING ... NOLOOP` and reads (`EXISTS`) every
+//! key a fetch depends on (each queue, its busy list and its two limits);
+//! Redis then sends it an `invalidate` message when one of them is next
+//! written by another connection: a client's `LPUSH`, another process's
+//! acknowledgement, a limit change, a reaper. Nothing is consumed and nothing
+//! is polled. The capsule's own writes do not ring (NOLOOP): its running
+//! threads fetch again by themselves, and the few own writes that can make
+//! work for a waiter (a fetch that leaves more, a release or requeue not
+//! followed by a fetch, a beat, a limit change) ring in-process instead.
 //!
-//! A key stays tracked only until its first write, so each message "rings"
-//! once and disarms the bell; the next fetcher that needs to wait arms it
-//! again. A ring count orders it all: a ticket taken while the bell is armed
-//! at ring `n` proves that any write after the fetch that follows rings `n+1`.
+//! A key stays tracked only until its first write, so each message disarms
+//! the bell; the next fetcher that needs to wait arms it again. Two counts
+//! order it all: `rings` (invalidations: arming is valid while it has not
+//! moved) and `changes` (rings and in-process changes: a waiter sleeps
+//! while it has not moved since the look that found nothing).
 
 use std::collections::{BTreeSet, HashSet};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, MutexGuard};
-use redis::aio::MultiplexedConnection;
-use redis::{AsyncConnectionConfig, ConnectionInfo, PushInfo, PushKind};
+use redis::{PushInfo, PushKind};
 use tokio::sync::Notify;
 
-use crate::connection::RoundTrips;
+use crate::connection::Conn;
 use crate::{keys, Error, Result};
 
 /// How long an observation "these queues hold nothing we may take" stands
-/// without a ring before a fetcher checks again: a backstop in case a message
-/// was lost, which costs one fetch per capsule per period.
+/// without a change before a fetcher checks again: a backstop in case a
+/// message was lost, which costs one fetch per capsule per period.
 const TRUST_EMPTY: Duration = Duration::from_secs(2);
 
 /// After the bell could not be armed: how long fetchers poll instead. Short
@@ -48,14 +51,14 @@ pub(crate) fn queue_set<S: AsRef<str>>(queues: &[S]) -> QueueSet {
     hasher.finish()
 }
 
-/// A proof that the bell was armed at ring `n` for a set of queues.
+/// Taken while the bell is armed: any change after it wakes the holder.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Ticket(u64);
 
 /// How a wait for the bell ended.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Woken {
-    /// It rang (or another fetcher passed its turn on).
+    /// Something changed.
     Rang,
     /// The deadline passed.
     TimedOut,
@@ -67,22 +70,25 @@ pub(crate) enum Woken {
 struct State {
     pid: u32,
     rings: u64,
-    /// The ring count at which every key of `queues` was last read.
+    changes: u64,
+    /// `rings` when every key of `queues` was last read.
     armed_at: Option<u64>,
     queues: BTreeSet<String>,
     sets: HashSet<QueueSet>,
-    /// A fetch that started at this ring found nothing for this set.
+    /// A look that started at this change count found nothing for this set.
     empty: Option<(u64, QueueSet, Instant)>,
     retry_at: Option<Instant>,
+    waiters: usize,
     closed: bool,
 }
 
-struct Shared {
+#[derive(Default)]
+pub(crate) struct Doorbell {
     state: Mutex<State>,
     notify: Notify,
 }
 
-impl Shared {
+impl Doorbell {
     /// This process's state: a forked child's bell starts disarmed.
     fn state(&self) -> MutexGuard<'_, State> {
         let mut state = self.state.lock();
@@ -90,124 +96,93 @@ impl Shared {
         if state.pid != pid {
             *state = State {
                 pid,
-                closed: state.closed,
                 ..State::default()
             };
         }
         state
     }
 
-    fn ring(&self) {
-        self.state().rings += 1;
-        // One fetcher looks; if it finds a job it passes the turn on (see
-        // `Doorbell::pass`), so a burst wakes as many as it feeds.
-        self.notify.notify_one();
-    }
-}
-
-type Slot = Arc<tokio::sync::Mutex<Option<MultiplexedConnection>>>;
-
-pub(crate) struct Doorbell {
-    info: ConnectionInfo,
-    config: AsyncConnectionConfig,
-    shared: Arc<Shared>,
-    bound: Mutex<Option<(u32, Slot)>>,
-    trips: RoundTrips,
-}
-
-impl Doorbell {
-    /// `info` must ask for RESP3: invalidations arrive as push messages.
-    pub(crate) fn new(info: ConnectionInfo, timeout: Duration, trips: RoundTrips) -> Self {
-        let shared = Arc::new(Shared {
-            state: Mutex::default(),
-            notify: Notify::new(),
-        });
-        let listener = shared.clone();
-        let config = AsyncConnectionConfig::new()
-            .set_connection_timeout(timeout)
-            .set_response_timeout(timeout)
-            .set_push_sender(move |push: PushInfo| {
-                // A lost connection forgets what it tracked: ring, so that
-                // the next waiter arms a new one.
-                if matches!(push.kind, PushKind::Invalidate | PushKind::Disconnection) {
-                    listener.ring();
-                }
-                Ok::<(), std::convert::Infallible>(())
-            });
-        Self {
-            info,
-            config,
-            shared,
-            bound: Mutex::new(None),
-            trips,
+    /// Takes the connection's push messages: an invalidation, or a lost
+    /// connection (which forgets what it tracked), rings.
+    pub(crate) fn hear(&self, push: &PushInfo) {
+        if matches!(push.kind, PushKind::Invalidate | PushKind::Disconnection) {
+            self.state().rings += 1;
+            self.changed();
         }
+    }
+
+    /// Something a waiter may take appeared, by this capsule's doing.
+    pub(crate) fn changed(&self) {
+        self.state().changes += 1;
+        // One fetcher looks; if it leaves more, it rings again.
+        self.notify.notify_one();
     }
 
     /// A ticket if the bell is armed for `set`, else `None` (arm it first).
     pub(crate) fn ticket(&self, set: QueueSet) -> Option<Ticket> {
-        let state = self.shared.state();
+        let state = self.state();
         (state.armed_at == Some(state.rings) && state.sets.contains(&set))
-            .then_some(Ticket(state.rings))
+            .then_some(Ticket(state.changes))
     }
 
-    /// True if a fetch for `set` that started under `ticket` found nothing,
-    /// recently: nothing it depends on has changed since, so neither would
-    /// the result.
+    /// True if a look for `set` that started under `ticket` found nothing,
+    /// recently: nothing it depends on has changed since.
     pub(crate) fn known_empty(&self, ticket: Ticket, set: QueueSet) -> bool {
-        let state = self.shared.state();
-        matches!(state.empty, Some((ring, s, at)) if ring == ticket.0 && s == set && at.elapsed() < TRUST_EMPTY)
+        let state = self.state();
+        matches!(state.empty, Some((at, s, when)) if at == ticket.0 && s == set && when.elapsed() < TRUST_EMPTY)
     }
 
     pub(crate) fn found_empty(&self, ticket: Ticket, set: QueueSet) {
-        self.shared.state().empty = Some((ticket.0, set, Instant::now()));
+        self.state().empty = Some((ticket.0, set, Instant::now()));
     }
 
-    /// Wakes another waiter: a woken fetcher that found a job may not have
-    /// found the only one.
-    pub(crate) fn pass(&self) {
-        self.shared.notify.notify_one();
+    /// True while a fetcher sleeps: a look then checks for more than one job.
+    pub(crate) fn has_waiters(&self) -> bool {
+        self.state().waiters > 0
     }
 
     /// Ends every wait, now and later: the capsule is quieting.
     pub(crate) fn close(&self) {
-        self.shared.state().closed = true;
-        self.shared.notify.notify_waiters();
+        self.state().closed = true;
+        self.notify.notify_waiters();
     }
 
     pub(crate) fn is_closed(&self) -> bool {
-        self.shared.state().closed
+        self.state().closed
     }
 
-    /// Waits until the bell rings after `ticket`, `deadline` passes, or the
-    /// capsule quiets.
+    /// Waits until something changes after `ticket`, `deadline` passes, or
+    /// the capsule quiets.
     pub(crate) async fn wait(&self, ticket: Ticket, deadline: tokio::time::Instant) -> Woken {
-        let notified = self.shared.notify.notified();
+        let notified = self.notify.notified();
         tokio::pin!(notified);
-        // Registered before the check: a ring in between is not missed.
+        // Registered before the check: a change in between is not missed.
         notified.as_mut().enable();
         {
-            let state = self.shared.state();
+            let mut state = self.state();
             if state.closed {
                 return Woken::Closed;
             }
-            if state.rings != ticket.0 {
+            if state.changes != ticket.0 {
                 return Woken::Rang;
             }
+            state.waiters += 1;
         }
+        let _waiting = Waiting(self);
         tokio::select! {
             _ = &mut notified => if self.is_closed() { Woken::Closed } else { Woken::Rang },
             _ = tokio::time::sleep_until(deadline) => Woken::TimedOut,
         }
     }
 
-    /// Reads every key fetches of `queues` depend on, so that Redis tracks
-    /// them. `Ok(false)` if the bell rang meanwhile: the caller fetches
+    /// Turns tracking on and reads every key fetches of `queues` depend on,
+    /// in one round trip. `Ok(false)` if it rang meanwhile: the caller looks
     /// again (something changed) and arms again. Fails fast while a recent
     /// failure stands: the caller polls instead.
-    pub(crate) async fn arm(&self, queues: &[String]) -> Result<bool> {
+    pub(crate) async fn arm(&self, conn: &mut Conn, queues: &[String]) -> Result<bool> {
         let set = queue_set(queues);
         let (before, keys) = {
-            let mut state = self.shared.state();
+            let mut state = self.state();
             if state.retry_at.is_some_and(|at| Instant::now() < at) {
                 return Err(Error::Connection("the doorbell is unavailable".into()));
             }
@@ -215,9 +190,19 @@ impl Doorbell {
             state.sets.insert(set);
             (state.rings, tracked_keys(&state.queues))
         };
-        match self.read(&keys).await {
+        // Repeated on every arming: a reconnected connection tracks nothing.
+        let read = redis::pipe()
+            .cmd("CLIENT")
+            .arg(&["TRACKING", "ON", "NOLOOP"])
+            .ignore()
+            .cmd("EXISTS")
+            .arg(&keys)
+            .ignore()
+            .query_async::<()>(conn)
+            .await;
+        let mut state = self.state();
+        match read {
             Ok(()) => {
-                let mut state = self.shared.state();
                 state.retry_at = None;
                 let quiet = state.rings == before;
                 if quiet {
@@ -226,72 +211,25 @@ impl Doorbell {
                 Ok(quiet)
             }
             Err(err) => {
+                let err = Error::from(err);
                 let pause = match err {
                     Error::Command(_) => RETRY_AFTER_REFUSAL,
                     _ => RETRY_AFTER_FAILURE,
                 };
-                self.shared.state().retry_at = Some(Instant::now() + pause);
+                state.retry_at = Some(Instant::now() + pause);
                 Err(err)
             }
         }
     }
+}
 
-    /// `EXISTS` on the tracking connection, opening it (again) if needed.
-    async fn read(&self, keys: &[String]) -> Result<()> {
-        let slot = self.slot();
-        let mut conn = slot.lock().await;
-        for attempt in 0..2 {
-            if conn.is_none() {
-                *conn = Some(self.connect().await?);
-            }
-            let Some(c) = conn.as_mut() else { continue };
-            self.trips.add(1);
-            match redis::cmd("EXISTS").arg(keys).query_async::<i64>(c).await {
-                Ok(_) => return Ok(()),
-                // A connection Redis closed (a restart): one more try on a new one.
-                Err(err) if attempt == 0 && (err.is_io_error() || err.is_connection_dropped()) => {
-                    *conn = None;
-                }
-                Err(err) => {
-                    *conn = None;
-                    return Err(err.into());
-                }
-            }
-        }
-        Err(Error::Connection("the doorbell could not reconnect".into()))
-    }
+/// Counts a sleeping fetcher for as long as it sleeps.
+struct Waiting<'a>(&'a Doorbell);
 
-    async fn connect(&self) -> Result<MultiplexedConnection> {
-        let client = redis::Client::open(self.info.clone())?;
-        // HELLO (with AUTH and SELECT in its pipeline), then CLIENT TRACKING.
-        self.trips.add(2);
-        let mut conn = client
-            .get_multiplexed_async_connection_with_config(&self.config)
-            .await?;
-        redis::cmd("CLIENT")
-            .arg("TRACKING")
-            .arg("ON")
-            .query_async::<()>(&mut conn)
-            .await?;
-        Ok(conn)
-    }
-
-    /// The tracking connection of this process: a forked child opens its own.
-    fn slot(&self) -> Slot {
-        let pid = std::process::id();
-        let mut bound = self.bound.lock();
-        match bound.as_ref() {
-            Some((owner, slot)) if *owner == pid => slot.clone(),
-            _ => {
-                if let Some(stale) = bound.take() {
-                    // The parent's socket is the parent's to use and close.
-                    std::mem::forget(stale);
-                }
-                let slot = Slot::default();
-                *bound = Some((pid, slot.clone()));
-                slot
-            }
-        }
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        let mut state = self.0.state();
+        state.waiters = state.waiters.saturating_sub(1);
     }
 }
 

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::capsule::{Capsule, Fetched};
+use crate::capsule::{Capsule, Fetched, Look};
 use crate::doorbell::{queue_set, QueueSet, Ticket, Woken};
 use crate::runtime::{handle, run_plain, Pending};
 use crate::{Error, Interrupt, Result};
@@ -57,10 +57,7 @@ pub struct Fetch {
     /// The current look has started: its script runs (`pending`) or was
     /// skipped (nothing can have changed).
     begun: bool,
-    pending: Option<(Option<Ticket>, Pending<Option<Fetched>>)>,
-    /// The current look follows a ring: if it finds a job, it passes the
-    /// ring on to another waiter.
-    woken: bool,
+    pending: Option<(Option<Ticket>, Pending<Look>)>,
 }
 
 impl Fetch {
@@ -75,7 +72,6 @@ impl Fetch {
             step: Step::Look,
             begun: false,
             pending: None,
-            woken: false,
         }
     }
 
@@ -98,15 +94,12 @@ impl Fetch {
                     Err(_) => Step::Poll,
                 },
                 Step::Wait(ticket) => match self.sleep(Some(ticket), interrupt)? {
-                    Woken::Rang => {
-                        self.woken = true;
-                        // Arm before looking: whatever changes after the look
-                        // then rings again.
-                        match self.bell_ticket() {
-                            Some(_) => Step::Look,
-                            None => Step::Arm,
-                        }
-                    }
+                    // Arm before looking: whatever changes after the look
+                    // then rings again.
+                    Woken::Rang => match self.bell_ticket() {
+                        Some(_) => Step::Look,
+                        None => Step::Arm,
+                    },
                     Woken::TimedOut | Woken::Closed => return Ok(None),
                 },
                 Step::Poll => match self.sleep(None, interrupt)? {
@@ -128,7 +121,9 @@ impl Fetch {
                 self.capsule.doorbell().known_empty(t, self.set) && !self.capsule.owes_acks()
             });
         if !unchanged {
-            self.pending = Some((ticket, self.capsule.start_look(&self.queues)?));
+            let want_more = self.capsule.doorbell().has_waiters();
+            let look = self.capsule.start_look(&self.queues, want_more)?;
+            self.pending = Some((ticket, look));
         }
         self.begun = true;
         Ok(())
@@ -145,15 +140,18 @@ impl Fetch {
         let ticket = *ticket;
         let reply = pending.wait(interrupt);
         if matches!(reply, Err(Error::Interrupted)) {
-            return reply;
+            return Err(Error::Interrupted);
         }
         self.pending = None;
         self.begun = false;
         let bell = self.capsule.doorbell();
-        match reply? {
+        let look = reply?;
+        match look.fetched {
             Some(fetched) => {
-                if std::mem::take(&mut self.woken) {
-                    bell.pass();
+                // This capsule's own writes do not ring: wake a waiter for
+                // the next job.
+                if look.more {
+                    bell.changed();
                 }
                 Ok(Some(fetched))
             }
@@ -166,8 +164,7 @@ impl Fetch {
         }
     }
 
-    fn after_empty_look(&mut self) -> Step {
-        self.woken = false;
+    fn after_empty_look(&self) -> Step {
         match self.bell_ticket() {
             Some(ticket) => Step::Wait(ticket),
             None => Step::Arm,
@@ -181,7 +178,8 @@ impl Fetch {
         // A ring meanwhile (Ok(false)) is handled by the look that follows:
         // it finds the bell unarmed and comes back here.
         run_plain(interrupt, timeout, async move {
-            capsule.doorbell().arm(&queues).await.map(drop)
+            let mut conn = capsule.conn().await?;
+            capsule.doorbell().arm(&mut conn, &queues).await.map(drop)
         })
     }
 

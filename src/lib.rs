@@ -21,7 +21,7 @@ mod reaper;
 mod runtime;
 mod selector;
 
-pub use capsule::{BeatReport, Capsule, CapsuleOptions, Fetched, JobRef, Reaped};
+pub use capsule::{BeatReport, Capsule, CapsuleOptions, Fetched, JobRef, Reaped, StoredLimit};
 pub use connection::{ConnectionSettings, Tls};
 pub use error::{Error, Result};
 pub use fetch::{Fetch, Wait};

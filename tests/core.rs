@@ -126,6 +126,41 @@ fn zero_pauses_and_broken_limits_read_as_zero() {
 }
 
 #[test]
+fn stored_limits_are_read_raw_in_one_call() {
+    let (q, r) = (queue("stored"), queue("stored"));
+    let a = capsule();
+    let none = Interrupt::new();
+    let _: () = redis().set(keys::limit(&q), " 2.5").unwrap();
+    let _: () = redis().set(keys::process_limit(&r), "7").unwrap();
+    let stored: Vec<(String, LimitKind, String, Option<String>)> = a
+        .stored_limits(&[&q, &r], &none)
+        .unwrap()
+        .into_iter()
+        .map(|l| (l.queue, l.kind, l.key, l.raw))
+        .collect();
+    assert_eq!(
+        stored,
+        vec![
+            (
+                q.clone(),
+                LimitKind::Global,
+                keys::limit(&q),
+                Some(" 2.5".into())
+            ),
+            (q.clone(), LimitKind::Process, keys::process_limit(&q), None),
+            (r.clone(), LimitKind::Global, keys::limit(&r), None),
+            (
+                r.clone(),
+                LimitKind::Process,
+                keys::process_limit(&r),
+                Some("7".into())
+            ),
+        ]
+    );
+    assert!(a.stored_limits(&[] as &[&str], &none).unwrap().is_empty());
+}
+
+#[test]
 fn default_limits_do_not_overwrite_runtime_values() {
     let q = queue("defaults");
     let a = capsule();

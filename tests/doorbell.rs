@@ -79,6 +79,23 @@ fn a_waiting_fetch_takes_a_slot_another_capsule_frees() {
 }
 
 #[test]
+fn a_waiting_fetch_takes_a_slot_its_own_capsule_frees() {
+    // Redis does not tell a connection of its own writes (NOLOOP): the
+    // capsule rings for them itself.
+    let q = queue("bell-own-slot");
+    push(&q, 2);
+    let a = capsule();
+    let none = Interrupt::new();
+    a.set_limit(&q, LimitKind::Global, Some(1), &none).unwrap();
+    let held = a.fetch(&[q.as_str()], &none).unwrap().expect("a job");
+    let waiter = waiting(&a, &q, LONG);
+    a.acknowledge(&q, held.job);
+    let (waited, fetched) = waiter.join().unwrap();
+    assert!(fetched.is_some(), "the freed slot was not taken");
+    assert!(waited < PROMPT, "woke after {waited:?}");
+}
+
+#[test]
 fn a_waiting_fetch_obeys_a_limit_raised_while_it_waits() {
     let q = queue("bell-limit");
     push(&q, 1);

@@ -8,12 +8,15 @@
 -- returns it to its queue.
 --
 -- ARGV[1]     the capsule's UUID
--- ARGV[2]     n, the number of acknowledgements that follow
+-- ARGV[2]     "1" to report whether another job is eligible after this one
+--             (a fetcher of the capsule is waiting and could take it)
+-- ARGV[3]     n, the number of acknowledgements that follow
 -- then n triples: queue name, job, SHA1 of the job (hex)
 -- then        queue names, in Sidekiq's order for this fetch (no "queue:" prefix)
--- Returns {queue name, job} or nil.
+-- Returns {queue name, job, 1 if more is eligible else 0} or nil.
 local uuid = ARGV[1]
-local acks = tonumber(ARGV[2])
+local want_more = ARGV[2] == '1'
+local acks = tonumber(ARGV[3])
 local prefix = 'sidekiq:limit_fetch:'
 local capsule = prefix .. 'capsule:' .. uuid
 local recoveries = prefix .. 'recoveries'
@@ -21,7 +24,7 @@ local recoveries = prefix .. 'recoveries'
 -- Idempotent: an acknowledgement sent again (its reply was lost) finds its
 -- job gone and frees no second slot.
 local forget = acks > 0 and redis.call('EXISTS', recoveries) == 1
-for i = 3, 2 + 3 * acks, 3 do
+for i = 4, 3 + 3 * acks, 3 do
   local name = ARGV[i]
   if redis.call('LREM', capsule .. ':inprogress:' .. name, 1, ARGV[i + 1]) == 1 then
     redis.call('LREM', prefix .. 'queue:' .. name .. ':busy', 1, uuid)
@@ -37,26 +40,33 @@ local function read_limit(key)
   return tonumber(string.match(raw, '^%s*(%d+)%s*$')) or 0
 end
 
-for i = 3 + 3 * acks, #ARGV do
-  local name = ARGV[i]
+-- Whether the capsule may take one more job of the queue.
+local function eligible(name)
   local busy = prefix .. 'queue:' .. name .. ':busy'
   local limit = read_limit(prefix .. 'queue:' .. name .. ':limit')
-  local eligible = limit == nil or redis.call('LLEN', busy) < limit
-  if eligible then
-    local process_limit = read_limit(prefix .. 'queue:' .. name .. ':process_limit')
-    if process_limit == 0 then
-      eligible = false
-    elseif process_limit then
-      -- Stops scanning as soon as the capsule's share is known to be full.
-      eligible = #redis.call('LPOS', busy, uuid, 'COUNT', process_limit) < process_limit
-    end
+  if limit and redis.call('LLEN', busy) >= limit then return false end
+  local process_limit = read_limit(prefix .. 'queue:' .. name .. ':process_limit')
+  if process_limit == 0 then return false end
+  -- Stops scanning as soon as the capsule's share is known to be full.
+  return not process_limit or #redis.call('LPOS', busy, uuid, 'COUNT', process_limit) < process_limit
+end
+
+-- Queues before the one a job came from are empty or at a limit.
+local function more_from(first)
+  for i = first, #ARGV do
+    if redis.call('LLEN', 'queue:' .. ARGV[i]) > 0 and eligible(ARGV[i]) then return 1 end
   end
-  if eligible then
+  return 0
+end
+
+for i = 4 + 3 * acks, #ARGV do
+  local name = ARGV[i]
+  if eligible(name) then
     local job = redis.call('LMOVE', 'queue:' .. name, capsule .. ':inprogress:' .. name, 'RIGHT', 'LEFT')
     if job then
-      redis.call('RPUSH', busy, uuid)
+      redis.call('RPUSH', prefix .. 'queue:' .. name .. ':busy', uuid)
       redis.call('SADD', capsule .. ':queues', name)
-      return {name, job}
+      return {name, job, want_more and more_from(i) or 0}
     end
   end
 end

@@ -27,14 +27,21 @@ module LimitFetchBench
       idle = idle_cost
       pushed = converse
       finished = @recorder.done_within?(10)
-      handoffs = SlotHandoff.new(sidekiq, @recorder, @spec["server_url"]).run if finished && @variant.limit_fetch?
+      handoffs = handoffs(sidekiq) if finished
       sidekiq.stop
       raise Failure, "#{@recorder.done} of #{pushed} jobs done" unless finished
 
-      result(idle, pushed).merge("handoff_ms" => handoffs&.map { _1 * 1e3 })
+      result(idle, pushed).merge("handoff_ms" => handoffs)
     end
 
     private
+
+    # Milliseconds, for LimitFetch only.
+    def handoffs(sidekiq)
+      return nil unless @variant.limit_fetch?
+
+      SlotHandoff.new(sidekiq, @recorder, @spec["server_url"]).run.map { _1 * 1e3 }
+    end
 
     def result(idle, pushed)
       {"idle" => idle, "pushed" => pushed, "latencies_ms" => @recorder.latencies.map { _1 * 1e3 },

@@ -14,11 +14,10 @@ module LimitFetchBench
     end
 
     def to_h
-      latency = percentiles(@runs)
+      latency = percentiles(@runs.flat_map { _1["latencies_ms"] })
       {"label" => @variant.label, "runs" => @runs.size, "jobs" => @runs.sum { _1["latencies_ms"].size },
-       "latency_ms" => latency, "p50_ratio" => @basic && Stats.ratio(latency["p50"], percentiles(@basic)["p50"]),
-       "run_p50_ms" => Stats.spread(@runs.map { Stats.median(_1["latencies_ms"]) }),
-       "handoff_ms" => handoff}
+       "latency_ms" => latency, "p50_ratio" => p50_ratio(latency),
+       "run_p50_ms" => Stats.spread(@runs.map { Stats.median(_1["latencies_ms"]) }), "handoff_ms" => handoff}
         .merge(costs)
     end
 
@@ -26,17 +25,17 @@ module LimitFetchBench
 
     private
 
-    # A freed slot taken by a waiting thread: percentiles over all the runs.
-    def handoff
-      values = @runs.flat_map { _1["handoff_ms"] || [] }
-      return nil if values.empty?
-
-      {"p50" => 50, "p95" => 95, "p99" => 99}.transform_values { Stats.percentile(values, _1) }
+    def p50_ratio(latency)
+      @basic && Stats.ratio(latency["p50"], percentiles(@basic.flat_map { _1["latencies_ms"] })["p50"])
     end
 
-    # Over the jobs of all the runs.
-    def percentiles(runs)
-      values = runs.flat_map { _1["latencies_ms"] }
+    # A freed slot taken by a waiting thread, over all the runs.
+    def handoff
+      values = @runs.flat_map { _1["handoff_ms"] || [] }
+      percentiles(values) unless values.empty?
+    end
+
+    def percentiles(values)
       {"p50" => 50, "p95" => 95, "p99" => 99}.transform_values { Stats.percentile(values, _1) }
     end
   end

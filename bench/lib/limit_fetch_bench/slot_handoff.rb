@@ -36,14 +36,20 @@ module LimitFetchBench
     def round(holder)
       book(holder.uuid)
       done = @recorder.done
-      @sidekiq.config.redis { |conn| conn.call("LPUSH", "queue:#{@queue}", job) }
+      redis_call("LPUSH", "queue:#{@queue}", job)
       sleep rand(GAPS)
-      released_at = Process.clock_gettime(Process::CLOCK_REALTIME)
-      holder.acknowledge(@queue, HELD)
-      holder.native.flush
+      released_at = release(holder)
       wait_until { @recorder.done > done }
       wait_until { redis_call("LLEN", busy_key).zero? } # the job's own slot is free again
       @recorder.last_started_at - released_at
+    end
+
+    # The gem's acknowledgement, sent now; returns when it was sent.
+    def release(holder)
+      Process.clock_gettime(Process::CLOCK_REALTIME).tap do
+        holder.acknowledge(@queue, HELD)
+        holder.native.flush
+      end
     end
 
     # What the gem's fetch script writes when it hands the holder a job.
@@ -68,7 +74,7 @@ module LimitFetchBench
     def wait_until(timeout: 5)
       deadline = LimitFetchBench.monotonic + timeout
       until yield
-        raise Failure, "slot handoff: a round did not finish within #{timeout} s" if LimitFetchBench.monotonic > deadline
+        raise Failure, "slot handoff: a round took over #{timeout} s" if LimitFetchBench.monotonic > deadline
 
         sleep 0.001
       end

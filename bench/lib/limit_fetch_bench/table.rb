@@ -39,10 +39,14 @@ module LimitFetchBench
     def idle(variants) = render(IDLE, variants.values.map { idle_row(_1) })
 
     def idle_row(row)
-      [row["label"], row["latency_ms"].values.map { num(_1, "%.2f") }.join(" / "), ratio(row["p50_ratio"]),
+      [row["label"], percentiles(row["latency_ms"]), ratio(row["p50_ratio"]),
        spread(row["run_p50_ms"], "%.2f"), spread(row["commands_per_s"], "%.1f"),
        spread(row["ruby_cpu_percent"], "%.2f"), spread(row["redis_cpu_percent"], "%.2f"),
-       row["handoff_ms"] ? row["handoff_ms"].values.map { num(_1, "%.2f") }.join(" / ") : "–"]
+       percentiles(row["handoff_ms"])]
+    end
+
+    def percentiles(values)
+      values ? values.values.map { num(_1, "%.2f") }.join(" / ") : "–"
     end
 
     def fetch_cost(scenarios)

@@ -17,6 +17,9 @@ use magnus::{function, method, prelude::*, Error, RArray, RHash, RModule, RStrin
 use crate::errors::to_ruby;
 use crate::nogvl::{without_gvl, without_gvl_or};
 
+/// `[queue, "limit" | "process_limit", key, raw value or nil]`
+type StoredLimitRow = (String, &'static str, String, Option<String>);
+
 #[magnus::wrap(class = "Sidekiq::LimitFetch::Native", free_immediately, size)]
 struct Native {
     capsule: Capsule,
@@ -67,6 +70,10 @@ fn settings(ruby: &Ruby, options: RHash) -> Result<ConnectionSettings, Error> {
         (Some(true), _) => Tls::Verify,
         _ => Tls::Off,
     };
+    // SAFETY: the bytes are copied while the GVL is held.
+    let ca_certs = options
+        .lookup::<_, Option<RString>>("ca_certs")?
+        .map(|pem| unsafe { pem.as_slice() }.to_vec());
     let timeout: Option<f64> = options.lookup("timeout")?;
     let port: Option<i64> = options.lookup("port")?;
     let port = match port {
@@ -88,6 +95,7 @@ fn settings(ruby: &Ruby, options: RHash) -> Result<ConnectionSettings, Error> {
         username: options.lookup("username")?,
         password: options.lookup("password")?,
         tls,
+        ca_certs,
         timeout: timeout
             .filter(|t| *t > 0.0)
             .map(Duration::from_secs_f64)
@@ -279,6 +287,26 @@ impl Native {
         })
     }
 
+    /// Both limits of each queue, as stored.
+    fn stored_limits(
+        ruby: &Ruby,
+        rb_self: &Self,
+        queues: Vec<String>,
+    ) -> Result<Vec<StoredLimitRow>, Error> {
+        let capsule = rb_self.capsule.clone();
+        let limits = call(ruby, |interrupt| capsule.stored_limits(&queues, interrupt))?;
+        Ok(limits
+            .into_iter()
+            .map(|l| {
+                let kind = match l.kind {
+                    LimitKind::Global => "limit",
+                    LimitKind::Process => "process_limit",
+                };
+                (l.queue, kind, l.key, l.raw)
+            })
+            .collect())
+    }
+
     /// `[busy across all capsules, busy in this capsule]`
     fn busy(ruby: &Ruby, rb_self: &Self, queue: String) -> Result<(u64, u64), Error> {
         let capsule = rb_self.capsule.clone();
@@ -307,5 +335,6 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     class.define_method("set_limit", method!(Native::set_limit, 3))?;
     class.define_method("set_default_limits", method!(Native::set_default_limits, 1))?;
     class.define_method("busy", method!(Native::busy, 1))?;
+    class.define_method("stored_limits", method!(Native::stored_limits, 1))?;
     Ok(())
 }

@@ -3,8 +3,9 @@
 module Sidekiq
   class LimitFetch < BasicFetch
     # A Ruby thread (so that it may log) that proves a capsule alive every
-    # heartbeat period, heals its busy lists and reaps dead capsules. The Redis
-    # work runs in the core without the GVL.
+    # heartbeat period, heals its busy lists, reaps dead capsules and warns
+    # about limits in Redis that are not numbers. The Redis work runs in the
+    # core without the GVL.
     class Heartbeat
       include Sidekiq::Component
 
@@ -14,6 +15,8 @@ module Sidekiq
         @period = period
         @wakeup = Thread::Queue.new
         @failing = false
+        @lock = Mutex.new
+        @broken_limits = BrokenLimits.new(capsule, native)
       end
 
       def start
@@ -35,11 +38,16 @@ module Sidekiq
         @failing
       end
 
+      # One beat at a time (the thread's, or a caller's), so that a broken
+      # limit is warned about once.
       def beat
-        report = @native.beat
-        log_recovery if @failing
-        @failing = false
-        log(report)
+        @lock.synchronize do
+          report = @native.beat
+          log_recovery if @failing
+          @failing = false
+          log(report)
+          @broken_limits.check
+        end
       rescue LimitFetch::Error => e
         log_failure(e)
       end

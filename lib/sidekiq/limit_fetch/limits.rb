@@ -7,6 +7,10 @@ module Sidekiq
     module Limits
       KINDS = {limits: :limit, process_limits: :process_limit}.freeze
 
+      # A limit as text, the way the fetch script reads it: anything else
+      # found in Redis counts as 0.
+      NUMBER = /\A\s*\d+\s*\z/
+
       module_function
 
       # A limit as Redis stores it: a non-negative Integer, or nil for none.
@@ -14,7 +18,7 @@ module Sidekiq
         case value
         when nil then nil
         when Integer then value.negative? ? invalid(queue, value, kind) : value
-        when /\A\s*\d+\s*\z/ then Integer(value.strip, 10)
+        when NUMBER then Integer(value.strip, 10)
         else invalid(queue, value, kind)
         end
       end

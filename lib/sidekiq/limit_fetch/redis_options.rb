@@ -14,6 +14,10 @@ module Sidekiq
         capsule.redis { |conn| from_client_config(conn.config) }
       end
 
+      # TLS options of Sidekiq's (redis-client's ssl_params) that the core
+      # does not support; refused rather than silently ignored.
+      UNSUPPORTED_SSL_PARAMS = %i[ca_path cert key].freeze
+
       def from_client_config(config)
         {
           "host" => config.host,
@@ -22,9 +26,23 @@ module Sidekiq
           "db" => config.db,
           "username" => config.username == "default" ? nil : config.username,
           "password" => config.password,
+          "timeout" => config.read_timeout&.to_f,
+          **tls(config)
+        }
+      end
+
+      def tls(config)
+        params = (config.ssl_params || {}).transform_keys(&:to_sym)
+        unsupported = params.keys & UNSUPPORTED_SSL_PARAMS
+        unless unsupported.empty?
+          raise ArgumentError, "sidekiq-limit_fetch does not support ssl_params #{unsupported.inspect} " \
+                               "(supported: ca_file, verify_mode)"
+        end
+
+        {
           "ssl" => config.ssl == true,
-          "ssl_verify" => (config.ssl_params || {})[:verify_mode] != OpenSSL::SSL::VERIFY_NONE,
-          "timeout" => config.read_timeout&.to_f
+          "ssl_verify" => params[:verify_mode] != OpenSSL::SSL::VERIFY_NONE,
+          "ca_certs" => (File.binread(params[:ca_file]) if config.ssl && params[:ca_file])
         }
       end
     end

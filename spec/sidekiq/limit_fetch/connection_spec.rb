@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "../../support/own_redis_server"
+require_relative "../../support/test_certificates"
 
 # The Rust core connects with the options Sidekiq resolved from
 # `config.redis` (and REDIS_URL): a Unix socket, a password, an ACL user, a
@@ -143,6 +144,69 @@ RSpec.describe Sidekiq::LimitFetch, "connection options" do
     RedisServer.with_client(db: 3) do |conn|
       conn.call("FLUSHDB")
       expect_working(capsule, conn)
+    end
+  end
+
+  context "over TLS (rediss://)" do
+    let(:certificates) { TestCertificates.new }
+    let(:tls_port) { TCPServer.open("127.0.0.1", 0) { |server| server.addr[1] } }
+
+    after { certificates.remove }
+
+    # Listens on a TLS port besides its plain one, which the spec's own
+    # client uses.
+    def tls_server
+      own_server(args: certificates.redis_args(tls_port))
+    end
+
+    def tls_options(**ssl_params)
+      {url: "rediss://127.0.0.1:#{tls_port}/0", ssl_params: ssl_params}
+    end
+
+    it "verifies the server against the CA of ssl_params[:ca_file]" do
+      server = tls_server
+      capsule = capsule_with(tls_options(ca_file: certificates.path("ca.crt")))
+
+      expect(capsule.redis { |conn| conn.call("PING") }).to eq("PONG") # Sidekiq's own client agrees
+      server.with_client do |conn|
+        expect_working(capsule, conn)
+        connections = core_connections(conn)
+        expect(connections).not_to be_empty
+        expect(connections).to all(include("laddr=127.0.0.1:#{tls_port}"))
+      end
+    end
+
+    it "refuses a server whose certificate another CA signed, with an error that says so" do
+      tls_server
+      capsule = capsule_with(tls_options(ca_file: certificates.path("other_ca.crt")))
+
+      error = setup_error(capsule)
+      expect(error).to be_a(described_class::ConnectionError)
+      expect(error.message).to match(/certificate/i)
+    end
+
+    it "refuses a server whose certificate no CA of the system's signed, by default" do
+      tls_server
+      capsule = capsule_with(tls_options)
+
+      error = setup_error(capsule)
+      expect(error).to be_a(described_class::ConnectionError)
+      expect(error.message).to match(/certificate/i)
+    end
+
+    it "connects without verification with verify_mode: VERIFY_NONE" do
+      server = tls_server
+      capsule = capsule_with(tls_options(verify_mode: OpenSSL::SSL::VERIFY_NONE))
+
+      server.with_client { |conn| expect_working(capsule, conn) }
+    end
+
+    it "refuses ssl_params it cannot honour rather than connecting without them" do
+      capsule = capsule_with(tls_options(ca_file: certificates.path("ca.crt"), cert: "client.crt"))
+
+      error = setup_error(capsule)
+      expect(error).to be_a(ArgumentError)
+      expect(error.message).to include("[:cert]")
     end
   end
 

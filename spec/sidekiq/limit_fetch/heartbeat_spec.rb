@@ -161,4 +161,53 @@ RSpec.describe Sidekiq::LimitFetch, "heartbeat and reaping" do
       redis.call("EXISTS", heartbeat_key(uuid)) == 1 && registered_capsules == [uuid]
     end
   end
+
+  describe "a limit set by hand to something other than a non-negative integer" do
+    def broken_limit_warnings
+      spec_log.string.lines.grep(/WARN.*not a non-negative integer/)
+    end
+
+    it "fetches nothing from the queue and is logged once per value, naming the queue, the key and the value" do
+      capsule = build_capsule(queues: %w[a b])
+      fetcher = fetcher_for(capsule)
+      client = described_class.client(capsule)
+      push_jobs("a", 3)
+      limit = queue_key("a", "limit")
+
+      redis.call("SET", limit, "abc")
+      client.beat
+      expect(broken_limit_warnings.size).to eq(1)
+      expect(broken_limit_warnings.last).to include("limit of queue a", limit, '"abc"')
+      client.beat
+      expect(fetcher.retrieve_work).to be_nil
+      # the heartbeat thread beats every second meanwhile: no new line
+      expect(holds_for?(2.5) { broken_limit_warnings.size == 1 }).to be(true), broken_limit_warnings.join
+
+      redis.call("SET", limit, "-1")
+      client.beat
+      client.beat
+      expect(broken_limit_warnings.size).to eq(2)
+      expect(broken_limit_warnings.last).to include("limit of queue a", limit, '"-1"')
+      expect(fetcher.retrieve_work).to be_nil
+
+      redis.call("SET", queue_key("b", "process_limit"), "2.5")
+      client.beat
+      expect(broken_limit_warnings.size).to eq(3)
+      expect(broken_limit_warnings.last)
+        .to include("process_limit of queue b", queue_key("b", "process_limit"), '"2.5"')
+      expect(queue_length("a")).to eq(3)
+      expect(busy_entries("a")).to eq([])
+
+      # a valid value is not warned about, and a broken one after it is again
+      redis.call("SET", limit, "2")
+      client.beat
+      expect(fetcher.retrieve_work&.queue_name).to eq("a")
+      redis.call("SET", limit, "abc")
+      client.beat
+      client.beat
+      expect(broken_limit_warnings.size).to eq(4)
+      expect(broken_limit_warnings.last).to include(limit, '"abc"')
+      expect(fetcher.retrieve_work).to be_nil
+    end
+  end
 end

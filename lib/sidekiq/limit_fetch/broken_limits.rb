@@ -1,0 +1,36 @@
+# frozen_string_literal: true
+
+module Sidekiq
+  class LimitFetch < BasicFetch
+    # Warns about limits in Redis that are not non-negative integers, such as
+    # a value set by hand: the fetch reads them as 0, so their queue stops.
+    # Warned about once per value, not on every heartbeat.
+    class BrokenLimits
+      include Sidekiq::Component
+
+      def initialize(capsule, native)
+        @config = capsule
+        @native = native
+        @warned = {} # limit key => the broken value last warned about
+      end
+
+      def check
+        @native.stored_limits(config.queues.uniq).each { |row| check_one(*row) }
+      rescue LimitFetch::Error => e
+        logger.warn("sidekiq-limit_fetch: could not read the limits of this capsule's queues: #{e.message}")
+      end
+
+      private
+
+      def check_one(queue, kind, key, raw)
+        if raw.nil? || raw.match?(Limits::NUMBER)
+          @warned.delete(key)
+        elsif @warned[key] != raw
+          @warned[key] = raw
+          logger.warn("sidekiq-limit_fetch: #{kind} of queue #{queue} (#{key}) is #{raw.inspect}, not a " \
+                      "non-negative integer: it counts as 0, no job of the queue is fetched until it is fixed")
+        end
+      end
+    end
+  end
+end

@@ -1,0 +1,179 @@
+# frozen_string_literal: true
+
+require "digest"
+require_relative "../../support/own_redis_server"
+
+# The gem, and a Sidekiq server with it, under a Redis ACL user allowed only
+# the keys and commands README.md lists: the users are made from the
+# README's lines themselves, and Redis must have denied them nothing.
+RSpec.describe Sidekiq::LimitFetch, "under a minimal Redis ACL" do
+  let(:password) { "acl-user-pw" }
+
+  # The rules of README's ACL line for +user+, with the spec's password.
+  def readme_rules(user)
+    line = File.read(File.expand_path("../../../README.md", __dir__))[/^user #{user} (.+)$/, 1]
+    raise "README.md has no ACL line for user #{user}" unless line
+
+    line.split.map { |rule| rule.start_with?(">") ? ">#{password}" : rule }
+  end
+
+  let(:server) { OwnRedisServer.new(args: %w[--requirepass default-pw], password: "default-pw").start }
+
+  # The spec's own connection (the default user), on database 1.
+  def admin(&)
+    server.with_client(db: 1, &)
+  end
+
+  def acl_user(user, *extra_rules)
+    admin do |conn|
+      conn.call("ACL", "SETUSER", user, "reset", *readme_rules(user), *extra_rules)
+      conn.call("ACL", "LOG", "RESET")
+    end
+    server.url(db: 1, userinfo: "#{user}:#{password}")
+  end
+
+  # What Redis refused, as [[user, command or key], ...].
+  def denied
+    admin { |conn| conn.call("ACL", "LOG") }.map { |entry| entry.to_h.values_at("username", "object") }
+  end
+
+  def busy_on(queue)
+    admin { |conn| conn.call("LRANGE", queue_key(queue, "busy"), 0, -1) }
+  end
+
+  # A capsule of a process killed while it ran +jobs+ of +queue+.
+  def dead_capsule(uuid, queue, jobs)
+    admin do |conn|
+      conn.call("SADD", LimitFetchHelpers::CAPSULES_KEY, uuid)
+      jobs.each do |job|
+        conn.call("RPUSH", queue_key(queue, "busy"), uuid)
+        conn.call("LPUSH", in_progress_key(uuid, queue), job)
+      end
+      conn.call("SADD", "#{LimitFetchHelpers::KEY_PREFIX}capsule:#{uuid}:queues", queue)
+    end
+  end
+
+  # A job recovered from dead processes as often as allowed: the next
+  # recovery sends it to the dead set.
+  def poison_pill(queue)
+    job_payload(queue).tap do |job|
+      admin do |conn|
+        conn.call("HSET", "#{LimitFetchHelpers::KEY_PREFIX}recoveries", Digest::SHA1.hexdigest(job),
+          described_class.configuration[:max_recoveries])
+      end
+    end
+  end
+
+  def jid(job)
+    JSON.parse(job)["jid"]
+  end
+
+  after do
+    cleanup_limit_fetch # while the server still runs
+    server.remove
+  end
+
+  it "lets the gem fetch, acknowledge, requeue, beat and reap with only its own keys and commands" do
+    url = acl_user("limit_fetch")
+    capsule = build_capsule(queues: %w[a b], limits: {a: 1}, process_limits: {b: 1}, redis_url: url)
+    semaphore = described_class::Global::QueueSemaphore.new(capsule, "a")
+    recovered = job_payload("a")
+    poison = poison_pill("a")
+    dead_capsule("killed", "a", [recovered, poison])
+    waiting = [job_payload("a"), job_payload("a")]
+    admin { |conn| conn.call("LPUSH", "queue:a", *waiting) }
+
+    fetcher = fetcher_for(capsule) # writes the limits, registers, beats: reaps "killed"
+    uuid = uuid_of(capsule)
+    wait_until(timeout: 5, message: "the dead capsule to be reaped") { !busy_on("a").include?("killed") }
+    admin do |conn|
+      expect(conn.call("ZRANGE", "dead", 0, -1)).to eq([poison])
+      expect(conn.call("GET", queue_key("a", "limit"))).to eq("1")
+    end
+
+    first = fetcher.retrieve_work
+    expect(jid(first.job)).to eq(jid(recovered)) # pushed back to the front
+    expect(fetcher.retrieve_work).to be_nil # limit 1
+    expect(semaphore.busy).to eq(1)
+    expect(semaphore.process_busy).to eq(1)
+    first.acknowledge # rides on the next fetch
+    second = fetcher.retrieve_work
+    expect(jid(second.job)).to eq(jid(waiting.first))
+    second.requeue
+    third = fetcher.retrieve_work
+    expect(third.job).to eq(second.job)
+    fetcher.bulk_requeue([third])
+    semaphore.limit = 2
+    expect(semaphore.limit).to eq(2)
+    units = Array.new(2) { fetcher.retrieve_work }
+    expect(units.map { |unit| jid(unit.job) }).to eq(waiting.map { |job| jid(job) })
+    units.first.acknowledge
+    flush_acks(capsule)
+    semaphore.limit = nil
+    described_class.client(capsule).beat
+    expect(busy_on("a")).to eq([uuid])
+
+    described_class.shutdown(capsule) # deregisters: the held job goes back
+    admin do |conn|
+      expect(conn.call("LRANGE", "queue:a", 0, -1)).to eq([units.last.job])
+      expect(conn.call("SMEMBERS", LimitFetchHelpers::CAPSULES_KEY)).to eq([])
+    end
+    expect(busy_on("a")).to eq([])
+    # what being told of new jobs takes: RESP3, client-side tracking, EXISTS on a queue
+    RedisClient.config(url: url, protocol: 3).new_client.then do |conn|
+      expect(conn.call("CLIENT", "TRACKING", "ON")).to eq("OK")
+      expect(conn.call("EXISTS", "queue:a")).to eq(1)
+    ensure
+      conn.close
+    end
+    expect(denied).to eq([])
+    expect(spec_log.string).not_to match(/NOPERM/i)
+  end
+
+  it "runs a Sidekiq server with the gem: jobs, limits, retries, the dead set, scheduled jobs, reaping, shutdown" do
+    # The spec's jobs count themselves (LimitFetchSpec::Recorder) on the
+    # Redis of the Sidekiq running them, with two commands of their own.
+    url = acl_user("sidekiq", "+incr", "+decr")
+    @redis = server.client(db: 1) # what the jobs recorded is read there
+    config = build_config(queues: %w[a b], limits: {a: 1}, process_limits: {b: 1}, concurrency: 4, redis_url: url)
+    config[:poll_interval_average] = 1 # the scheduled poller starts within 5 s
+    config[:timeout] = 1
+    recovered = job_payload("a", seconds: 0.1)
+    poison = poison_pill("a")
+    dead_capsule("killed", "a", [recovered, poison])
+    jobs = Array.new(4) { job_payload("a", seconds: 0.1) } + Array.new(4) { job_payload("b", seconds: 0.1) }
+    scheduled = job_payload("b")
+    unknown = job_payload("a", klass: "NoSuchJobClass")
+    admin do |conn|
+      jobs.each { |job| conn.call("LPUSH", "queue:#{JSON.parse(job)["queue"]}", job) }
+      conn.call("LPUSH", "queue:b", "{not json")
+      conn.call("LPUSH", "queue:a", JSON.generate(JSON.parse(unknown).merge("retry" => true)))
+      conn.call("ZADD", "schedule", Time.now.to_f - 1, scheduled)
+    end
+    expected = [recovered, scheduled, *jobs].map { |job| jid(job) }
+
+    instance = start_embedded(config)
+    wait_until(timeout: 20, message: -> { "#{expected.size} jobs done, #{done_jids.size} are" }) do
+      done_jids.size >= expected.size
+    end
+    expect(done_jids.sort).to eq(expected.sort)
+    expect(max_running("a")).to eq(1)
+    expect(max_running_per_worker("b").values).to eq([1])
+
+    gated = job_payload("a", seconds: 30, gate: "never")
+    admin { |conn| conn.call("LPUSH", "queue:a", gated) }
+    wait_until(message: "the gated job to start") { started("a").size == 6 }
+    stop_embedded(instance) # the gated job outlives the timeout: pushed back
+
+    admin do |conn|
+      expect(conn.call("LRANGE", "queue:a", 0, -1)).to eq([gated])
+      expect(conn.call("ZRANGE", "dead", 0, -1)).to contain_exactly(poison, "{not json")
+      retried = conn.call("ZRANGE", "retry", 0, -1).map { |job| JSON.parse(job) }
+      expect(retried.map { |job| job.values_at("jid", "error_class") }).to eq([[jid(unknown), "NameError"]])
+      expect(conn.call("SMEMBERS", LimitFetchHelpers::CAPSULES_KEY)).to eq([])
+    end
+    expect(busy_on("a") + busy_on("b")).to eq([])
+    expect(denied).to eq([])
+    expect(spec_log.string).not_to match(/NOPERM/i)
+  end
+end
