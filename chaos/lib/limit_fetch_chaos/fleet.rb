@@ -51,11 +51,11 @@ module LimitFetchChaos
 
     # True once exactly the live processes have capsules registered with the
     # gem: each has started, and every dead one's capsule was reaped.
-    def settled?(conn)
-      uuids = conn.call("SMEMBERS", "#{PREFIX}capsules")
-      pids = uuids.map { conn.call("GET", "#{PREFIX}capsule:#{_1}:heartbeat") }
-      pids.map(&:to_i).sort == @live.map(&:pid).sort
-    end
+    def settled?(conn) = registered(conn).sort == @live.map(&:pid).sort
+
+    # True once every live process has registered its capsule: it is past
+    # booting, when Sidekiq exits if Redis does not answer.
+    def booted?(conn) = (@live.map(&:pid) - registered(conn)).empty?
 
     # TERM to every process; returns the names of those that had not exited
     # after Sidekiq's timeout plus a margin (they were then killed).
@@ -80,6 +80,12 @@ module LimitFetchChaos
     def tails = @live.map { |worker| "#{worker.log}:\n#{LimitFetchDemo.tail(worker.log)}" }.join
 
     private
+
+    # The pids of the processes whose capsules are registered and beating.
+    def registered(conn)
+      uuids = conn.call("SMEMBERS", "#{PREFIX}capsules")
+      uuids.map { conn.call("GET", "#{PREFIX}capsule:#{_1}:heartbeat").to_i }
+    end
 
     def spawn
       @started += 1

@@ -15,20 +15,30 @@ module LimitFetchChaos
 
     attr_reader :restart
 
-    def initialize(plan, fleet, redis, say:)
+    # `redis`: the run's RedisServer; `sidekiq`: a Sidekiq::Config to reach it.
+    def initialize(plan, fleet, redis, sidekiq, say:)
       @plan = plan
       @fleet = fleet
       @redis = redis
+      @sidekiq = sidekiq
       @say = say
       @next_kill = plan.kill_interval
     end
 
     def act(elapsed, progress)
-      restart_redis(elapsed) if @restart.nil? && progress >= Plan::RESTART_AT
+      if @restart.nil? && progress >= Plan::RESTART_AT
+        return unless booted? # nor kills meanwhile: the restart must come
+
+        restart_redis(elapsed)
+      end
       kill(elapsed) if elapsed >= @next_kill
     end
 
     private
+
+    # Sidekiq exits if Redis is down while it boots (not the gem's doing): the
+    # restart waits until no replacement is booting.
+    def booted? = @sidekiq.redis { @fleet.booted?(_1) }
 
     def kill(elapsed)
       victim, replacement = @fleet.kill_one

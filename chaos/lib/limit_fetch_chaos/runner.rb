@@ -33,7 +33,7 @@ module LimitFetchChaos
       @fleet = Fleet.new(app, @redis.url, @plan).start
       settled_within?(60) or raise Failure, "the Sidekiq processes did not start:\n#{@fleet.tails}"
       @feeder = Feeder.new(@plan, @sidekiq)
-      @mayhem = Mayhem.new(@plan, @fleet, @redis, say: method(:say_at))
+      @mayhem = Mayhem.new(@plan, @fleet, @redis, @sidekiq, say: method(:say_at))
     end
 
     # The run's Redis, and a Sidekiq configuration of the driver's own that
