@@ -3,7 +3,6 @@
 require "etc"
 require "json"
 require "sidekiq"
-require "sidekiq/api"
 
 $LOAD_PATH.unshift(File.expand_path("../../demo/lib", __dir__))
 require "limit_fetch_demo"

@@ -10,7 +10,7 @@ module LimitFetchChaos
     Worker = Data.define(:name, :pid, :log)
     REAPED = /reaped dead capsule \S+: freed (\d+) busy slots, pushed (\d+) in-progress jobs/
 
-    attr_reader :ended, :killed, :started
+    attr_reader :ended, :killed
 
     def initialize(app, redis_url, plan)
       @app = app
@@ -42,7 +42,7 @@ module LimitFetchChaos
 
     # kill -9 a random process, then start its replacement; returns both.
     def kill_one
-      victim = @live.delete(@live.sample(random: @plan.random))
+      victim = @live.delete(@plan.victim(@live))
       LimitFetchDemo::ChildProcess.kill(victim.pid)
       @ended[victim.name] = LimitFetchChaos.now_ns # it is reaped: it runs nothing any more
       @killed << victim.name

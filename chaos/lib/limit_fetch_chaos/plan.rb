@@ -3,7 +3,9 @@
 module LimitFetchChaos
   # What the chaos run does: the app (chaos/app; its config/sidekiq.yml holds
   # the queues and limits), how many processes, the jobs, and the pace of the
-  # kills. Every random choice comes from one generator seeded with --seed.
+  # kills. The random choices come from two generators seeded with --seed,
+  # one for the jobs' lengths and one for the kills (when, and which
+  # process), so that the n-th job and the n-th kill repeat with the seed.
   class Plan
     APP = File.join(ROOT, "app")
     PROCESSES = 3
@@ -26,12 +28,13 @@ module LimitFetchChaos
     extend Forwardable
 
     def_delegators :@config, :queues, :limits, :process_limits, :concurrency
-    attr_reader :options, :random
+    attr_reader :options
 
     def initialize(options)
       @options = options
       @config = LimitFetchDemo::SidekiqConfig.load(File.join(APP, "config", "sidekiq.yml"))
-      @random = Random.new(options.seed)
+      @job_random = Random.new(options.seed)
+      @kill_random = Random.new(options.seed + 1)
     end
 
     # Jobs each queue gets in all (nil: no cap, --duration decides).
@@ -42,9 +45,11 @@ module LimitFetchChaos
       share + (queue == queues.first ? rest : 0)
     end
 
-    def job_millis = random.rand(JOB_MILLIS)
+    def job_millis = @job_random.rand(JOB_MILLIS)
 
-    def kill_interval = random.rand(KILL_EVERY)
+    def kill_interval = @kill_random.rand(KILL_EVERY)
+
+    def victim(processes) = processes.sample(random: @kill_random)
 
     # How far the run is, from 0 to 1: the larger of the share of the jobs
     # completed and the share of --duration elapsed.
