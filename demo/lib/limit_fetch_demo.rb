@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "fileutils"
+require "forwardable"
 require "open3"
 require "optparse"
 require "socket"
@@ -35,6 +36,12 @@ module LimitFetchDemo
     end
   end
 
+  # Runs the block outside the bundle this process may run in, so that the
+  # commands it starts use the Gemfile they are given, not this one.
+  def unbundled(&)
+    defined?(Bundler) ? Bundler.with_unbundled_env(&) : yield
+  end
+
   def tail(path, lines: 25)
     return "(no #{path})" unless File.exist?(path)
 
@@ -44,6 +51,7 @@ end
 
 require "limit_fetch_demo/options"
 require "limit_fetch_demo/columns"
+require "limit_fetch_demo/sidekiq_config"
 require "limit_fetch_demo/plan"
 require "limit_fetch_demo/child_process"
 require "limit_fetch_demo/redis_server"

@@ -2,18 +2,20 @@
 
 module LimitFetchDemo
   # The demo app in a temporary directory: demo/app (app.rb and
-  # config/sidekiq.yml) plus a Gemfile that takes the gem from this repository.
+  # config/sidekiq.yml), or another template (bin/chaos uses chaos/app), plus
+  # a Gemfile that takes the gem from this repository.
   class App
     TEMPLATE = File.join(REPO, "demo", "app")
 
     attr_reader :dir
 
-    def initialize(dir)
+    def initialize(dir, template: TEMPLATE)
       @dir = dir
+      @template = template
     end
 
     def create
-      FileUtils.cp_r(File.join(TEMPLATE, "."), dir)
+      FileUtils.cp_r(File.join(@template, "."), dir)
       FileUtils.mkdir_p(File.join(dir, "log"))
       File.write(gemfile, <<~RUBY)
         source "https://rubygems.org"
@@ -45,7 +47,7 @@ module LimitFetchDemo
     end
 
     def bundle(*)
-      Open3.capture2e({"BUNDLE_GEMFILE" => gemfile}, "bundle", *, chdir: dir)
+      LimitFetchDemo.unbundled { Open3.capture2e({"BUNDLE_GEMFILE" => gemfile}, "bundle", *, chdir: dir) }
     end
   end
 end

@@ -7,7 +7,9 @@ module LimitFetchDemo
     module_function
 
     def spawn(env, *command, log:, chdir: Dir.pwd)
-      Process.spawn(env, *command, chdir: chdir, pgroup: true, %i[out err] => [log, "a"])
+      LimitFetchDemo.unbundled do
+        Process.spawn(env, *command, chdir: chdir, pgroup: true, in: File::NULL, %i[out err] => [log, "a"])
+      end
     end
 
     # The exit status if the process has ended (it is then reaped), else nil.
@@ -19,17 +21,25 @@ module LimitFetchDemo
     end
 
     # Sends TERM to each process group, waits up to `timeout` seconds for them
-    # all, then kills what is left.
+    # all, then kills what is left. Returns the pids it had to kill.
     def stop(pids, timeout:)
       pids.each { signal("TERM", _1) }
       deadline = LimitFetchDemo.monotonic + timeout
-      pids.each do |pid|
+      pids.select do |pid|
         sleep 0.05 until ended(pid) || LimitFetchDemo.monotonic > deadline
-        next if ended(pid)
+        next false if ended(pid)
 
-        signal("KILL", pid)
-        ended(pid) || Process.wait(pid)
+        kill(pid)
+        true
       end
+    end
+
+    # SIGKILL to the process group; returns once the process is reaped.
+    def kill(pid)
+      signal("KILL", pid)
+      ended(pid) || Process.wait(pid)
+    rescue Errno::ECHILD
+      nil
     end
 
     def signal(name, pid)

@@ -11,13 +11,13 @@ module LimitFetchDemo
     # How long each job sleeps, in milliseconds.
     JOB_MILLIS = (20..150)
 
-    attr_reader :queues, :limits, :process_limits, :concurrency, :jobs
+    extend Forwardable
 
-    def initialize(total_jobs, config: YAML.safe_load_file(CONFIG))
-      @queues = config.fetch("queues").map { |entry| Array(entry).first.to_s }
-      @limits = config.fetch("limits", {}).transform_keys(&:to_s)
-      @process_limits = config.fetch("process_limits", {}).transform_keys(&:to_s)
-      @concurrency = config.fetch("concurrency")
+    def_delegators :@config, :queues, :limits, :process_limits, :concurrency
+    attr_reader :jobs
+
+    def initialize(total_jobs, config: SidekiqConfig.load(CONFIG))
+      @config = config
       @jobs = split(total_jobs)
     end
 

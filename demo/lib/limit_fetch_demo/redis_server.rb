@@ -1,23 +1,30 @@
 # frozen_string_literal: true
 
 module LimitFetchDemo
-  # A redis-server of the demo's own, on a free port, keeping nothing on disk.
+  # A redis-server of the demo's own, on a free port, keeping nothing on disk
+  # unless told otherwise (`persistence`: redis-server arguments). It keeps its
+  # port and directory, so #start after #stop brings back the same server,
+  # with whatever it persisted.
   class RedisServer
+    NO_PERSISTENCE = ["--save", "", "--appendonly", "no"].freeze
+
     attr_reader :url
 
-    def initialize(dir)
+    def initialize(dir, persistence: NO_PERSISTENCE)
       @dir = dir
+      @persistence = persistence
       @port = free_port
       @url = "redis://127.0.0.1:#{@port}/0"
     end
 
     def start
       @pid = ChildProcess.spawn({}, "redis-server", "--port", @port.to_s, "--bind", "127.0.0.1",
-        "--save", "", "--appendonly", "no", "--dir", @dir, log: log)
+        *@persistence, "--dir", @dir, log: log)
       LimitFetchDemo.wait_for("redis-server did not answer on #{url}", timeout: 10) { ready? }
       self
     end
 
+    # SIGTERM: Redis persists what it is configured to, then exits.
     def stop
       ChildProcess.stop([@pid], timeout: 5) if @pid
       @pid = nil
@@ -37,6 +44,8 @@ module LimitFetchDemo
       end
     rescue RedisClient::CannotConnectError
       false
+    rescue RedisClient::CommandError => e
+      e.message.start_with?("LOADING") ? false : raise # LOADING: still reading what it persisted
     end
 
     def free_port

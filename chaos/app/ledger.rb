@@ -1,0 +1,49 @@
+# frozen_string_literal: true
+
+# The ledger in Redis that the chaos jobs write and bin/chaos reads: one entry
+# per run of a job (a run is named by a random token), with wall-clock times
+# in nanoseconds. Every process runs on the same machine, so they share the
+# clock. Each write is idempotent, so one whose reply was lost is sent again,
+# until Redis is back (a restart) or RETRY_FOR seconds have passed.
+module ChaosLedger
+  # hash: run token => "jid worker queue start_ns"
+  STARTS = "chaos:starts"
+  # hash: run token => "end_ns"
+  ENDS = "chaos:ends"
+  # set: the jids that finished at least once
+  COMPLETED = "chaos:completed"
+
+  RETRY_FOR = 60
+
+  module_function
+
+  def started(run, jid, worker, queue)
+    entry = [jid, worker, queue, now].join(" ")
+    write { |conn| conn.call("HSET", STARTS, run, entry) }
+  end
+
+  def finished(run, jid)
+    at = now
+    write do |conn|
+      conn.multi do |transaction|
+        transaction.call("HSET", ENDS, run, at)
+        transaction.call("SADD", COMPLETED, jid)
+      end
+    end
+  end
+
+  def now = Process.clock_gettime(Process::CLOCK_REALTIME, :nanosecond)
+
+  def write(&)
+    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + RETRY_FOR
+    begin
+      Sidekiq.redis(&)
+    rescue RedisClient::ConnectionError, RedisClient::CommandError => e
+      raise if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+      raise if e.is_a?(RedisClient::CommandError) && !e.message.start_with?("LOADING")
+
+      sleep 0.05
+      retry
+    end
+  end
+end

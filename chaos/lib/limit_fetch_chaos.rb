@@ -1,0 +1,47 @@
+# frozen_string_literal: true
+
+require "etc"
+require "json"
+require "sidekiq"
+
+$LOAD_PATH.unshift(File.expand_path("../../demo/lib", __dir__))
+require "limit_fetch_demo"
+require_relative "../app/ledger"
+
+# bin/chaos: three Sidekiq processes on a Redis of their own (persisted with
+# AOF), fed thousands of short jobs across limited and unlimited queues while
+# the driver kill -9s a random process every ~2 s (and starts a replacement)
+# and restarts Redis once. Afterwards it checks, from a ledger the jobs wrote
+# to Redis, that no job was lost, that jobs ran more than once only when
+# their process was killed (or Redis restarted) under them, that no limit was
+# exceeded, and that nothing was left behind in Redis.
+#
+# It reuses bin/demo's pieces (LimitFetchDemo): the app directory, child
+# processes and the Redis server.
+module LimitFetchChaos
+  REPO = LimitFetchDemo::REPO
+  ROOT = File.join(REPO, "chaos")
+  Failure = LimitFetchDemo::Failure
+  # The gem's keys in Redis.
+  PREFIX = "sidekiq:limit_fetch:"
+
+  module_function
+
+  def monotonic = LimitFetchDemo.monotonic
+
+  # Wall-clock nanoseconds, the clock the jobs' ledger entries use.
+  def now_ns = Process.clock_gettime(Process::CLOCK_REALTIME, :nanosecond)
+end
+
+require_relative "limit_fetch_chaos/options"
+require_relative "limit_fetch_chaos/plan"
+require_relative "limit_fetch_chaos/fleet"
+require_relative "limit_fetch_chaos/feeder"
+require_relative "limit_fetch_chaos/mayhem"
+require_relative "limit_fetch_chaos/run"
+require_relative "limit_fetch_chaos/concurrency"
+require_relative "limit_fetch_chaos/duplicates"
+require_relative "limit_fetch_chaos/leftovers"
+require_relative "limit_fetch_chaos/report"
+require_relative "limit_fetch_chaos/markdown"
+require_relative "limit_fetch_chaos/runner"

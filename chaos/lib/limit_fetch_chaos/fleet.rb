@@ -1,0 +1,101 @@
+# frozen_string_literal: true
+
+module LimitFetchChaos
+  # The run's Sidekiq processes: `bundle exec sidekiq -C config/sidekiq.yml
+  # -r ./app.rb` in the app directory, named w1, w2, ... in the order they
+  # start (a replacement takes the next name), each logging to log/<name>.log.
+  # Remembers when it saw each one gone (`ended`, wall-clock ns): a run its
+  # death cut short ended by then at the latest.
+  class Fleet
+    Worker = Data.define(:name, :pid, :log)
+    REAPED = /reaped dead capsule \S+: freed (\d+) busy slots, pushed (\d+) in-progress jobs/
+
+    attr_reader :ended, :killed
+
+    def initialize(app, redis_url, plan)
+      @app = app
+      @redis_url = redis_url
+      @plan = plan
+      @live = []
+      @started = 0
+      @ended = {}
+      @killed = []
+    end
+
+    def start
+      Plan::PROCESSES.times { @live << spawn }
+      self
+    end
+
+    def names = @live.map(&:name)
+
+    def replacements = @started - Plan::PROCESSES
+
+    # Raises Failure if a process exited that the run did not kill.
+    def check!
+      @live.each do |worker|
+        status = LimitFetchDemo::ChildProcess.ended(worker.pid) or next
+        raise Failure, "Sidekiq process #{worker.name} exited by itself (#{status}):\n" \
+                       "#{LimitFetchDemo.tail(worker.log)}"
+      end
+    end
+
+    # kill -9 a random process, then start its replacement; returns both.
+    def kill_one
+      victim = @live.delete(@plan.victim(@live))
+      LimitFetchDemo::ChildProcess.kill(victim.pid)
+      @ended[victim.name] = LimitFetchChaos.now_ns # it is reaped: it runs nothing any more
+      @killed << victim.name
+      [victim, spawn.tap { @live << _1 }]
+    end
+
+    # True once exactly the live processes have capsules registered with the
+    # gem: each has started, and every dead one's capsule was reaped.
+    def settled?(conn) = registered(conn).sort == @live.map(&:pid).sort
+
+    # True once every live process has registered its capsule: it is past
+    # booting, when Sidekiq exits if Redis does not answer.
+    def booted?(conn) = (@live.map(&:pid) - registered(conn)).empty?
+
+    # TERM to every process; returns the names of those that had not exited
+    # after Sidekiq's timeout plus a margin (they were then killed).
+    def stop
+      pids = @live.to_h { [_1.pid, _1.name] }
+      unclean = LimitFetchDemo::ChildProcess.stop(pids.keys, timeout: 30)
+      at = LimitFetchChaos.now_ns
+      @live.each { @ended[_1.name] = at }
+      @live = []
+      unclean.map { pids[_1] }
+    end
+
+    # What the processes' logs say they reaped (sidekiq-limit_fetch's
+    # heartbeat logs each dead capsule it frees): capsules, busy slots freed,
+    # in-progress jobs pushed back to their queues.
+    def reaped
+      lines = Dir[File.join(@app.dir, "log", "w*.log")].flat_map { File.readlines(_1).grep(REAPED) }
+      counts = lines.map { _1.match(REAPED).captures.map(&:to_i) }
+      {capsules: counts.size, slots: counts.sum(&:first), jobs: counts.sum(&:last)}
+    end
+
+    def tails = @live.map { |worker| "#{worker.log}:\n#{LimitFetchDemo.tail(worker.log)}" }.join
+
+    private
+
+    # The pids of the processes whose capsules are registered and beating.
+    def registered(conn)
+      uuids = conn.call("SMEMBERS", "#{PREFIX}capsules")
+      uuids.map { conn.call("GET", "#{PREFIX}capsule:#{_1}:heartbeat").to_i }
+    end
+
+    def spawn
+      @started += 1
+      name = "w#{@started}"
+      log = @app.log(name)
+      env = {"BUNDLE_GEMFILE" => @app.gemfile, "REDIS_URL" => @redis_url, "CHAOS_WORKER" => name,
+             "CHAOS_HEARTBEAT_PERIOD" => Plan::HEARTBEAT_PERIOD.to_s}
+      pid = LimitFetchDemo::ChildProcess.spawn(env, "bundle", "exec", "sidekiq", "-C", "config/sidekiq.yml",
+        "-r", "./app.rb", log: log, chdir: @app.dir)
+      Worker.new(name: name, pid: pid, log: log)
+    end
+  end
+end

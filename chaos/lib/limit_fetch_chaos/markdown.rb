@@ -1,0 +1,74 @@
+# frozen_string_literal: true
+
+module LimitFetchChaos
+  # A report (Report#to_h) as short Markdown: what bin/chaos prints at the end
+  # and writes to results/latest.md.
+  module Markdown
+    module_function
+
+    def render(report)
+      ["# bin/chaos: #{report[:passed] ? "passed" : "FAILED"}", "", environment(report[:environment]), "",
+       setup(report[:plan]), "", *table(["", ""], facts(report)), "",
+       *table(["queue", "most at once / limit", "most in one process / limit"], concurrency(report)), "",
+       *verdict(report[:failures])].join("\n") << "\n"
+    end
+
+    def table(header, rows)
+      [header, header.map { "---" }, *rows].map { |cells| "| #{cells.join(" | ")} |" }
+    end
+
+    def verdict(failures) = failures.empty? ? ["No failures."] : failures.map { "- FAILED: #{_1}" }
+
+    def environment(env)
+      "#{env[:date]}; #{env[:cpus]} CPUs (#{env[:cpu]}), Linux #{env[:kernel]}; Ruby #{env[:ruby]}, " \
+        "Sidekiq #{env[:sidekiq]}, Redis #{env[:redis]}; commit #{env[:commit]}"
+    end
+
+    def setup(plan)
+      "#{plan[:processes]} Sidekiq processes x #{plan[:concurrency]} threads; #{jobs(plan)} of " \
+        "#{plan[:job_ms].join("-")} ms on queues #{plan[:queues].join(", ")}; a kill -9 every " \
+        "#{plan[:kill_every_s].join("-")} s; heartbeat period #{plan[:heartbeat_period]} s; " \
+        "Redis `#{plan[:redis]}`; seed #{plan[:seed]}."
+    end
+
+    def jobs(plan)
+      [("#{plan[:jobs]} jobs" if plan[:jobs]), ("jobs pushed for #{plan[:duration]} s" if plan[:duration])]
+        .compact.join(" or ")
+    end
+
+    def facts(report)
+      jobs = report[:jobs]
+      [["jobs enqueued / completed / lost", "#{jobs[:enqueued]} / #{jobs[:completed]} / #{jobs[:lost]}"],
+       ["runs; jobs run more than once", repeats(jobs)], *chaos(report[:chaos]),
+       ["time until every job completed; throughput",
+        "#{report[:timing][:seconds]} s; #{report[:timing][:jobs_per_second]} jobs/s"],
+       ["left in Redis after the processes stopped", leftovers(report[:redis_after_stop])]]
+    end
+
+    def repeats(jobs)
+      "#{jobs[:runs]}; #{jobs[:run_more_than_once]} (after a kill #{jobs[:repeated_after_kill]}, across the " \
+        "Redis restart #{jobs[:repeated_after_restart]}, unexplained #{jobs[:repeated_unexplained].size})"
+    end
+
+    def chaos(chaos)
+      reaped = chaos[:reaped]
+      restart = chaos[:redis_restart]
+      [["kills / replacements", "#{chaos[:kills]} / #{chaos[:replacements]}"],
+       ["dead capsules reaped (busy slots freed, jobs pushed back)",
+        "#{reaped[:capsules]} (#{reaped[:slots]}, #{reaped[:jobs]})"],
+       ["Redis restart", restart ? "at #{restart[:at_s]} s, down #{restart[:down_s]} s" : "none"]]
+    end
+
+    def concurrency(report)
+      report[:concurrency].map do |queue, seen|
+        [queue, "#{seen[:max]} / #{seen[:limit] || "-"}", "#{seen[:max_per_process]} / #{seen[:process_limit] || "-"}"]
+      end
+    end
+
+    def leftovers(left)
+      return "see the failures" unless left[:clean]
+
+      "nothing (busy lists, in-progress lists, capsule keys, capsules set, queues, dead set)"
+    end
+  end
+end

@@ -1,0 +1,70 @@
+# frozen_string_literal: true
+
+module LimitFetchChaos
+  # What the chaos run does: the app (chaos/app; its config/sidekiq.yml holds
+  # the queues and limits), how many processes, the jobs, and the pace of the
+  # kills. The random choices come from two generators seeded with --seed,
+  # one for the jobs' lengths and one for the kills (when, and which
+  # process), so that the n-th job and the n-th kill repeat with the seed.
+  class Plan
+    APP = File.join(ROOT, "app")
+    PROCESSES = 3
+    # Seconds; a killed process's capsule is reaped 4 periods after its last beat.
+    HEARTBEAT_PERIOD = 2
+    # How long each job works, in milliseconds.
+    JOB_MILLIS = (5..50)
+    # Seconds between two kills.
+    KILL_EVERY = (1.5..2.5)
+    # Redis restarts once the run is this far (share of the jobs completed, or
+    # of --duration elapsed).
+    RESTART_AT = 0.5
+    # AOF with an fsync before every write is answered: whatever Redis told a
+    # job or the gem it had written survives the restart, even a crash, so a
+    # lost job or slot is the gem's doing, never the persistence's. (A SIGTERM
+    # flushes the AOF anyway; `everysec` would lose up to a second on a crash.)
+    # No RDB snapshots: the restart loads the AOF alone.
+    PERSISTENCE = ["--appendonly", "yes", "--appendfsync", "always", "--save", ""].freeze
+
+    extend Forwardable
+
+    def_delegators :@config, :queues, :limits, :process_limits, :concurrency
+    attr_reader :options
+
+    def initialize(options)
+      @options = options
+      @config = LimitFetchDemo::SidekiqConfig.load(File.join(APP, "config", "sidekiq.yml"))
+      @job_random = Random.new(options.seed)
+      @kill_random = Random.new(options.seed + 1)
+    end
+
+    # Jobs each queue gets in all (nil: no cap, --duration decides).
+    def quota(queue)
+      return nil unless options.jobs
+
+      share, rest = options.jobs.divmod(queues.size)
+      share + (queue == queues.first ? rest : 0)
+    end
+
+    def job_millis = @job_random.rand(JOB_MILLIS)
+
+    def kill_interval = @kill_random.rand(KILL_EVERY)
+
+    def victim(processes) = processes.sample(random: @kill_random)
+
+    # How far the run is, from 0 to 1: the larger of the share of the jobs
+    # completed and the share of --duration elapsed.
+    def progress(completed, elapsed)
+      [(completed.fdiv(options.jobs) if options.jobs), (elapsed / options.duration if options.duration)].compact.max
+    end
+
+    # Seconds after its last beat that a capsule of a killed process is
+    # reaped, at most, with a margin for a loaded machine.
+    def reap_within = (HEARTBEAT_PERIOD * 5) + 20
+
+    def describe
+      jobs = options.jobs ? "#{options.jobs} jobs" : "jobs for #{options.duration} s"
+      "#{PROCESSES} Sidekiq processes x #{concurrency} threads, #{jobs} of #{JOB_MILLIS.min}-#{JOB_MILLIS.max} ms " \
+        "on queues #{queues.join(", ")}, limits #{limits}, process limits #{process_limits}, seed #{options.seed}"
+    end
+  end
+end

@@ -1,0 +1,101 @@
+# frozen_string_literal: true
+
+module LimitFetchChaos
+  # The outcome of a run: what the chaos did, what the ledger and Redis show,
+  # and every failure found. #to_h is what goes to results/latest.json.
+  class Report
+    # Jids listed at most, of those lost or run more than once unexplained.
+    SHOWN = 20
+
+    attr_reader :failures
+
+    # `outcome`: jids (pushed), completed (jids), runs, leftovers, reaped (as
+    # Fleet#reaped), unclean (processes TERM did not stop), unsettled (nil, or
+    # the capsules still registered when dead ones should have been reaped),
+    # seconds (until every job had completed), environment.
+    def initialize(plan, fleet, restart, **outcome)
+      @plan = plan
+      @fleet = fleet
+      @restart = restart
+      @outcome = outcome
+      @failures = job_failures + concurrency.flat_map(&:violations) + chaos_failures + leftovers.problems
+    end
+
+    def passed? = failures.empty?
+
+    def to_h
+      {passed: passed?, failures: failures, environment: @outcome.fetch(:environment), plan: plan_h,
+       jobs: jobs_h.merge(duplicates_h), concurrency: concurrency.to_h { [_1.queue, _1.to_h.except(:queue)] },
+       chaos: chaos_h, redis_after_stop: leftovers_h, timing: timing_h}
+    end
+
+    private
+
+    def jids = @outcome.fetch(:jids)
+
+    def completed = @outcome.fetch(:completed)
+
+    def runs = @outcome.fetch(:runs)
+
+    def leftovers = @outcome.fetch(:leftovers)
+
+    def seconds = @outcome.fetch(:seconds)
+
+    def lost = @lost ||= jids - completed
+
+    def concurrency
+      @concurrency ||= @plan.queues.map { |queue| Concurrency.of(queue, runs.select { _1.queue == queue }, @plan) }
+    end
+
+    def duplicates
+      @duplicates ||= Duplicates.new(runs, @fleet.killed.to_h { [_1, @fleet.ended.fetch(_1)] }, @restart)
+    end
+
+    # Jids with a run in the ledger.
+    def ran = @ran ||= runs.map(&:jid).uniq
+
+    # Jids that ran but were never pushed.
+    def unexpected = ran - jids
+
+    def job_failures
+      unexplained = duplicates.unexplained.size
+      [("#{lost.size} jobs never completed (lost): #{lost.first(SHOWN).join(", ")}" if lost.any?),
+       ("#{unexplained} jobs ran more than once unexplained" if unexplained.positive?),
+       ("#{unexpected.size} jobs ran that were never pushed" if unexpected.any?)].compact
+    end
+
+    def chaos_failures
+      [("no process was killed" if @fleet.killed.empty?),
+       ("Redis was never restarted" unless @restart),
+       ("dead capsules were not reaped: #{@outcome[:unsettled]}" if @outcome[:unsettled]),
+       ("processes did not stop on TERM: #{@outcome[:unclean].join(", ")}" if @outcome[:unclean].any?)].compact
+    end
+
+    def plan_h
+      {processes: Plan::PROCESSES, concurrency: @plan.concurrency, queues: @plan.queues, limits: @plan.limits,
+       process_limits: @plan.process_limits, heartbeat_period: Plan::HEARTBEAT_PERIOD,
+       job_ms: Plan::JOB_MILLIS.minmax, kill_every_s: Plan::KILL_EVERY.minmax,
+       redis: Plan::PERSISTENCE.map { _1.empty? ? '""' : _1 }.join(" "),
+       **@plan.options.to_h.slice(:jobs, :duration, :seed)}
+    end
+
+    def jobs_h
+      {enqueued: jids.size, completed: completed.size, lost: lost.size, lost_jids: lost.first(SHOWN),
+       runs: runs.size, extra_runs: runs.size - ran.size}
+    end
+
+    def duplicates_h
+      {run_more_than_once: duplicates.jobs, repeated_after_kill: duplicates.by_kill,
+       repeated_after_restart: duplicates.by_restart, repeated_unexplained: duplicates.unexplained.first(SHOWN)}
+    end
+
+    def leftovers_h = leftovers.to_h.merge(clean: leftovers.problems.empty?)
+
+    def timing_h = {seconds: seconds.round(2), jobs_per_second: (completed.size / seconds).round(1)}
+
+    def chaos_h
+      {kills: @fleet.killed.size, replacements: @fleet.replacements, reaped: @outcome.fetch(:reaped),
+       redis_restart: @restart && {at_s: @restart.at.round(2), down_s: @restart.seconds.round(3)}}
+    end
+  end
+end

@@ -1,0 +1,29 @@
+# frozen_string_literal: true
+
+module LimitFetchChaos
+  # One run of a job as the ledger recorded it (chaos/app/ledger.rb), times in
+  # wall-clock ns. `finish` is nil when the job's process died (or was
+  # stopped) before the job ended; `cut` is when the driver saw that process
+  # gone, later than anything it ran.
+  Run = Data.define(:jid, :worker, :queue, :start, :finish, :cut) do
+    # Reads every run. `ended`: worker name => when it was seen gone.
+    def self.read(conn, ended)
+      starts, ends = [ChaosLedger::STARTS, ChaosLedger::ENDS].map { hash(conn.call("HGETALL", _1)) }
+      starts.map do |token, entry|
+        jid, worker, queue, start = entry.split
+        new(jid: jid, worker: worker, queue: queue, start: Integer(start), finish: ends[token]&.then { Integer(_1) },
+          cut: ended.fetch(worker, Float::INFINITY))
+      end
+    end
+
+    # A HGETALL reply: a Hash, or a flat Array on RESP2.
+    def self.hash(reply) = reply.is_a?(Hash) ? reply : reply.each_slice(2).to_h
+
+    def finished? = !finish.nil?
+
+    # When the run was over: its recorded end, else when its process was seen gone.
+    def end_ns = finish || cut
+
+    def overlaps?(from, to) = start <= to && end_ns >= from
+  end
+end

@@ -1,0 +1,133 @@
+# frozen_string_literal: true
+
+module LimitFetchChaos
+  # Runs the chaos from start to end and returns its Report; stops whatever
+  # it started, whatever happens. Raises Failure when it cannot go on (Redis or
+  # a Sidekiq process would not start, a process exited by itself).
+  class Runner
+    TICK = 0.1
+    STATUS_EVERY = 5.0
+
+    def initialize(options, out: $stdout)
+      @plan = Plan.new(options)
+      @out = out
+    end
+
+    def run
+      Dir.mktmpdir("limit-fetch-chaos-") do |dir|
+        say "#{@plan.describe}; app and Redis in #{dir}"
+        start(dir)
+        seconds = chaos
+        unsettled = settle
+        report(seconds, unsettled, @fleet.stop)
+      ensure
+        cleanup
+      end
+    end
+
+    private
+
+    def start(dir)
+      app = LimitFetchDemo::App.new(dir, template: Plan::APP).create
+      start_redis(dir)
+      @fleet = Fleet.new(app, @redis.url, @plan).start
+      settled_within?(60) or raise Failure, "the Sidekiq processes did not start:\n#{@fleet.tails}"
+      @feeder = Feeder.new(@plan, @sidekiq)
+      @mayhem = Mayhem.new(@plan, @fleet, @redis, @sidekiq, say: method(:say_at))
+    end
+
+    # The run's Redis, and a Sidekiq configuration of the driver's own that
+    # talks to it (the driver pushes the jobs and reads the ledger).
+    def start_redis(dir)
+      @redis = LimitFetchDemo::RedisServer.new(dir, persistence: Plan::PERSISTENCE).start
+      @sidekiq = Sidekiq::Config.new.tap do |config|
+        config.redis = {url: @redis.url}
+        config.logger.level = :warn
+      end
+    end
+
+    # Feeds, kills and restarts until every job pushed has completed, or the
+    # timeout after the last push; returns the seconds that took.
+    def chaos
+      started = LimitFetchChaos.monotonic
+      loop do
+        elapsed = LimitFetchChaos.monotonic - started
+        completed = tick(elapsed)
+        return elapsed if over?(elapsed, completed)
+
+        @mayhem.act(elapsed, @plan.progress(completed, elapsed))
+        status(elapsed, completed)
+        sleep TICK
+      end
+    end
+
+    # Checks the processes and feeds them; returns how many jobs have completed.
+    def tick(elapsed)
+      @fleet.check!
+      @feeder.feed(elapsed)
+      redis { _1.call("SCARD", ChaosLedger::COMPLETED) }
+    end
+
+    def over?(elapsed, completed)
+      return false unless @feeder.done?(elapsed)
+
+      @fed_at ||= elapsed
+      completed >= @feeder.jids.size || elapsed - @fed_at > @plan.options.timeout
+    end
+
+    def status(elapsed, completed)
+      return if @status_at && elapsed - @status_at < STATUS_EVERY
+
+      @status_at = elapsed
+      say_at(elapsed, "#{completed} of #{@feeder.jids.size} jobs pushed completed; processes #{@fleet.names.join(" ")}")
+    end
+
+    # Waits until the dead processes' capsules are reaped and the last
+    # replacements registered; nil when they are, else what is registered.
+    def settle
+      say "Every job has completed (or the timeout passed); waiting for the dead capsules to be reaped"
+      return if settled_within?(@plan.reap_within)
+
+      redis { |conn| conn.call("SMEMBERS", "#{PREFIX}capsules") }
+    end
+
+    def settled_within?(timeout)
+      deadline = LimitFetchChaos.monotonic + timeout
+      until redis { @fleet.settled?(_1) }
+        return false if LimitFetchChaos.monotonic > deadline
+
+        @fleet.check!
+        sleep TICK
+      end
+      true
+    end
+
+    def report(seconds, unsettled, unclean)
+      say "Stopped the Sidekiq processes (TERM); reading the ledger"
+      redis do |conn|
+        Report.new(@plan, @fleet, @mayhem.restart,
+          jids: @feeder.jids, completed: conn.call("SMEMBERS", ChaosLedger::COMPLETED),
+          runs: Run.read(conn, @fleet.ended), leftovers: Leftovers.read(conn, @plan.queues), reaped: @fleet.reaped,
+          unclean: unclean, unsettled: unsettled, seconds: seconds, environment: environment(conn))
+      end
+    end
+
+    def environment(conn)
+      {date: Time.now.utc.strftime("%Y-%m-%d %H:%M UTC"), cpus: Etc.nprocessors,
+       cpu: File.read("/proc/cpuinfo")[/model name\s*:\s*(.+)/, 1], kernel: Etc.uname[:release],
+       ruby: RUBY_VERSION, sidekiq: Sidekiq::VERSION, redis: conn.call("INFO", "server")[/redis_version:(\S+)/, 1],
+       commit: IO.popen(%w[git rev-parse --short HEAD], chdir: REPO, err: File::NULL, &:read).strip}
+    end
+
+    def redis(&) = @sidekiq.redis(&)
+
+    def cleanup
+      @fleet&.stop
+      @redis&.stop
+    end
+
+    def say(message) = @out.puts("==> #{message}")
+
+    def say_at(elapsed, message) = say("#{elapsed.round(1).to_s.rjust(5)} s  #{message}")
+  end
+end
