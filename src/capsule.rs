@@ -207,9 +207,10 @@ impl Capsule {
         let queues = queues.clone();
         let inner = self.inner.clone();
         let undo_inner = self.inner.clone();
+        let thread = std::thread::current().id();
         spawn(
             self.inner.timeout,
-            async move { inner.fetch(&queues, want_more).await },
+            async move { inner.fetch(&queues, want_more, Some(thread)).await },
             |abandoned: Look| async move {
                 if let Some(f) = abandoned.fetched {
                     let _ = undo_inner.requeue(vec![(f.queue, f.job)]).await;
@@ -237,7 +238,7 @@ impl Capsule {
 
     /// True while acknowledgements wait for a fetch to carry them.
     pub(crate) fn owes_acks(&self) -> bool {
-        !self.inner.ledger().acks.is_empty()
+        self.inner.ledger().owes(std::thread::current().id())
     }
 
     /// Ends every waiting fetch at once, and makes later ones look without
@@ -267,7 +268,12 @@ impl Capsule {
         let digest = Digest::of(&job);
         let schedule = {
             let mut ledger = self.inner.ledger();
-            ledger.acks.push(Ack { queue, job, digest });
+            ledger.acks.push(Ack {
+                queue,
+                job,
+                digest,
+                thread: std::thread::current().id(),
+            });
             !std::mem::replace(&mut ledger.flush_scheduled, true)
         };
         if schedule {
@@ -479,10 +485,16 @@ impl Inner {
         ledger
     }
 
-    /// The fetch script, carrying the pending acknowledgements.
-    async fn fetch(&self, queues: &[String], want_more: bool) -> Result<Look> {
+    /// The fetch script, carrying the pending acknowledgements of `thread`
+    /// (`None`: all of them).
+    async fn fetch(
+        &self,
+        queues: &[String],
+        want_more: bool,
+        thread: Option<std::thread::ThreadId>,
+    ) -> Result<Look> {
         let _shared = self.gate.read().await;
-        let acks = std::mem::take(&mut self.ledger().acks);
+        let acks = self.ledger().take_acks(thread);
         let reply = self.invoke_fetch(&acks, queues, want_more).await;
         let mut ledger = self.ledger();
         match &reply {
@@ -532,7 +544,7 @@ impl Inner {
         if self.ledger().acks.is_empty() {
             return Ok(());
         }
-        self.fetch(&[], false).await?;
+        self.fetch(&[], false, None).await?;
         // Freed slots no fetch of this capsule took: a waiter may.
         self.doorbell.changed();
         Ok(())

@@ -31,7 +31,7 @@ use crate::{keys, Error, Result};
 /// How long an observation "these queues hold nothing we may take" stands
 /// without a change before a fetcher checks again: a backstop in case a
 /// message was lost, which costs one fetch per capsule per period.
-const TRUST_EMPTY: Duration = Duration::from_secs(2);
+const TRUST_EMPTY: Duration = Duration::from_secs(5);
 
 /// After the bell could not be armed: how long fetchers poll instead. Short
 /// for a lost connection, long for a refusal (an ACL without
@@ -126,10 +126,21 @@ impl Doorbell {
     }
 
     /// True if a look for `set` that started under `ticket` found nothing,
-    /// recently: nothing it depends on has changed since.
+    /// recently: nothing it depends on has changed since. Once that is no
+    /// longer recent, one caller gets `false` and looks again while the
+    /// others keep trusting it.
     pub(crate) fn known_empty(&self, ticket: Ticket, set: QueueSet) -> bool {
-        let state = self.state();
-        matches!(state.empty, Some((at, s, when)) if at == ticket.0 && s == set && when.elapsed() < TRUST_EMPTY)
+        let mut state = self.state();
+        match state.empty.as_mut() {
+            Some((at, s, when)) if *at == ticket.0 && *s == set => {
+                if when.elapsed() < TRUST_EMPTY {
+                    return true;
+                }
+                *when = Instant::now();
+                false
+            }
+            _ => false,
+        }
     }
 
     pub(crate) fn found_empty(&self, ticket: Ticket, set: QueueSet) {

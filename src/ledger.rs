@@ -2,6 +2,7 @@
 //! acknowledged in Redis, and the acknowledgements still to be sent.
 
 use std::collections::BTreeMap;
+use std::thread::ThreadId;
 
 /// SHA1 of a job's payload: how the ledger and the Lua scripts (which have
 /// `redis.sha1hex`) recognise a job without keeping or sending its payload.
@@ -24,6 +25,8 @@ pub(crate) struct Ack {
     pub(crate) queue: String,
     pub(crate) job: Vec<u8>,
     pub(crate) digest: Digest,
+    /// The thread that acknowledged: in Sidekiq, the one that fetches next.
+    pub(crate) thread: ThreadId,
 }
 
 #[derive(Default)]
@@ -45,6 +48,21 @@ impl Ledger {
             pid,
             ..Self::default()
         }
+    }
+
+    /// The acknowledgements a fetch on `thread` carries: its own. Carrying
+    /// another thread's would free a slot that thread is about to take
+    /// again with its own fetch, and wake a waiter to race it. `None`: all.
+    pub(crate) fn take_acks(&mut self, thread: Option<ThreadId>) -> Vec<Ack> {
+        let all = std::mem::take(&mut self.acks);
+        let Some(thread) = thread else { return all };
+        let (mine, others) = all.into_iter().partition(|a| a.thread == thread);
+        self.acks = others;
+        mine
+    }
+
+    pub(crate) fn owes(&self, thread: ThreadId) -> bool {
+        self.acks.iter().any(|a| a.thread == thread)
     }
 
     pub(crate) fn hold(&mut self, queue: &str, digest: Digest) {
@@ -95,6 +113,27 @@ mod tests {
             Digest::of(b"job").hex(),
             "2eda8ad1632af052b0c74d6fcab6058b3a79cf25"
         );
+    }
+
+    #[test]
+    fn a_fetch_carries_the_acknowledgements_of_its_own_thread() {
+        let ack = |thread| Ack {
+            queue: "q".into(),
+            job: b"j".to_vec(),
+            digest: Digest::of(b"j"),
+            thread,
+        };
+        let here = std::thread::current().id();
+        let there = std::thread::spawn(|| std::thread::current().id())
+            .join()
+            .expect("thread");
+        let mut ledger = Ledger::default();
+        ledger.acks = vec![ack(here), ack(there), ack(here)];
+        assert_eq!(ledger.take_acks(Some(here)).len(), 2);
+        assert!(!ledger.owes(here));
+        assert!(ledger.owes(there));
+        assert_eq!(ledger.take_acks(None).len(), 1);
+        assert!(ledger.acks.is_empty());
     }
 
     #[test]
