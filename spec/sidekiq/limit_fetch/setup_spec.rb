@@ -141,6 +141,19 @@ RSpec.describe Sidekiq::LimitFetch do
       expect { setup_capsule(capsule) }.to raise_error(described_class::ConnectionError)
     end
 
+    {fetch_timeout: [0, -1, "2", Float::INFINITY], poll_range: [1..0, -1..1, "0.4..0.5", 0.4]}
+      .each do |option, values|
+        values.each do |bad|
+          it "rejects #{option} #{bad.inspect} with an ArgumentError naming it, at boot, writing nothing" do
+            described_class.configuration[option] = bad
+            capsule = build_capsule(queues: %w[a], limits: {a: 1})
+
+            expect { setup_capsule(capsule) }.to raise_error(ArgumentError, /#{option}.*#{Regexp.escape(bad.inspect)}/)
+            expect(limit_fetch_keys).to eq([])
+          end
+        end
+      end
+
     it "rejects limits that are not a Hash" do
       capsule = build_capsule(queues: %w[a], limits: [["a", 1]])
 
