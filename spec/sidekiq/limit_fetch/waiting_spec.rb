@@ -68,18 +68,6 @@ RSpec.describe Sidekiq::LimitFetch, "waiting for work" do
     expect_prompt_unit(thread, started, queue: "a")
   end
 
-  it "returns nil after :fetch_timeout when nothing becomes eligible" do
-    described_class.configuration[:fetch_timeout] = 0.3
-    fetcher = fetcher_for(build_capsule(queues: %w[a], limits: {a: 0}))
-    push_jobs("a", 1)
-
-    started = monotonic_now
-    expect(fetcher.retrieve_work).to be_nil
-    expect(monotonic_now - started).to be_between(0.3, prompt)
-    expect(busy_entries("a")).to eq([])
-    expect(queue_length("a")).to eq(1)
-  end
-
   it "lets idle processors stop at once when Sidekiq quiets" do
     config = build_config(queues: %w[a], concurrency: 4)
     instance = start_embedded(config)
