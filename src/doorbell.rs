@@ -2,8 +2,8 @@
 //! fetch changes in Redis, so that an idle fetcher blocks instead of polling.
 //!
 //! Redis's client-side caching does the listening. The capsule's connection
-//! (RESP3) turns on `CLIENT TRACKING ... NOLOOP` and reads (`EXISTS`) every
-//! key a fetch depends on (each queue, its busy list and its two limits);
+//! (RESP3) turns on `CLIENT TRACKING ... OPTIN NOLOOP` and reads (`EXISTS`,
+//! after `CLIENT CACHING yes`) every key a fetch depends on (each queue, its busy list and its two limits);
 //! Redis then sends it an `invalidate` message when one of them is next
 //! written by another connection: a client's `LPUSH`, another process's
 //! acknowledgement, a limit change, a reaper. Nothing is consumed and nothing
@@ -202,9 +202,14 @@ impl Doorbell {
             (state.rings, tracked_keys(&state.queues))
         };
         // Repeated on every arming: a reconnected connection tracks nothing.
+        // OPTIN: only this EXISTS is tracked, not the keys every fetch script
+        // reads, which would ring on each write by another process.
         let read = redis::pipe()
             .cmd("CLIENT")
-            .arg(&["TRACKING", "ON", "NOLOOP"])
+            .arg(&["TRACKING", "ON", "OPTIN", "NOLOOP"])
+            .ignore()
+            .cmd("CLIENT")
+            .arg(&["CACHING", "YES"])
             .ignore()
             .cmd("EXISTS")
             .arg(&keys)

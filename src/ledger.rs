@@ -127,8 +127,10 @@ mod tests {
         let there = std::thread::spawn(|| std::thread::current().id())
             .join()
             .expect("thread");
-        let mut ledger = Ledger::default();
-        ledger.acks = vec![ack(here), ack(there), ack(here)];
+        let mut ledger = Ledger {
+            acks: vec![ack(here), ack(there), ack(here)],
+            ..Ledger::default()
+        };
         assert_eq!(ledger.take_acks(Some(here)).len(), 2);
         assert!(!ledger.owes(here));
         assert!(ledger.owes(there));

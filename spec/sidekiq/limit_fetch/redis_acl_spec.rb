@@ -121,7 +121,8 @@ RSpec.describe Sidekiq::LimitFetch, "under a minimal Redis ACL" do
     expect(busy_on("a")).to eq([])
     # what being told of new jobs takes: RESP3, client-side tracking, EXISTS on a queue
     RedisClient.config(url: url, protocol: 3).new_client.then do |conn|
-      expect(conn.call("CLIENT", "TRACKING", "ON")).to eq("OK")
+      expect(conn.call("CLIENT", "TRACKING", "ON", "OPTIN", "NOLOOP")).to eq("OK")
+      expect(conn.call("CLIENT", "CACHING", "YES")).to eq("OK")
       expect(conn.call("EXISTS", "queue:a")).to eq(1)
     ensure
       conn.close
