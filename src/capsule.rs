@@ -197,12 +197,12 @@ impl Capsule {
         Ok(fetch)
     }
 
-    /// One run of the fetch script; `want_more`: also tell whether another
-    /// job is eligible after the one it takes.
+    /// One run of the fetch script; `watch`: a fetcher sleeps on the
+    /// doorbell (see fetch.lua).
     pub(crate) fn start_look(
         &self,
         queues: &Arc<Vec<String>>,
-        want_more: bool,
+        watch: bool,
     ) -> Result<Pending<Look>> {
         let queues = queues.clone();
         let inner = self.inner.clone();
@@ -210,7 +210,7 @@ impl Capsule {
         let thread = std::thread::current().id();
         spawn(
             self.inner.timeout,
-            async move { inner.fetch(&queues, want_more, Some(thread)).await },
+            async move { inner.fetch(&queues, watch, Some(thread)).await },
             |abandoned: Look| async move {
                 if let Some(f) = abandoned.fetched {
                     let _ = undo_inner.requeue(vec![(f.queue, f.job)]).await;
@@ -309,7 +309,7 @@ impl Capsule {
             let (corrected, orphans) = inner.reconcile().await?;
             let reaped = reaper::reap_dead(&inner).await?;
             // Jobs pushed back and slots freed: a waiter may take them.
-            inner.doorbell.changed();
+            inner.doorbell.wrote();
             Ok(BeatReport {
                 reaped,
                 corrected,
@@ -426,7 +426,7 @@ impl Capsule {
                 }
             }
             // The capsule's own writes do not ring its bell.
-            inner.doorbell.changed();
+            inner.doorbell.wrote();
             Ok(())
         })
     }
@@ -443,7 +443,7 @@ impl Capsule {
         let inner = self.inner.clone();
         run_plain(interrupt, self.inner.timeout, async move {
             inner.write_defaults().await?;
-            inner.doorbell.changed();
+            inner.doorbell.wrote();
             Ok(())
         })
     }
@@ -486,16 +486,23 @@ impl Inner {
     }
 
     /// The fetch script, carrying the pending acknowledgements of `thread`
-    /// (`None`: all of them).
+    /// (`None`: all of them). `watch`: a fetcher sleeps on the doorbell (see
+    /// fetch.lua); otherwise a fetch that wrote disarms it.
     async fn fetch(
         &self,
         queues: &[String],
-        want_more: bool,
+        watch: bool,
         thread: Option<std::thread::ThreadId>,
     ) -> Result<Look> {
         let _shared = self.gate.read().await;
         let acks = self.ledger().take_acks(thread);
-        let reply = self.invoke_fetch(&acks, queues, want_more).await;
+        let reply = self.invoke_fetch(&acks, queues, watch).await;
+        // A fetch that wrote, or may have (a lost reply can hide a taken
+        // job), without reading its keys again ended their tracking.
+        let wrote_nothing = acks.is_empty() && matches!(&reply, Ok(Look { fetched: None, .. }));
+        if !watch && !wrote_nothing {
+            self.doorbell.wrote();
+        }
         let mut ledger = self.ledger();
         match &reply {
             Ok(look) => {
@@ -512,12 +519,12 @@ impl Inner {
         reply
     }
 
-    async fn invoke_fetch(&self, acks: &[Ack], queues: &[String], want_more: bool) -> Result<Look> {
+    async fn invoke_fetch(&self, acks: &[Ack], queues: &[String], watch: bool) -> Result<Look> {
         let digests: Vec<String> = acks.iter().map(|a| a.digest.hex()).collect();
         let count = acks.len().to_string();
         let mut args: Vec<&[u8]> = Vec::with_capacity(3 + acks.len() * 3 + queues.len());
         args.push(self.uuid.as_bytes());
-        args.push(if want_more { b"1" } else { b"0" });
+        args.push(if watch { b"1" } else { b"0" });
         args.push(count.as_bytes());
         for (ack, digest) in acks.iter().zip(&digests) {
             args.push(ack.queue.as_bytes());
@@ -526,10 +533,13 @@ impl Inner {
         }
         args.extend(queues.iter().map(|q| q.as_bytes()));
         let mut conn = self.conn().await?;
-        let reply: Option<(String, Vec<u8>, i64)> = self
-            .fetch
-            .invoke(&mut conn, &[] as &[&str], &args[..])
-            .await?;
+        let reply: Option<(String, Vec<u8>, i64)> = if watch {
+            self.fetch.invoke_tracked(&mut conn, &args[..]).await?
+        } else {
+            self.fetch
+                .invoke(&mut conn, &[] as &[&str], &args[..])
+                .await?
+        };
         Ok(match reply {
             Some((queue, job, more)) => Look {
                 fetched: Some(Fetched { queue, job }),
@@ -544,10 +554,8 @@ impl Inner {
         if self.ledger().acks.is_empty() {
             return Ok(());
         }
-        self.fetch(&[], false, None).await?;
-        // Freed slots no fetch of this capsule took: a waiter may.
-        self.doorbell.changed();
-        Ok(())
+        // Freed slots no fetch of this capsule took: a waiter may (see `fetch`).
+        self.fetch(&[], false, None).await.map(drop)
     }
 
     fn schedule_flush(self: Arc<Self>, after: Duration) {
@@ -594,7 +602,7 @@ impl Inner {
             ledger.forget(queue, &Digest::of(job));
         }
         drop(ledger);
-        self.doorbell.changed();
+        self.doorbell.wrote();
         sent
     }
 

@@ -7,10 +7,11 @@
 //! Redis then sends it an `invalidate` message when one of them is next
 //! written by another connection: a client's `LPUSH`, another process's
 //! acknowledgement, a limit change, a reaper. Nothing is consumed and nothing
-//! is polled. The capsule's own writes do not ring (NOLOOP): its running
-//! threads fetch again by themselves, and the few own writes that can make
-//! work for a waiter (a fetch that leaves more, a release or requeue not
-//! followed by a fetch, a beat, a limit change) ring in-process instead.
+//! is polled. The capsule's own writes send nothing (NOLOOP) but still end
+//! the tracking of what they write: while a fetcher sleeps, a fetch reads
+//! again, in its script, the keys it wrote; any other own write disarms the
+//! bell and wakes a waiter, which arms it again. A fetch that leaves another
+//! job eligible wakes a waiter too.
 //!
 //! A key stays tracked only until its first write, so each message disarms
 //! the bell; the next fetcher that needs to wait arms it again. Two counts
@@ -78,6 +79,8 @@ struct State {
     /// A look that started at this change count found nothing for this set.
     empty: Option<(u64, QueueSet, Instant)>,
     retry_at: Option<Instant>,
+    /// The connection has tracking on (it was armed, and not lost since).
+    tracking: bool,
     waiters: usize,
     closed: bool,
 }
@@ -106,9 +109,36 @@ impl Doorbell {
     /// connection (which forgets what it tracked), rings.
     pub(crate) fn hear(&self, push: &PushInfo) {
         if matches!(push.kind, PushKind::Invalidate | PushKind::Disconnection) {
-            self.state().rings += 1;
+            let mut state = self.state();
+            state.rings += 1;
+            if push.kind == PushKind::Disconnection {
+                state.tracking = false;
+            }
+            drop(state);
             self.changed();
         }
+    }
+
+    /// The capsule wrote keys it may have armed, without reading them again:
+    /// Redis stopped tracking them and, as the writer was this connection
+    /// (NOLOOP), said nothing. Disarm; a waiter arms again and looks.
+    pub(crate) fn wrote(&self) {
+        let mut state = self.state();
+        state.armed_at = None;
+        state.changes += 1;
+        let waiters = state.waiters > 0;
+        drop(state);
+        if waiters {
+            self.notify.notify_one();
+        }
+    }
+
+    /// True while a fetcher sleeps on a tracking connection: a look then
+    /// reads again what it writes, so that tracking goes on, and tells
+    /// whether it left another job eligible.
+    pub(crate) fn watching(&self) -> bool {
+        let state = self.state();
+        state.waiters > 0 && state.tracking
     }
 
     /// Something a waiter may take appeared, by this capsule's doing.
@@ -145,11 +175,6 @@ impl Doorbell {
 
     pub(crate) fn found_empty(&self, ticket: Ticket, set: QueueSet) {
         self.state().empty = Some((ticket.0, set, Instant::now()));
-    }
-
-    /// True while a fetcher sleeps: a look then checks for more than one job.
-    pub(crate) fn has_waiters(&self) -> bool {
-        self.state().waiters > 0
     }
 
     /// Ends every wait, now and later: the capsule is quieting.
@@ -220,6 +245,7 @@ impl Doorbell {
         match read {
             Ok(()) => {
                 state.retry_at = None;
+                state.tracking = true;
                 let quiet = state.rings == before;
                 if quiet {
                     state.armed_at = Some(before);
@@ -228,6 +254,7 @@ impl Doorbell {
             }
             Err(err) => {
                 let err = Error::from(err);
+                state.tracking = false;
                 let pause = match err {
                     Error::Command(_) => RETRY_AFTER_REFUSAL,
                     _ => RETRY_AFTER_FAILURE,

@@ -121,8 +121,8 @@ impl Fetch {
                 self.capsule.doorbell().known_empty(t, self.set) && !self.capsule.owes_acks()
             });
         if !unchanged {
-            let want_more = self.capsule.doorbell().has_waiters();
-            let look = self.capsule.start_look(&self.queues, want_more)?;
+            let watch = self.capsule.doorbell().watching();
+            let look = self.capsule.start_look(&self.queues, watch)?;
             self.pending = Some((ticket, look));
         }
         self.begun = true;

@@ -1,6 +1,9 @@
 //! Lua scripts, sent by SHA with a fallback to the full body when Redis
 //! has lost its script cache (restart, `SCRIPT FLUSH`).
 
+use redis::aio::ConnectionLike;
+use redis::Value;
+
 use crate::connection::Conn;
 use redis::{ErrorKind, FromRedisValue, ToRedisArgs};
 
@@ -46,4 +49,39 @@ impl LuaScript {
             other => Ok(other?),
         }
     }
+
+    /// [`LuaScript::invoke`], preceded in the same request by `CLIENT
+    /// CACHING yes`, so that Redis tracks the keys the script reads for the
+    /// doorbell (tracking is OPTIN). An error of that first command (tracking
+    /// was lost with a reconnection) does not cost the script's reply.
+    pub(crate) async fn invoke_tracked<T, A>(&self, conn: &mut Conn, args: A) -> Result<T>
+    where
+        T: FromRedisValue,
+        A: ToRedisArgs + Copy,
+    {
+        let request = |verb: &str, script: &str| {
+            let mut pipe = redis::pipe();
+            pipe.cmd("CLIENT").arg("CACHING").arg("YES");
+            pipe.cmd(verb).arg(script).arg(0).arg(args);
+            pipe
+        };
+        let mut reply = last(
+            conn.req_packed_commands(&request("EVALSHA", &self.sha), 0, 2)
+                .await?,
+        );
+        if matches!(&reply, Value::ServerError(e) if e.code() == "NOSCRIPT") {
+            reply = last(
+                conn.req_packed_commands(&request("EVAL", self.body), 0, 2)
+                    .await?,
+            );
+        }
+        if let Value::ServerError(err) = reply {
+            return Err(redis::RedisError::from(err).into());
+        }
+        Ok(T::from_redis_value(&reply)?)
+    }
+}
+
+fn last(mut replies: Vec<Value>) -> Value {
+    replies.pop().unwrap_or(Value::Nil)
 }

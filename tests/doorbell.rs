@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use limit_fetch_core::{Capsule, Error, Fetched, Interrupt, LimitKind, Wait};
+use limit_fetch_core::{keys, Capsule, Error, Fetched, Interrupt, LimitKind, Wait};
 use support::{capsule, push, queue, redis};
 
 const LONG: Wait = Wait {
@@ -93,6 +93,41 @@ fn a_waiting_fetch_takes_a_slot_its_own_capsule_frees() {
     let (waited, fetched) = waiter.join().unwrap();
     assert!(fetched.is_some(), "the freed slot was not taken");
     assert!(waited < PROMPT, "woke after {waited:?}");
+}
+
+#[test]
+fn a_capsule_that_took_and_acknowledged_jobs_still_hears_others() {
+    // Its own writes end Redis's tracking of what they write without a word
+    // (NOLOOP): each round, its waiter must still hear a push and a slot
+    // another capsule frees.
+    let q = queue("bell-rounds");
+    let (a, b) = (capsule(), capsule());
+    let none = Interrupt::new();
+    a.set_limit(&q, LimitKind::Global, Some(1), &none).unwrap();
+    let mut conn = redis();
+    for round in 0..3 {
+        // b holds the only slot, booked as its fetch would book it
+        let _: () = redis::pipe()
+            .cmd("LPUSH")
+            .arg(keys::in_progress(b.uuid(), &q))
+            .arg("held")
+            .cmd("RPUSH")
+            .arg(keys::busy(&q))
+            .arg(b.uuid())
+            .query(&mut conn)
+            .unwrap();
+        let waiter = waiting(&a, &q, LONG);
+        push(&q, 1);
+        thread::sleep(Duration::from_millis(100));
+        b.acknowledge(&q, b"held".to_vec());
+        b.flush(&none).unwrap();
+        let (waited, fetched) = waiter.join().unwrap();
+        let fetched =
+            fetched.unwrap_or_else(|| panic!("round {round}: the freed slot was not taken"));
+        assert!(waited < PROMPT, "round {round}: woke after {waited:?}");
+        a.acknowledge(&q, fetched.job);
+        a.flush(&none).unwrap();
+    }
 }
 
 #[test]

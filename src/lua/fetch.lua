@@ -8,14 +8,22 @@
 -- returns it to its queue.
 --
 -- ARGV[1]     the capsule's UUID
--- ARGV[2]     "1" to report whether another job is eligible after this one
---             (a fetcher of the capsule is waiting and could take it)
+-- ARGV[2]     "1" while a fetcher of the capsule waits: report whether
+--             another job is eligible after this one, and read again the keys
+--             this script writes, so that the doorbell goes on tracking them
+--             (the request sets CLIENT CACHING yes for this script)
 -- ARGV[3]     n, the number of acknowledgements that follow
 -- then n triples: queue name, job, SHA1 of the job (hex)
 -- then        queue names, in Sidekiq's order for this fetch (no "queue:" prefix)
 -- Returns {queue name, job, 1 if more is eligible else 0} or nil.
 local uuid = ARGV[1]
-local want_more = ARGV[2] == '1'
+local watch = ARGV[2] == '1'
+-- Watched keys this script writes (a write ends their tracking).
+local written = {}
+local function done(reply)
+  if watch and #written > 0 then redis.call('EXISTS', unpack(written)) end
+  return reply
+end
 local acks = tonumber(ARGV[3])
 local prefix = 'sidekiq:limit_fetch:'
 local capsule = prefix .. 'capsule:' .. uuid
@@ -28,6 +36,7 @@ for i = 4, 3 + 3 * acks, 3 do
   local name = ARGV[i]
   if redis.call('LREM', capsule .. ':inprogress:' .. name, 1, ARGV[i + 1]) == 1 then
     redis.call('LREM', prefix .. 'queue:' .. name .. ':busy', 1, uuid)
+    written[#written + 1] = prefix .. 'queue:' .. name .. ':busy'
   end
   if forget then redis.call('HDEL', recoveries, ARGV[i + 2]) end
 end
@@ -66,8 +75,10 @@ for i = 4 + 3 * acks, #ARGV do
     if job then
       redis.call('RPUSH', prefix .. 'queue:' .. name .. ':busy', uuid)
       redis.call('SADD', capsule .. ':queues', name)
-      return {name, job, want_more and more_from(i) or 0}
+      written[#written + 1] = 'queue:' .. name
+      written[#written + 1] = prefix .. 'queue:' .. name .. ':busy'
+      return done({name, job, watch and more_from(i) or 0})
     end
   end
 end
-return nil
+return done(nil)
