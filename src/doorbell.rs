@@ -149,9 +149,10 @@ impl Doorbell {
     }
 
     /// A ticket if the bell is armed for `set`, else `None` (arm it first).
-    pub(crate) fn ticket(&self, set: QueueSet) -> Option<Ticket> {
+    /// `set` is worked out only if the bell is armed at all.
+    pub(crate) fn ticket(&self, set: impl FnOnce() -> QueueSet) -> Option<Ticket> {
         let state = self.state();
-        (state.armed_at == Some(state.rings) && state.sets.contains(&set))
+        (state.armed_at == Some(state.rings) && state.sets.contains(&set()))
             .then_some(Ticket(state.changes))
     }
 

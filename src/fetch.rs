@@ -5,6 +5,7 @@
 //! returns early on an interrupt; calling it again resumes where it stopped.
 //! Dropping it walks away, and a job Redis handed out after that goes back.
 
+use std::cell::OnceCell;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -47,7 +48,9 @@ enum Step {
 pub struct Fetch {
     capsule: Capsule,
     queues: Arc<Vec<String>>,
-    set: QueueSet,
+    /// `queues` as a set, worked out only while the bell is armed: a busy
+    /// capsule's fetches never need it.
+    set: OnceCell<QueueSet>,
     deadline: Instant,
     poll: Duration,
     /// May skip a look that cannot find anything: only a fetch that will wait
@@ -63,7 +66,7 @@ pub struct Fetch {
 impl Fetch {
     pub(crate) fn new(capsule: Capsule, queues: Vec<String>, wait: Wait) -> Self {
         Self {
-            set: queue_set(&queues),
+            set: OnceCell::new(),
             capsule,
             queues: Arc::new(queues),
             deadline: Instant::now() + wait.timeout,
@@ -118,7 +121,7 @@ impl Fetch {
         // Pending acknowledgements change what is eligible, and ride on a look.
         let unchanged = self.may_skip
             && ticket.is_some_and(|t| {
-                self.capsule.doorbell().known_empty(t, self.set) && !self.capsule.owes_acks()
+                self.capsule.doorbell().known_empty(t, self.set()) && !self.capsule.owes_acks()
             });
         if !unchanged {
             let watch = self.capsule.doorbell().watching();
@@ -157,7 +160,7 @@ impl Fetch {
             }
             None => {
                 if let Some(ticket) = ticket {
-                    bell.found_empty(ticket, self.set);
+                    bell.found_empty(ticket, self.set());
                 }
                 Ok(None)
             }
@@ -214,7 +217,11 @@ impl Fetch {
     }
 
     fn bell_ticket(&self) -> Option<Ticket> {
-        self.capsule.doorbell().ticket(self.set)
+        self.capsule.doorbell().ticket(|| self.set())
+    }
+
+    fn set(&self) -> QueueSet {
+        *self.set.get_or_init(|| queue_set(&self.queues))
     }
 
     fn over(&self) -> bool {

@@ -155,12 +155,12 @@ impl Native {
             poll: seconds(ruby, "poll", poll)?,
         };
         let capsule = rb_self.capsule.clone();
-        let mut pending = capsule
+        let mut fetch = capsule
             .start_fetch(&queues, wait)
             .map_err(|e| to_ruby(ruby, e))?;
         // An interrupt that raised nothing (a signal such as SIGCHLD, with no
         // trap that raises) must not turn into "no job": wait again for the
-        // same reply. A raise drops `pending`, which gives back a late job.
+        // same reply. A raise drops `fetch`, which gives back a late job.
         let fetched = loop {
             let giver = capsule.clone();
             let abandon = move |result: limit_fetch_core::Result<Option<Fetched>>| {
@@ -168,7 +168,7 @@ impl Native {
                     giver.give_back(fetched);
                 }
             };
-            match without_gvl_or(ruby, |interrupt| pending.wait(interrupt), abandon)? {
+            match without_gvl_or(ruby, |interrupt| fetch.wait(interrupt), abandon)? {
                 None | Some(Err(CoreError::Interrupted)) => continue,
                 Some(result) => break result.map_err(|e| to_ruby(ruby, e))?,
             }
