@@ -207,10 +207,15 @@ impl Capsule {
         let queues = queues.clone();
         let inner = self.inner.clone();
         let undo_inner = self.inner.clone();
-        let thread = std::thread::current().id();
+        // Taken now rather than when the task runs: until the I/O thread got
+        // to it, a flush firing meanwhile would send them on their own.
+        let acks = self
+            .inner
+            .ledger()
+            .take_acks(Some(std::thread::current().id()));
         spawn(
             self.inner.timeout,
-            async move { inner.fetch(&queues, watch, Some(thread)).await },
+            async move { inner.fetch(&queues, watch, acks).await },
             |abandoned: Look| async move {
                 if let Some(f) = abandoned.fetched {
                     let _ = undo_inner.requeue(vec![(f.queue, f.job)]).await;
@@ -485,17 +490,15 @@ impl Inner {
         ledger
     }
 
-    /// The fetch script, carrying the pending acknowledgements of `thread`
-    /// (`None`: all of them). `watch`: a fetcher sleeps on the doorbell (see
-    /// fetch.lua); otherwise a fetch that wrote disarms it.
-    async fn fetch(
-        &self,
-        queues: &[String],
-        watch: bool,
-        thread: Option<std::thread::ThreadId>,
-    ) -> Result<Look> {
+    /// The fetch script, carrying `acks` (taken from the ledger; they go
+    /// back if the script fails). `watch`: a fetcher sleeps on the doorbell
+    /// (see fetch.lua); otherwise a fetch that wrote disarms it.
+    ///
+    /// The acknowledgements may be taken before the gate: the ledger counts
+    /// their jobs as held until Redis has them, as Redis does, so a
+    /// reconciliation in between finds the two in step.
+    async fn fetch(&self, queues: &[String], watch: bool, acks: Vec<Ack>) -> Result<Look> {
         let _shared = self.gate.read().await;
-        let acks = self.ledger().take_acks(thread);
         let reply = self.invoke_fetch(&acks, queues, watch).await;
         // A fetch that wrote, or may have (a lost reply can hide a taken
         // job), without reading its keys again ended their tracking.
@@ -555,7 +558,8 @@ impl Inner {
             return Ok(());
         }
         // Freed slots no fetch of this capsule took: a waiter may (see `fetch`).
-        self.fetch(&[], false, None).await.map(drop)
+        let acks = self.ledger().take_acks(None);
+        self.fetch(&[], false, acks).await.map(drop)
     }
 
     fn schedule_flush(self: Arc<Self>, after: Duration) {
