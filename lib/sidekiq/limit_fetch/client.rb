@@ -86,17 +86,19 @@ module Sidekiq
                              "got #{value.inspect}"
       end
 
+      # A zero pause would make idle fetches loop on Redis where it refuses
+      # CLIENT TRACKING.
       def poll_range
         value = LimitFetch.configuration[:poll_range]
-        return value if value.is_a?(Range) && non_negative?(value.begin) && non_negative?(value.end) &&
+        return value if value.is_a?(Range) && positive?(value.begin) && positive?(value.end) &&
                         value.begin <= value.end
 
-        raise ArgumentError, "sidekiq-limit_fetch: poll_range must be a Range of non-negative seconds, " \
+        raise ArgumentError, "sidekiq-limit_fetch: poll_range must be a Range of positive seconds, " \
                              "got #{value.inspect}"
       end
 
-      def non_negative?(seconds)
-        seconds.is_a?(Numeric) && !seconds.negative?
+      def positive?(seconds)
+        seconds.is_a?(Numeric) && seconds.positive?
       end
     end
   end

@@ -141,7 +141,7 @@ RSpec.describe Sidekiq::LimitFetch do
       expect { setup_capsule(capsule) }.to raise_error(described_class::ConnectionError)
     end
 
-    {fetch_timeout: [0, -1, "2", Float::INFINITY], poll_range: [1..0, -1..1, "0.4..0.5", 0.4]}
+    {fetch_timeout: [0, -1, "2", Float::INFINITY], poll_range: [1..0, -1..1, 0..0, 0..0.5, "0.4..0.5", 0.4]}
       .each do |option, values|
         values.each do |bad|
           it "rejects #{option} #{bad.inspect} with an ArgumentError naming it, at boot, writing nothing" do
