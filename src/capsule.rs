@@ -6,9 +6,10 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use parking_lot::{Mutex, MutexGuard};
-use tokio::sync::RwLock;
+use tokio::sync::{OwnedRwLockReadGuard, RwLock};
 
 use crate::connection::{Conn, Redis};
+use crate::direct::{self, Direct, Flight};
 use crate::doorbell::Doorbell;
 use crate::fetch::{Fetch, Wait};
 use crate::ledger::{Ack, Digest, Ledger};
@@ -44,6 +45,182 @@ pub(crate) struct Look {
     pub(crate) fetched: Option<Fetched>,
     /// Another job is eligible for this capsule after this one.
     pub(crate) more: bool,
+}
+
+impl Look {
+    fn from_reply(reply: Option<(String, Vec<u8>, i64)>) -> Self {
+        match reply {
+            Some((queue, job, more)) => Look {
+                fetched: Some(Fetched { queue, job }),
+                more: more == 1,
+            },
+            None => Look::default(),
+        }
+    }
+}
+
+/// A look under way: on the runtime's connection, or on the thread's own.
+pub(crate) enum LookPending {
+    Task(Pending<Look>),
+    Direct(DirectLook),
+}
+
+impl LookPending {
+    pub(crate) fn wait(&mut self, interrupt: &Interrupt) -> Result<Look> {
+        match self {
+            LookPending::Task(pending) => pending.wait(interrupt),
+            LookPending::Direct(direct) => match direct.finish(interrupt) {
+                // A connection found broken (a Redis restart) before any
+                // reply: the look goes again through the runtime's
+                // connection, which reconnects.
+                Err(crate::Error::Connection(_)) if direct.lost => {
+                    let capsule = Capsule {
+                        inner: direct.inner.clone(),
+                    };
+                    *self = LookPending::Task(capsule.start_task_look(&direct.queues, false)?);
+                    self.wait(interrupt)
+                }
+                other => other,
+            },
+        }
+    }
+
+    /// The reply is here and is a look's: waiting for it will not block.
+    pub(crate) fn is_ready(&self) -> bool {
+        matches!(self, LookPending::Direct(direct) if direct.is_ready())
+    }
+}
+
+/// A look on the calling thread's own connection (see direct.rs). Dropped
+/// before its reply was taken, it is finished on the runtime, and a job in
+/// the reply goes back to its queue.
+pub(crate) struct DirectLook {
+    inner: Arc<Inner>,
+    queues: Arc<Vec<String>>,
+    flight: Option<Flight>,
+    acks: Vec<Ack>,
+    /// Shared hold on the gate until the reply is settled (see `Inner::gate`).
+    gate: Option<OwnedRwLockReadGuard<()>>,
+    deadline: std::time::Instant,
+    /// The script was sent in full after Redis had lost it (NOSCRIPT).
+    resent: bool,
+    /// The connection broke before a reply came.
+    lost: bool,
+}
+
+impl DirectLook {
+    /// Sends the fetch script on this thread's connection, if it has one and
+    /// no reconciliation holds the gate; reads a reply already there.
+    fn start(inner: &Arc<Inner>, queues: &Arc<Vec<String>>) -> Option<DirectLook> {
+        let gate = inner.gate.clone().try_read_owned().ok()?;
+        let conn = direct::take(inner.id)?;
+        let acks = inner.ledger().take_acks(Some(std::thread::current().id()));
+        let request = inner
+            .fetch
+            .packed_evalsha(&inner.fetch_args(&acks, queues, false));
+        inner.redis.trips.add(1);
+        Some(DirectLook {
+            inner: inner.clone(),
+            queues: queues.clone(),
+            flight: Some(Flight::start(conn, request, 1)),
+            acks,
+            gate: Some(gate),
+            deadline: std::time::Instant::now() + inner.timeout,
+            resent: false,
+            lost: false,
+        })
+    }
+
+    fn is_ready(&self) -> bool {
+        self.flight.as_ref().is_some_and(Flight::is_ready_value)
+    }
+
+    fn finish(&mut self, interrupt: &Interrupt) -> Result<Look> {
+        let Some(flight) = self.flight.as_mut() else {
+            return Err(crate::Error::Connection(
+                "the reply was already taken".into(),
+            ));
+        };
+        let value = match flight.finish(interrupt, self.deadline) {
+            Err(crate::Error::Interrupted) => return Err(crate::Error::Interrupted),
+            // Timed out: dropping this look finishes it on the runtime, and a
+            // job in the late reply goes back.
+            Err(err) if flight.is_alive() => return Err(err),
+            Ok(redis::Value::ServerError(e)) if e.code() == "NOSCRIPT" && !self.resent => {
+                let conn = self.flight.take().and_then(Flight::into_conn);
+                let Some(conn) = conn else {
+                    return self.settle(Err(crate::Error::Connection("lost".into())));
+                };
+                let args = self.inner.fetch_args(&self.acks, &self.queues, false);
+                self.flight = Some(Flight::start(conn, self.inner.fetch.packed_eval(&args), 1));
+                self.inner.redis.trips.add(1);
+                self.resent = true;
+                return self.finish(interrupt);
+            }
+            other => other,
+        };
+        let flight = self.flight.take();
+        let reply = match value {
+            Ok(value) => {
+                if let Some(conn) = flight.and_then(Flight::into_conn) {
+                    direct::put(self.inner.id, conn);
+                }
+                if let redis::Value::ServerError(err) = value {
+                    Err(redis::RedisError::from(err).into())
+                } else {
+                    redis::FromRedisValue::from_redis_value(&value)
+                        .map(Look::from_reply)
+                        .map_err(Into::into)
+                }
+            }
+            // Broken before a reply: the script did not run, or if Redis
+            // ran it and died before answering, the next reconciliation
+            // pushes the job it took back.
+            Err(err) => {
+                self.lost = true;
+                Err(err)
+            }
+        };
+        self.settle(reply)
+    }
+
+    fn settle(&mut self, reply: Result<Look>) -> Result<Look> {
+        let settled = self
+            .inner
+            .settle(std::mem::take(&mut self.acks), reply, false);
+        self.gate = None;
+        settled
+    }
+}
+
+impl Drop for DirectLook {
+    fn drop(&mut self) {
+        let Some(flight) = self.flight.take() else {
+            return;
+        };
+        let inner = self.inner.clone();
+        let acks = std::mem::take(&mut self.acks);
+        let gate = self.gate.take();
+        flight.abandon(move |value| {
+            let reply = value.and_then(|v| {
+                redis::FromRedisValue::from_redis_value(&v)
+                    .map(Look::from_reply)
+                    .map_err(Into::into)
+            });
+            let settled = inner.settle(acks, reply, false);
+            drop(gate);
+            if let Ok(Look {
+                fetched: Some(f), ..
+            }) = settled
+            {
+                if let Ok(handle) = crate::runtime::handle() {
+                    handle.spawn(async move {
+                        let _ = inner.requeue(vec![(f.queue, f.job)]).await;
+                    });
+                }
+            }
+        });
+    }
 }
 
 /// A dead capsule this beat reaped.
@@ -105,6 +282,9 @@ impl Default for CapsuleOptions {
 
 pub(crate) struct Inner {
     pub(crate) uuid: String,
+    /// Tells this capsule's direct connections from other capsules' on a thread.
+    id: u64,
+    settings: ConnectionSettings,
     pub(crate) redis: Redis,
     doorbell: Arc<Doorbell>,
     heartbeat_ttl: u64,
@@ -117,7 +297,7 @@ pub(crate) struct Inner {
     /// Every script that changes this capsule's entries holds it shared for
     /// its round trip; reconciliation holds it alone, so the ledger it reads
     /// matches what Redis holds when its script runs.
-    gate: RwLock<()>,
+    gate: Arc<RwLock<()>>,
     fetch: LuaScript,
     requeue: LuaScript,
     pub(crate) reap: LuaScript,
@@ -138,8 +318,11 @@ impl Capsule {
         let doorbell = Arc::new(Doorbell::default());
         let listener = doorbell.clone();
         let redis = Redis::new(settings, move |push| listener.hear(push));
+        static IDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let inner = Inner {
             uuid: uuid::Uuid::new_v4().to_string(),
+            id: IDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            settings: settings.clone(),
             doorbell,
             redis,
             timeout: settings.timeout,
@@ -147,7 +330,7 @@ impl Capsule {
             heartbeat_ttl: (period * 4.0).ceil().max(1.0) as u64,
             max_recoveries: options.max_recoveries,
             ledger: Mutex::new(Ledger::for_process(std::process::id())),
-            gate: RwLock::new(()),
+            gate: Arc::new(RwLock::new(())),
             fetch: LuaScript::new(FETCH),
             requeue: LuaScript::new(REQUEUE),
             reap: LuaScript::new(REAP),
@@ -199,11 +382,17 @@ impl Capsule {
 
     /// One run of the fetch script; `watch`: a fetcher sleeps on the
     /// doorbell (see fetch.lua).
-    pub(crate) fn start_look(
-        &self,
-        queues: &Arc<Vec<String>>,
-        watch: bool,
-    ) -> Result<Pending<Look>> {
+    pub(crate) fn start_look(&self, queues: &Arc<Vec<String>>, watch: bool) -> Result<LookPending> {
+        // A sleeping fetcher needs the look on the tracking connection.
+        if !watch {
+            if let Some(direct) = DirectLook::start(&self.inner, queues) {
+                return Ok(LookPending::Direct(direct));
+            }
+        }
+        self.start_task_look(queues, watch).map(LookPending::Task)
+    }
+
+    fn start_task_look(&self, queues: &Arc<Vec<String>>, watch: bool) -> Result<Pending<Look>> {
         let queues = queues.clone();
         let inner = self.inner.clone();
         let undo_inner = self.inner.clone();
@@ -226,6 +415,28 @@ impl Capsule {
 
     pub(crate) async fn conn(&self) -> Result<Conn> {
         self.inner.conn().await
+    }
+
+    /// True if the calling thread has a connection of its own to this
+    /// capsule's Redis, which its unwatched looks use (see direct.rs).
+    pub fn has_own_connection(&self) -> bool {
+        !direct::wanted_ignoring_retry(self.inner.id)
+    }
+
+    /// Opens this thread's direct connection if it has none (and the last
+    /// attempt is not too recent): the thread's next looks go through it.
+    pub(crate) fn open_direct(&self, interrupt: &Interrupt) {
+        if !Direct::supports(&self.inner.settings) || !direct::wanted(self.inner.id) {
+            return;
+        }
+        let settings = self.inner.settings.clone();
+        let timeout = self.inner.timeout;
+        let opened = run_plain(interrupt, timeout, async move {
+            Direct::connect(&settings).await
+        })
+        .and_then(|conn| conn.set_up(&self.inner.settings, interrupt));
+        self.inner.redis.trips.add(1);
+        direct::opened(self.inner.id, opened.ok());
     }
 
     pub(crate) fn doorbell(&self) -> &Doorbell {
@@ -500,6 +711,11 @@ impl Inner {
     async fn fetch(&self, queues: &[String], watch: bool, acks: Vec<Ack>) -> Result<Look> {
         let _shared = self.gate.read().await;
         let reply = self.invoke_fetch(&acks, queues, watch).await;
+        self.settle(acks, reply, watch)
+    }
+
+    /// Books what a fetch script did in the ledger and the doorbell.
+    fn settle(&self, acks: Vec<Ack>, reply: Result<Look>, watch: bool) -> Result<Look> {
         // A fetch that wrote, or may have (a lost reply can hide a taken
         // job), without reading its keys again ended their tracking.
         let wrote_nothing = acks.is_empty() && matches!(&reply, Ok(Look { fetched: None, .. }));
@@ -522,19 +738,24 @@ impl Inner {
         reply
     }
 
-    async fn invoke_fetch(&self, acks: &[Ack], queues: &[String], watch: bool) -> Result<Look> {
-        let digests: Vec<String> = acks.iter().map(|a| a.digest.hex()).collect();
-        let count = acks.len().to_string();
-        let mut args: Vec<&[u8]> = Vec::with_capacity(3 + acks.len() * 3 + queues.len());
-        args.push(self.uuid.as_bytes());
-        args.push(if watch { b"1" } else { b"0" });
-        args.push(count.as_bytes());
-        for (ack, digest) in acks.iter().zip(&digests) {
-            args.push(ack.queue.as_bytes());
-            args.push(&ack.job);
-            args.push(digest.as_bytes());
+    /// The fetch script's arguments (see fetch.lua).
+    fn fetch_args(&self, acks: &[Ack], queues: &[String], watch: bool) -> Vec<Vec<u8>> {
+        let mut args: Vec<Vec<u8>> = Vec::with_capacity(3 + acks.len() * 3 + queues.len());
+        args.push(self.uuid.as_bytes().to_vec());
+        args.push(if watch { b"1".to_vec() } else { b"0".to_vec() });
+        args.push(acks.len().to_string().into_bytes());
+        for ack in acks {
+            args.push(ack.queue.as_bytes().to_vec());
+            args.push(ack.job.clone());
+            args.push(ack.digest.hex().into_bytes());
         }
-        args.extend(queues.iter().map(|q| q.as_bytes()));
+        args.extend(queues.iter().map(|q| q.as_bytes().to_vec()));
+        args
+    }
+
+    async fn invoke_fetch(&self, acks: &[Ack], queues: &[String], watch: bool) -> Result<Look> {
+        let args = self.fetch_args(acks, queues, watch);
+        let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
         let mut conn = self.conn().await?;
         let reply: Option<(String, Vec<u8>, i64)> = if watch {
             self.fetch.invoke_tracked(&mut conn, &args[..]).await?
@@ -543,13 +764,7 @@ impl Inner {
                 .invoke(&mut conn, &[] as &[&str], &args[..])
                 .await?
         };
-        Ok(match reply {
-            Some((queue, job, more)) => Look {
-                fetched: Some(Fetched { queue, job }),
-                more: more == 1,
-            },
-            None => Look::default(),
-        })
+        Ok(Look::from_reply(reply))
     }
 
     /// Sends pending acknowledgements on their own (no fetch carried them).

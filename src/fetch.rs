@@ -9,9 +9,9 @@ use std::cell::OnceCell;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::capsule::{Capsule, Fetched, Look};
+use crate::capsule::{Capsule, Fetched, LookPending};
 use crate::doorbell::{queue_set, QueueSet, Ticket, Woken};
-use crate::runtime::{handle, run_plain, Pending};
+use crate::runtime::{handle, run_plain};
 use crate::{Error, Interrupt, Result};
 
 /// How long a fetch may wait for a job when none is eligible.
@@ -60,7 +60,7 @@ pub struct Fetch {
     /// The current look has started: its script runs (`pending`) or was
     /// skipped (nothing can have changed).
     begun: bool,
-    pending: Option<(Option<Ticket>, Pending<Look>)>,
+    pending: Option<(Option<Ticket>, LookPending)>,
 }
 
 impl Fetch {
@@ -141,6 +141,11 @@ impl Fetch {
             return Ok(None);
         };
         let ticket = *ticket;
+        if matches!(pending, LookPending::Task(_)) {
+            // While the reply comes, this thread opens its own connection,
+            // which its next looks use.
+            self.capsule.open_direct(interrupt);
+        }
         let reply = pending.wait(interrupt);
         if matches!(reply, Err(Error::Interrupted)) {
             return Err(Error::Interrupted);
@@ -164,6 +169,25 @@ impl Fetch {
                 }
                 Ok(None)
             }
+        }
+    }
+
+    /// Takes the reply of the look just started if it is already here, so
+    /// that the caller need not release its interpreter lock for it: `None`
+    /// when the caller must [`Fetch::wait`] (the reply is still to come, or
+    /// the look found nothing and the fetch waits for the doorbell).
+    pub fn try_now(&mut self) -> Option<Result<Option<Fetched>>> {
+        if !self.pending.as_ref().is_some_and(|(_, p)| p.is_ready()) {
+            return None;
+        }
+        match self.look(&Interrupt::new()) {
+            Ok(Some(fetched)) => Some(Ok(Some(fetched))),
+            Ok(None) if self.over() => Some(Ok(None)),
+            Ok(None) => {
+                self.step = self.after_empty_look();
+                None
+            }
+            Err(err) => Some(Err(err)),
         }
     }
 

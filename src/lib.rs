@@ -3,13 +3,16 @@
 //!
 //! The crate knows nothing of Ruby. Every public operation is synchronous and
 //! takes an [`Interrupt`], so that a binding can run it without holding its
-//! interpreter's lock and still cut the wait short. The Redis work itself runs
-//! on a small, fork-aware Tokio runtime ([`runtime`]), which lets an
-//! interrupted caller walk away while the command it started still completes
-//! (and, for a fetch, puts the job back) instead of being torn in half.
+//! interpreter's lock and still cut the wait short. The Redis work runs on a
+//! small, fork-aware Tokio runtime ([`runtime`]), which lets an interrupted
+//! caller walk away while the command it started still completes (and, for a
+//! fetch, puts the job back) instead of being torn in half; the hot path, a
+//! fetch, runs on the calling thread's own connection ([`direct`]), which the
+//! runtime takes over if the caller walks away.
 
 mod capsule;
 mod connection;
+mod direct;
 mod doorbell;
 mod error;
 mod fetch;

@@ -25,6 +25,24 @@ impl LuaScript {
         Self { body, sha }
     }
 
+    /// `EVALSHA` of this script with no keys and `args`, encoded.
+    pub(crate) fn packed_evalsha(&self, args: &[Vec<u8>]) -> Vec<u8> {
+        redis::cmd("EVALSHA")
+            .arg(&self.sha)
+            .arg(0)
+            .arg(args)
+            .get_packed_command()
+    }
+
+    /// `EVAL` of this script's body: after `NOSCRIPT`.
+    pub(crate) fn packed_eval(&self, args: &[Vec<u8>]) -> Vec<u8> {
+        redis::cmd("EVAL")
+            .arg(self.body)
+            .arg(0)
+            .arg(args)
+            .get_packed_command()
+    }
+
     pub(crate) async fn invoke<T, K, A>(&self, conn: &mut Conn, keys: &[K], args: A) -> Result<T>
     where
         T: FromRedisValue,

@@ -664,3 +664,98 @@ fn a_beat_pushes_back_a_job_whose_fetch_reply_was_lost() {
     assert_eq!(back, vec![r#"{"jid":"1"}"#]);
     a.deregister(&[q.as_str()], &none).unwrap();
 }
+
+/// A thread's first fetch goes through the runtime and opens the thread's
+/// own connection, which its later fetches use.
+fn warm_up(capsule: &Capsule, q: &str) {
+    let none = Interrupt::new();
+    push(q, 1);
+    let fetched = capsule.fetch(&[q], &none).unwrap().expect("warm-up job");
+    capsule.acknowledge(q, fetched.job);
+    capsule.flush(&none).unwrap();
+    assert!(
+        capsule.has_own_connection(),
+        "the thread has its own connection"
+    );
+}
+
+#[test]
+fn a_thread_fetches_on_its_own_connection_in_one_round_trip() {
+    let q = queue("own");
+    let a = capsule();
+    warm_up(&a, &q);
+    push(&q, 20);
+    let none = Interrupt::new();
+    let before = a.round_trips();
+    for _ in 0..20 {
+        let fetched = a.fetch(&[q.as_str()], &none).unwrap().expect("a job");
+        a.acknowledge(&q, fetched.job);
+    }
+    assert_eq!(a.round_trips() - before, 20, "acknowledgements ride along");
+    a.flush(&none).unwrap();
+    assert_eq!(a.busy(&q, &none).unwrap(), (0, 0));
+}
+
+#[test]
+fn an_interrupted_wait_on_the_own_connection_resumes_for_the_same_reply() {
+    let _turn = PAUSING.lock().unwrap_or_else(|e| e.into_inner());
+    let q = queue("own_resume");
+    let a = capsule();
+    warm_up(&a, &q);
+    push(&q, 1);
+    let none = Interrupt::new();
+    let _: () = redis::cmd("CLIENT")
+        .arg("PAUSE")
+        .arg(400)
+        .arg("ALL")
+        .query(&mut redis())
+        .unwrap();
+    let mut pending = a.start_fetch(&[q.as_str()], Wait::NONE).unwrap();
+    let interrupt = Arc::new(Interrupt::new());
+    let trigger = interrupt.clone();
+    let waker = thread::spawn(move || {
+        thread::sleep(Duration::from_millis(50));
+        trigger.trigger();
+    });
+    let started = Instant::now();
+    assert!(matches!(
+        pending.wait(&interrupt),
+        Err(limit_fetch_core::Error::Interrupted)
+    ));
+    assert!(
+        started.elapsed() < Duration::from_millis(300),
+        "poll(2) woke"
+    );
+    waker.join().unwrap();
+    let fetched = pending.wait(&none).unwrap().expect("the job");
+    assert_eq!(fetched.queue, q);
+    assert_eq!(a.busy(&q, &none).unwrap(), (1, 1));
+}
+
+#[test]
+fn dropping_a_fetch_in_flight_on_the_own_connection_gives_the_job_back() {
+    let _turn = PAUSING.lock().unwrap_or_else(|e| e.into_inner());
+    let q = queue("own_dropped");
+    let a = capsule();
+    warm_up(&a, &q);
+    push(&q, 1);
+    let none = Interrupt::new();
+    let _: () = redis::cmd("CLIENT")
+        .arg("PAUSE")
+        .arg(300)
+        .arg("ALL")
+        .query(&mut redis())
+        .unwrap();
+    drop(a.start_fetch(&[q.as_str()], Wait::NONE).unwrap());
+    assert!(
+        !a.has_own_connection(),
+        "the connection left with the request"
+    );
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while redis().llen::<_, i64>(format!("queue:{q}")).unwrap() != 1
+        || a.busy(&q, &none).unwrap() != (0, 0)
+    {
+        assert!(Instant::now() < deadline, "the job was not given back");
+        thread::sleep(Duration::from_millis(20));
+    }
+}

@@ -158,20 +158,25 @@ impl Native {
         let mut fetch = capsule
             .start_fetch(&queues, wait)
             .map_err(|e| to_ruby(ruby, e))?;
-        // An interrupt that raised nothing (a signal such as SIGCHLD, with no
-        // trap that raises) must not turn into "no job": wait again for the
-        // same reply. A raise drops `fetch`, which gives back a late job.
-        let fetched = loop {
-            let giver = capsule.clone();
-            let abandon = move |result: limit_fetch_core::Result<Option<Fetched>>| {
-                if let Ok(Some(fetched)) = result {
-                    giver.give_back(fetched);
+        // A reply that is already here is taken without releasing the GVL.
+        let now = fetch.try_now().transpose().map_err(|e| to_ruby(ruby, e))?;
+        let fetched = match now {
+            Some(fetched) => fetched,
+            // An interrupt that raised nothing (a signal such as SIGCHLD, with
+            // no trap that raises) must not turn into "no job": wait again for
+            // the same reply. A raise drops `fetch`, which gives back a late job.
+            None => loop {
+                let giver = capsule.clone();
+                let abandon = move |result: limit_fetch_core::Result<Option<Fetched>>| {
+                    if let Ok(Some(fetched)) = result {
+                        giver.give_back(fetched);
+                    }
+                };
+                match without_gvl_or(ruby, |interrupt| fetch.wait(interrupt), abandon)? {
+                    None | Some(Err(CoreError::Interrupted)) => continue,
+                    Some(result) => break result.map_err(|e| to_ruby(ruby, e))?,
                 }
-            };
-            match without_gvl_or(ruby, |interrupt| fetch.wait(interrupt), abandon)? {
-                None | Some(Err(CoreError::Interrupted)) => continue,
-                Some(result) => break result.map_err(|e| to_ruby(ruby, e))?,
-            }
+            },
         };
         Ok(fetched.map(|f| {
             let pair = ruby.ary_new_capa(2);
