@@ -383,8 +383,9 @@ impl Capsule {
     /// One run of the fetch script; `watch`: a fetcher sleeps on the
     /// doorbell (see fetch.lua).
     pub(crate) fn start_look(&self, queues: &Arc<Vec<String>>, watch: bool) -> Result<LookPending> {
-        // A sleeping fetcher needs the look on the tracking connection.
-        if !watch {
+        // While the doorbell is armed or a fetcher sleeps, looks stay on the
+        // tracking connection, whose own writes do not ring it.
+        if !watch && self.inner.doorbell.is_idle() {
             if let Some(direct) = DirectLook::start(&self.inner, queues) {
                 return Ok(LookPending::Direct(direct));
             }

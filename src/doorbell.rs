@@ -141,6 +141,13 @@ impl Doorbell {
         state.waiters > 0 && state.tracking
     }
 
+    /// Neither armed nor slept on: writes from other connections of this
+    /// capsule cost no rings.
+    pub(crate) fn is_idle(&self) -> bool {
+        let state = self.state();
+        state.armed_at.is_none() && state.waiters == 0
+    }
+
     /// Something a waiter may take appeared, by this capsule's doing.
     pub(crate) fn changed(&self) {
         self.state().changes += 1;
