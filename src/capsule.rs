@@ -48,6 +48,16 @@ pub(crate) struct Look {
 }
 
 impl Look {
+    /// The fetch script's reply as it came off a connection.
+    fn from_value(value: redis::Value) -> Result<Self> {
+        if let redis::Value::ServerError(err) = value {
+            return Err(redis::RedisError::from(err).into());
+        }
+        let reply: Option<(String, Vec<u8>, i64)> =
+            redis::FromRedisValue::from_redis_value(&value)?;
+        Ok(Self::from_reply(reply))
+    }
+
     fn from_reply(reply: Option<(String, Vec<u8>, i64)>) -> Self {
         match reply {
             Some((queue, job, more)) => Look {
@@ -165,13 +175,7 @@ impl DirectLook {
                 if let Some(conn) = flight.and_then(Flight::into_conn) {
                     direct::put(self.inner.id, conn);
                 }
-                if let redis::Value::ServerError(err) = value {
-                    Err(redis::RedisError::from(err).into())
-                } else {
-                    redis::FromRedisValue::from_redis_value(&value)
-                        .map(Look::from_reply)
-                        .map_err(Into::into)
-                }
+                Look::from_value(value)
             }
             // Broken before a reply: the script did not run, or if Redis
             // ran it and died before answering, the next reconciliation
@@ -202,11 +206,7 @@ impl Drop for DirectLook {
         let acks = std::mem::take(&mut self.acks);
         let gate = self.gate.take();
         flight.abandon(move |value| {
-            let reply = value.and_then(|v| {
-                redis::FromRedisValue::from_redis_value(&v)
-                    .map(Look::from_reply)
-                    .map_err(Into::into)
-            });
+            let reply = value.and_then(Look::from_value);
             let settled = inner.settle(acks, reply, false);
             drop(gate);
             if let Ok(Look {
@@ -421,7 +421,7 @@ impl Capsule {
     /// True if the calling thread has a connection of its own to this
     /// capsule's Redis, which its unwatched looks use (see direct.rs).
     pub fn has_own_connection(&self) -> bool {
-        !direct::wanted_ignoring_retry(self.inner.id)
+        direct::has(self.inner.id)
     }
 
     /// Opens this thread's direct connection if it has none (and the last

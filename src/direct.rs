@@ -424,7 +424,7 @@ pub(crate) fn put(capsule: u64, conn: Direct) {
 /// True if this thread has no connection for `capsule` and may open one.
 pub(crate) fn wanted(capsule: u64) -> bool {
     with_slot(capsule, |slot| {
-        slot.conn.as_ref().map_or(true, |c| !c.is_ours())
+        !slot.conn.as_ref().is_some_and(Direct::is_ours)
             && slot.retry_at.map_or(true, |at| Instant::now() >= at)
     })
 }
@@ -437,9 +437,9 @@ pub(crate) fn opened(capsule: u64, conn: Option<Direct>) {
     });
 }
 
-/// True if this thread has no live connection for `capsule`.
-pub(crate) fn wanted_ignoring_retry(capsule: u64) -> bool {
+/// True if this thread has a live connection for `capsule`.
+pub(crate) fn has(capsule: u64) -> bool {
     with_slot(capsule, |slot| {
-        slot.conn.as_ref().map_or(true, |c| !c.is_ours())
+        slot.conn.as_ref().is_some_and(Direct::is_ours)
     })
 }
