@@ -18,6 +18,16 @@ static BEATING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// Tests that pause Redis (CLIENT PAUSE) take turns.
 static PAUSING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// Stalls every client of the test Redis for `ms` milliseconds.
+fn pause_redis(ms: u64) {
+    let _: () = redis::cmd("CLIENT")
+        .arg("PAUSE")
+        .arg(ms)
+        .arg("ALL")
+        .query(&mut redis())
+        .unwrap();
+}
+
 fn fetch_all(capsule: &limit_fetch_core::Capsule, queues: &[String]) -> Vec<String> {
     fetch_jobs(capsule, queues)
         .into_iter()
@@ -333,12 +343,7 @@ fn an_interrupted_fetch_returns_at_once_and_loses_no_job() {
     let a = capsule();
     let none = Interrupt::new();
     a.register(&none).unwrap(); // connect before Redis stalls
-    let _: () = redis::cmd("CLIENT")
-        .arg("PAUSE")
-        .arg(1500)
-        .arg("ALL")
-        .query(&mut redis())
-        .unwrap();
+    pause_redis(1500);
     let interrupt = Arc::new(Interrupt::new());
     let trigger = interrupt.clone();
     let started = Instant::now();
@@ -377,12 +382,7 @@ fn an_interrupted_wait_can_be_resumed_for_the_same_reply() {
     let a = capsule();
     let none = Interrupt::new();
     a.register(&none).unwrap();
-    let _: () = redis::cmd("CLIENT")
-        .arg("PAUSE")
-        .arg(400)
-        .arg("ALL")
-        .query(&mut redis())
-        .unwrap();
+    pause_redis(400);
     let mut pending = a.start_fetch(&[q.as_str()], Wait::NONE).unwrap();
     let fired = Interrupt::new();
     fired.trigger();
@@ -430,12 +430,7 @@ fn a_fetch_that_times_out_gives_its_late_job_back() {
     let a = Capsule::new(&settings, CapsuleOptions::default());
     let none = Interrupt::new();
     a.register(&none).unwrap();
-    let _: () = redis::cmd("CLIENT")
-        .arg("PAUSE")
-        .arg(800)
-        .arg("ALL")
-        .query(&mut redis())
-        .unwrap();
+    pause_redis(800);
     let outcome = a.fetch(&[q.as_str()], &none);
     assert!(
         matches!(outcome, Err(limit_fetch_core::Error::Connection(_))),
@@ -704,12 +699,7 @@ fn an_interrupted_wait_on_the_own_connection_resumes_for_the_same_reply() {
     warm_up(&a, &q);
     push(&q, 1);
     let none = Interrupt::new();
-    let _: () = redis::cmd("CLIENT")
-        .arg("PAUSE")
-        .arg(400)
-        .arg("ALL")
-        .query(&mut redis())
-        .unwrap();
+    pause_redis(400);
     let mut pending = a.start_fetch(&[q.as_str()], Wait::NONE).unwrap();
     let interrupt = Arc::new(Interrupt::new());
     let trigger = interrupt.clone();
@@ -740,12 +730,7 @@ fn dropping_a_fetch_in_flight_on_the_own_connection_gives_the_job_back() {
     warm_up(&a, &q);
     push(&q, 1);
     let none = Interrupt::new();
-    let _: () = redis::cmd("CLIENT")
-        .arg("PAUSE")
-        .arg(300)
-        .arg("ALL")
-        .query(&mut redis())
-        .unwrap();
+    pause_redis(300);
     drop(a.start_fetch(&[q.as_str()], Wait::NONE).unwrap());
     assert!(
         !a.has_own_connection(),
