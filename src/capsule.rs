@@ -329,7 +329,7 @@ impl Capsule {
             defaults: Mutex::default(),
             heartbeat_ttl: (period * 4.0).ceil().max(1.0) as u64,
             max_recoveries: options.max_recoveries,
-            ledger: Mutex::new(Ledger::for_process(std::process::id())),
+            ledger: Mutex::new(Ledger::for_process(crate::process::id())),
             gate: Arc::new(RwLock::new(())),
             fetch: LuaScript::new(FETCH),
             requeue: LuaScript::new(REQUEUE),
@@ -695,7 +695,7 @@ impl Inner {
     /// acknowledgements.
     fn ledger(&self) -> MutexGuard<'_, Ledger> {
         let mut ledger = self.ledger.lock();
-        let pid = std::process::id();
+        let pid = crate::process::id();
         if ledger.pid != pid {
             *ledger = Ledger::for_process(pid);
         }
@@ -836,7 +836,7 @@ impl Inner {
             .arg(keys::heartbeat(&self.uuid))
             .cmd("SET")
             .arg(keys::heartbeat(&self.uuid))
-            .arg(std::process::id())
+            .arg(crate::process::id())
             .arg("EX")
             .arg(self.heartbeat_ttl)
             .ignore()

@@ -208,7 +208,7 @@ impl Redis {
     }
 
     fn cell(&self) -> Cell {
-        let pid = std::process::id();
+        let pid = crate::process::id();
         let mut bound = self.bound.lock();
         match bound.as_ref() {
             Some((owner, cell)) if *owner == pid => cell.clone(),

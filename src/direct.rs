@@ -63,7 +63,7 @@ impl Direct {
             .await
             .map_err(|_| Error::Connection("timed out connecting to Redis".into()))??;
         Ok(Direct {
-            pid: std::process::id(),
+            pid: crate::process::id(),
             stream,
         })
     }
@@ -100,7 +100,7 @@ impl Direct {
     }
 
     pub(crate) fn is_ours(&self) -> bool {
-        self.pid == std::process::id()
+        self.pid == crate::process::id()
     }
 }
 

@@ -95,7 +95,7 @@ impl Doorbell {
     /// This process's state: a forked child's bell starts disarmed.
     fn state(&self) -> MutexGuard<'_, State> {
         let mut state = self.state.lock();
-        let pid = std::process::id();
+        let pid = crate::process::id();
         if state.pid != pid {
             *state = State {
                 pid,

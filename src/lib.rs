@@ -20,6 +20,7 @@ mod interrupt;
 pub mod keys;
 mod ledger;
 mod limits;
+mod process;
 mod reaper;
 mod runtime;
 mod selector;

@@ -23,7 +23,7 @@ static RUNTIME: Mutex<Option<Bound>> = const_mutex(None);
 /// This process's runtime, built on first use and built again in a forked
 /// child, whose copy of the parent's runtime has no threads behind it.
 pub(crate) fn handle() -> Result<Handle> {
-    let pid = std::process::id();
+    let pid = crate::process::id();
     let mut slot = RUNTIME.lock();
     if let Some(bound) = slot.as_ref().filter(|b| b.pid == pid) {
         return Ok(bound.runtime.handle().clone());
