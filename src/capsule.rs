@@ -54,7 +54,7 @@ impl Look {
             return Err(redis::RedisError::from(err).into());
         }
         let reply: Option<(String, Vec<u8>, i64)> =
-            redis::FromRedisValue::from_redis_value(&value)?;
+            redis::FromRedisValue::from_owned_redis_value(value)?;
         Ok(Self::from_reply(reply))
     }
 

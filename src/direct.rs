@@ -230,16 +230,15 @@ impl Flight {
         let mut at = 0;
         let mut last = None;
         for _ in 0..self.replies {
-            let Some(len) = resp_len(&self.buf[at..]) else {
+            let Some((value, len)) = parse_value(&self.buf[at..])? else {
                 return Ok(None);
             };
-            let value = redis::parse_redis_value(&self.buf[at..at + len])?;
             at += len;
-            if matches!(value, Value::ServerError(_)) {
-                last = Some(value);
+            let failed = matches!(value, Value::ServerError(_));
+            last = Some(value);
+            if failed {
                 break;
             }
-            last = Some(value);
         }
         self.buf.drain(..at);
         Ok(last)
@@ -332,48 +331,74 @@ fn wake_pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
-/// The length of the first complete RESP2 value in `buf`, if it is all there.
-fn resp_len(buf: &[u8]) -> Option<usize> {
-    let line_end = buf.windows(2).position(|w| w == b"\r\n")?;
-    let head = buf.first()?;
-    let number = || -> Option<i64> { std::str::from_utf8(&buf[1..line_end]).ok()?.parse().ok() };
+/// The first RESP2 value in `buf` and its length, or `None` until it is all
+/// there. Parsed here rather than by the redis crate's general parser, which
+/// costs as much as the rest of a fetch's own work; error replies (rare: a
+/// NOSCRIPT) and anything unexpected still go through that parser.
+fn parse_value(buf: &[u8]) -> Result<Option<(Value, usize)>> {
+    let Some(line_end) = buf.windows(2).position(|w| w == b"\r\n") else {
+        return Ok(None);
+    };
     let after = line_end + 2;
-    match head {
-        b'+' | b'-' | b':' => Some(after),
-        b'$' => {
-            let n = number()?;
-            if n < 0 {
-                return Some(after);
+    let number = || -> Option<i64> { std::str::from_utf8(&buf[1..line_end]).ok()?.parse().ok() };
+    let parsed = match (buf[0], number()) {
+        (b':', Some(n)) => (Value::Int(n), after),
+        (b'$' | b'*', Some(n)) if n < 0 => (Value::Nil, after),
+        (b'$', Some(n)) => {
+            let end = after.saturating_add(n as usize);
+            if buf.len() < end.saturating_add(2) {
+                return Ok(None);
             }
-            let end = after + n as usize + 2;
-            (buf.len() >= end).then_some(end)
+            (Value::BulkString(buf[after..end].to_vec()), end + 2)
         }
-        b'*' => {
-            let n = number()?;
+        (b'*', Some(n)) => {
+            let mut items = Vec::with_capacity((n as usize).min(16));
             let mut at = after;
-            for _ in 0..n.max(0) {
-                at += resp_len(&buf[at..])?;
+            for _ in 0..n {
+                let Some((item, len)) = parse_value(&buf[at..])? else {
+                    return Ok(None);
+                };
+                items.push(item);
+                at += len;
             }
-            Some(at)
+            (Value::Array(items), at)
         }
-        // Not RESP2: hand it to the parser, which reports the error.
-        _ => Some(buf.len()),
-    }
+        (b'+' | b'-', _) => (redis::parse_redis_value(&buf[..after])?, after),
+        _ => (redis::parse_redis_value(buf)?, buf.len()),
+    };
+    Ok(Some(parsed))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::resp_len;
+    use super::parse_value;
+    use redis::Value;
 
     #[test]
-    fn resp_len_needs_the_whole_value() {
+    fn parse_value_needs_the_whole_value() {
         let reply = b"*3\r\n$7\r\ndefault\r\n$3\r\njob\r\n:0\r\n";
-        assert_eq!(resp_len(reply), Some(reply.len()));
+        let whole = parse_value(reply).unwrap().unwrap();
+        assert_eq!(whole.1, reply.len());
+        assert_eq!(whole.0, redis::parse_redis_value(reply).unwrap());
         for cut in 0..reply.len() {
-            assert_eq!(resp_len(&reply[..cut]), None, "cut at {cut}");
+            assert!(
+                parse_value(&reply[..cut]).unwrap().is_none(),
+                "cut at {cut}"
+            );
         }
-        assert_eq!(resp_len(b"$-1\r\n+OK\r\n"), Some(5));
-        assert_eq!(resp_len(b"-NOSCRIPT x\r\n"), Some(13));
+    }
+
+    #[test]
+    fn parse_value_reads_nil_status_and_errors() {
+        assert_eq!(
+            parse_value(b"$-1\r\n+OK\r\n").unwrap(),
+            Some((Value::Nil, 5))
+        );
+        assert_eq!(parse_value(b"*-1\r\n").unwrap(), Some((Value::Nil, 5)));
+        assert_eq!(parse_value(b"+OK\r\n").unwrap(), Some((Value::Okay, 5)));
+        let (error, len) = parse_value(b"-NOSCRIPT x\r\n").unwrap().unwrap();
+        assert!(matches!(error, Value::ServerError(e) if e.code() == "NOSCRIPT"));
+        assert_eq!(len, 13);
     }
 }
 

@@ -15,7 +15,13 @@ impl Digest {
     }
 
     pub(crate) fn hex(&self) -> String {
-        self.0.iter().map(|b| format!("{b:02x}")).collect()
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let mut hex = String::with_capacity(40);
+        for byte in self.0 {
+            hex.push(DIGITS[usize::from(byte >> 4)].into());
+            hex.push(DIGITS[usize::from(byte & 15)].into());
+        }
+        hex
     }
 }
 
