@@ -8,7 +8,7 @@ module LimitFetchBench
   class Options
     SECTIONS = %w[throughput delayed idle fetch].freeze
 
-    DEFAULTS = {jobs: 50_000, delayed_jobs: nil, slow_jobs: 1_500, runs: 3, idle_seconds: 10.0,
+    DEFAULTS = {jobs: 50_000, delayed_jobs: nil, slow_jobs: 1_500, runs: 5, idle_seconds: 10.0,
                 fetch_iterations: 2_000, deep_queue: 1_000_000, wide_queues: 200, delay_us: 500,
                 sections: SECTIONS, output: RESULTS, quick: false}.freeze
 
@@ -22,7 +22,7 @@ module LimitFetchBench
       [:jobs, "--jobs N", Integer, "no-op jobs per throughput run (default 50000; --quick 5000)"],
       [:delayed_jobs, "--delayed-jobs N", Integer, "no-op jobs per run with ~1 ms added RTT (default jobs / 5)"],
       [:slow_jobs, "--slow-jobs N", Integer, "10 ms jobs per run (default 1500; --quick 500)"],
-      [:runs, "--runs R", Integer, "runs of every variant, alternated (default 3)"],
+      [:runs, "--runs R", Integer, "runs of every variant, alternated (default 5; --quick 3)"],
       [:idle_seconds, "--idle-seconds S", Float, "idle window and latency window (default 10; --quick 3)"],
       [:fetch_iterations, "--fetch-iterations N", Integer, "retrieve_work calls per fetch-cost run (default 2000)"],
       [:deep_queue, "--deep-queue N", Integer, "jobs queued for the deep fetch cost (default 1000000)"],
