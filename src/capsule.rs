@@ -69,6 +69,32 @@ impl Look {
     }
 }
 
+/// What a fetch script does for the doorbell (see fetch.lua's ARGV[2]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// Nobody sleeps on the doorbell: just fetch.
+    Plain,
+    /// On a thread's own connection while fetchers sleep: also report
+    /// whether another job is eligible. Redis rings for its writes.
+    Report,
+    /// On the tracking connection while fetchers sleep: also read again
+    /// what it writes, whose tracking its own writes end in silence.
+    Watch,
+    /// Arming the doorbell: read what fetches depend on, take nothing.
+    Track,
+}
+
+impl Mode {
+    fn arg(self) -> &'static [u8] {
+        match self {
+            Mode::Plain => b"0",
+            Mode::Watch => b"1",
+            Mode::Report => b"2",
+            Mode::Track => b"t",
+        }
+    }
+}
+
 /// A look under way: on the runtime's connection, or on the thread's own.
 pub(crate) enum LookPending {
     Task(Pending<Look>),
@@ -108,6 +134,7 @@ pub(crate) struct DirectLook {
     inner: Arc<Inner>,
     queues: Arc<Vec<String>>,
     flight: Option<Flight>,
+    mode: Mode,
     acks: Vec<Ack>,
     /// Shared hold on the gate until the reply is settled (see `Inner::gate`).
     gate: Option<OwnedRwLockReadGuard<()>>,
@@ -121,18 +148,19 @@ pub(crate) struct DirectLook {
 impl DirectLook {
     /// Sends the fetch script on this thread's connection, if it has one and
     /// no reconciliation holds the gate; reads a reply already there.
-    fn start(inner: &Arc<Inner>, queues: &Arc<Vec<String>>) -> Option<DirectLook> {
+    fn start(inner: &Arc<Inner>, queues: &Arc<Vec<String>>, mode: Mode) -> Option<DirectLook> {
         let gate = inner.gate.clone().try_read_owned().ok()?;
         let conn = direct::take(inner.id)?;
         let acks = inner.ledger().take_acks(Some(std::thread::current().id()));
         let request = inner
             .fetch
-            .packed_evalsha(&inner.fetch_args(&acks, queues, false));
+            .packed_evalsha(&inner.fetch_args(&acks, queues, mode));
         inner.redis.trips.add(1);
         Some(DirectLook {
             inner: inner.clone(),
             queues: queues.clone(),
             flight: Some(Flight::start(conn, request, 1)),
+            mode,
             acks,
             gate: Some(gate),
             deadline: std::time::Instant::now() + inner.timeout,
@@ -161,7 +189,7 @@ impl DirectLook {
                 let Some(conn) = conn else {
                     return self.settle(Err(crate::Error::Connection("lost".into())));
                 };
-                let args = self.inner.fetch_args(&self.acks, &self.queues, false);
+                let args = self.inner.fetch_args(&self.acks, &self.queues, self.mode);
                 self.flight = Some(Flight::start(conn, self.inner.fetch.packed_eval(&args), 1));
                 self.inner.redis.trips.add(1);
                 self.resent = true;
@@ -189,6 +217,8 @@ impl DirectLook {
     }
 
     fn settle(&mut self, reply: Result<Look>) -> Result<Look> {
+        // Its writes were another connection's to the doorbell's: Redis rings
+        // for those a sleeping fetcher tracks.
         let settled = self
             .inner
             .settle(std::mem::take(&mut self.acks), reply, false);
@@ -381,14 +411,14 @@ impl Capsule {
     }
 
     /// One run of the fetch script; `watch`: a fetcher sleeps on the
-    /// doorbell (see fetch.lua).
+    /// doorbell (see fetch.lua). On the thread's own connection if it has
+    /// one: its writes ring the doorbell through Redis, and only those that
+    /// change what a sleeping fetcher may take (an acknowledgement whose slot
+    /// the same fetch takes again writes no busy list).
     pub(crate) fn start_look(&self, queues: &Arc<Vec<String>>, watch: bool) -> Result<LookPending> {
-        // While the doorbell is armed or a fetcher sleeps, looks stay on the
-        // tracking connection, whose own writes do not ring it.
-        if !watch && self.inner.doorbell.is_idle() {
-            if let Some(direct) = DirectLook::start(&self.inner, queues) {
-                return Ok(LookPending::Direct(direct));
-            }
+        let mode = if watch { Mode::Report } else { Mode::Plain };
+        if let Some(direct) = DirectLook::start(&self.inner, queues, mode) {
+            return Ok(LookPending::Direct(direct));
         }
         self.start_task_look(queues, watch).map(LookPending::Task)
     }
@@ -414,10 +444,6 @@ impl Capsule {
         )
     }
 
-    pub(crate) async fn conn(&self) -> Result<Conn> {
-        self.inner.conn().await
-    }
-
     /// True if the calling thread has a connection of its own to this
     /// capsule's Redis, which its unwatched looks use (see direct.rs).
     pub fn has_own_connection(&self) -> bool {
@@ -438,6 +464,11 @@ impl Capsule {
         .and_then(|conn| conn.set_up(&self.inner.settings, interrupt));
         self.inner.redis.trips.add(1);
         direct::opened(self.inner.id, opened.ok());
+    }
+
+    /// Arms the doorbell for `queues` (see `Inner::arm`).
+    pub(crate) async fn arm(&self, queues: &[String]) -> Result<bool> {
+        self.inner.arm(queues).await
     }
 
     pub(crate) fn doorbell(&self) -> &Doorbell {
@@ -712,15 +743,17 @@ impl Inner {
     async fn fetch(&self, queues: &[String], watch: bool, acks: Vec<Ack>) -> Result<Look> {
         let _shared = self.gate.read().await;
         let reply = self.invoke_fetch(&acks, queues, watch).await;
-        self.settle(acks, reply, watch)
+        self.settle(acks, reply, !watch)
     }
 
     /// Books what a fetch script did in the ledger and the doorbell.
-    fn settle(&self, acks: Vec<Ack>, reply: Result<Look>, watch: bool) -> Result<Look> {
+    /// `silent`: it ran on the tracking connection without reading again
+    /// what it wrote (see `Doorbell::wrote`).
+    fn settle(&self, acks: Vec<Ack>, reply: Result<Look>, silent: bool) -> Result<Look> {
         // A fetch that wrote, or may have (a lost reply can hide a taken
         // job), without reading its keys again ended their tracking.
         let wrote_nothing = acks.is_empty() && matches!(&reply, Ok(Look { fetched: None, .. }));
-        if !watch && !wrote_nothing {
+        if silent && !wrote_nothing {
             self.doorbell.wrote();
         }
         let mut ledger = self.ledger();
@@ -740,10 +773,10 @@ impl Inner {
     }
 
     /// The fetch script's arguments (see fetch.lua).
-    fn fetch_args(&self, acks: &[Ack], queues: &[String], watch: bool) -> Vec<Vec<u8>> {
+    fn fetch_args(&self, acks: &[Ack], queues: &[String], mode: Mode) -> Vec<Vec<u8>> {
         let mut args: Vec<Vec<u8>> = Vec::with_capacity(3 + acks.len() * 3 + queues.len());
         args.push(self.uuid.as_bytes().to_vec());
-        args.push(if watch { b"1".to_vec() } else { b"0".to_vec() });
+        args.push(mode.arg().to_vec());
         args.push(acks.len().to_string().into_bytes());
         for ack in acks {
             args.push(ack.queue.as_bytes().to_vec());
@@ -755,7 +788,8 @@ impl Inner {
     }
 
     async fn invoke_fetch(&self, acks: &[Ack], queues: &[String], watch: bool) -> Result<Look> {
-        let args = self.fetch_args(acks, queues, watch);
+        let mode = if watch { Mode::Watch } else { Mode::Plain };
+        let args = self.fetch_args(acks, queues, mode);
         let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
         let mut conn = self.conn().await?;
         let reply: Option<(String, Vec<u8>, i64)> = if watch {
@@ -766,6 +800,20 @@ impl Inner {
                 .await?
         };
         Ok(Look::from_reply(reply))
+    }
+
+    /// Arms the doorbell for `queues` (see `Doorbell::arm`): turns tracking
+    /// on and runs the fetch script in its `Track` mode, which reads, after
+    /// `CLIENT CACHING yes`, every key what the queues offer depends on.
+    pub(crate) async fn arm(&self, queues: &[String]) -> Result<bool> {
+        let (before, all) = self.doorbell.begin_arm(queues)?;
+        let args = self.fetch_args(&[], &all, Mode::Track);
+        let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+        let read = match self.conn().await {
+            Ok(mut conn) => self.fetch.invoke_arming(&mut conn, &args[..]).await,
+            Err(err) => Err(err),
+        };
+        self.doorbell.end_arm(before, read)
     }
 
     /// Sends pending acknowledgements on their own (no fetch carried them).

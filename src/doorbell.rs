@@ -2,16 +2,21 @@
 //! fetch changes in Redis, so that an idle fetcher blocks instead of polling.
 //!
 //! Redis's client-side caching does the listening. The capsule's connection
-//! (RESP3) turns on `CLIENT TRACKING ... OPTIN NOLOOP` and reads (`EXISTS`,
-//! after `CLIENT CACHING yes`) every key a fetch depends on (each queue, its busy list and its two limits);
-//! Redis then sends it an `invalidate` message when one of them is next
-//! written by another connection: a client's `LPUSH`, another process's
-//! acknowledgement, a limit change, a reaper. Nothing is consumed and nothing
-//! is polled. The capsule's own writes send nothing (NOLOOP) but still end
-//! the tracking of what they write: while a fetcher sleeps, a fetch reads
-//! again, in its script, the keys it wrote; any other own write disarms the
-//! bell and wakes a waiter, which arms it again. A fetch that leaves another
-//! job eligible wakes a waiter too.
+//! (RESP3) turns on `CLIENT TRACKING ... OPTIN NOLOOP` and runs the fetch
+//! script in its arming mode after `CLIENT CACHING yes`: it reads every key
+//! what the queues offer depends on (each queue's limits and busy list, and
+//! the queue itself while it is under its limits). Redis then sends an
+//! `invalidate` message when one of them is next written by another
+//! connection: a client's `LPUSH`, an acknowledgement, a limit change, a
+//! reaper, and the capsule's own fetching threads, whose connections are
+//! others too. A fetch that takes again the slot it frees writes no busy list
+//! and a full queue's key is not tracked, so a busy capsule's fetches ring
+//! nobody. Nothing is consumed and nothing is polled. Writes on the tracking
+//! connection itself send nothing (NOLOOP) but still end the tracking of
+//! what they write: while a fetcher sleeps, a fetch there reads again, in its
+//! script, the keys it wrote; any other such write disarms the bell and wakes
+//! a waiter, which arms it again. A fetch that leaves another job eligible
+//! wakes a waiter too.
 //!
 //! A key stays tracked only until its first write, so each message disarms
 //! the bell; the next fetcher that needs to wait arms it again. Two counts
@@ -26,8 +31,7 @@ use parking_lot::{Mutex, MutexGuard};
 use redis::{PushInfo, PushKind};
 use tokio::sync::Notify;
 
-use crate::connection::Conn;
-use crate::{keys, Error, Result};
+use crate::{Error, Result};
 
 /// How long an observation "these queues hold nothing we may take" stands
 /// without a change before a fetcher checks again: a backstop in case a
@@ -141,13 +145,6 @@ impl Doorbell {
         state.waiters > 0 && state.tracking
     }
 
-    /// Neither armed nor slept on: writes from other connections of this
-    /// capsule cost no rings.
-    pub(crate) fn is_idle(&self) -> bool {
-        let state = self.state();
-        state.armed_at.is_none() && state.waiters == 0
-    }
-
     /// Something a waiter may take appeared, by this capsule's doing.
     pub(crate) fn changed(&self) {
         self.state().changes += 1;
@@ -219,36 +216,26 @@ impl Doorbell {
         }
     }
 
-    /// Turns tracking on and reads every key fetches of `queues` depend on,
-    /// in one round trip. `Ok(false)` if it rang meanwhile: the caller looks
-    /// again (something changed) and arms again. Fails fast while a recent
-    /// failure stands: the caller polls instead.
-    pub(crate) async fn arm(&self, conn: &mut Conn, queues: &[String]) -> Result<bool> {
+    /// The first half of arming (see `Inner::arm`): records `queues` among
+    /// those the bell is for, and returns the ring count to arm at and every
+    /// queue to read. Fails fast while a recent failure stands: the caller
+    /// polls instead.
+    pub(crate) fn begin_arm(&self, queues: &[String]) -> Result<(u64, Vec<String>)> {
         let set = queue_set(queues);
-        let (before, keys) = {
-            let mut state = self.state();
-            if state.retry_at.is_some_and(|at| Instant::now() < at) {
-                return Err(Error::Connection("the doorbell is unavailable".into()));
-            }
-            state.queues.extend(queues.iter().cloned());
-            state.sets.insert(set);
-            (state.rings, tracked_keys(&state.queues))
-        };
-        // Repeated on every arming: a reconnected connection tracks nothing.
-        // OPTIN: only this EXISTS is tracked, not the keys every fetch script
-        // reads, which would ring on each write by another process.
-        let read = redis::pipe()
-            .cmd("CLIENT")
-            .arg(&["TRACKING", "ON", "OPTIN", "NOLOOP"])
-            .ignore()
-            .cmd("CLIENT")
-            .arg(&["CACHING", "YES"])
-            .ignore()
-            .cmd("EXISTS")
-            .arg(&keys)
-            .ignore()
-            .query_async::<()>(conn)
-            .await;
+        let mut state = self.state();
+        if state.retry_at.is_some_and(|at| Instant::now() < at) {
+            return Err(Error::Connection("the doorbell is unavailable".into()));
+        }
+        state.queues.extend(queues.iter().cloned());
+        state.sets.insert(set);
+        Ok((state.rings, state.queues.iter().cloned().collect()))
+    }
+
+    /// The second half: `read` is the outcome of turning tracking on and
+    /// reading, in one round trip, every key fetches of the queues depend
+    /// on. `Ok(false)` if it rang meanwhile: the caller looks again
+    /// (something changed) and arms again.
+    pub(crate) fn end_arm(&self, before: u64, read: Result<()>) -> Result<bool> {
         let mut state = self.state();
         match read {
             Ok(()) => {
@@ -261,7 +248,6 @@ impl Doorbell {
                 Ok(quiet)
             }
             Err(err) => {
-                let err = Error::from(err);
                 state.tracking = false;
                 let pause = match err {
                     Error::Command(_) => RETRY_AFTER_REFUSAL,
@@ -282,18 +268,4 @@ impl Drop for Waiting<'_> {
         let mut state = self.0.state();
         state.waiters = state.waiters.saturating_sub(1);
     }
-}
-
-fn tracked_keys(queues: &BTreeSet<String>) -> Vec<String> {
-    queues
-        .iter()
-        .flat_map(|q| {
-            [
-                keys::queue(q),
-                keys::busy(q),
-                keys::limit(q),
-                keys::process_limit(q),
-            ]
-        })
-        .collect()
 }

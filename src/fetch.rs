@@ -205,8 +205,7 @@ impl Fetch {
         // A ring meanwhile (Ok(false)) is handled by the look that follows:
         // it finds the bell unarmed and comes back here.
         run_plain(interrupt, timeout, async move {
-            let mut conn = capsule.conn().await?;
-            capsule.doorbell().arm(&mut conn, &queues).await.map(drop)
+            capsule.arm(&queues).await.map(drop)
         })
     }
 

@@ -98,6 +98,38 @@ impl LuaScript {
         }
         Ok(T::from_redis_value(&reply)?)
     }
+
+    /// Turns `CLIENT TRACKING` on (OPTIN, NOLOOP) and runs this script
+    /// after `CLIENT CACHING yes`, so that Redis tracks the keys it reads:
+    /// one round trip. Any error, a refused `CLIENT TRACKING` included, fails.
+    pub(crate) async fn invoke_arming<A>(&self, conn: &mut Conn, args: A) -> Result<()>
+    where
+        A: ToRedisArgs + Copy,
+    {
+        let request = |verb: &str, script: &str| {
+            let mut pipe = redis::pipe();
+            pipe.cmd("CLIENT")
+                .arg(&["TRACKING", "ON", "OPTIN", "NOLOOP"]);
+            pipe.cmd("CLIENT").arg("CACHING").arg("YES");
+            pipe.cmd(verb).arg(script).arg(0).arg(args);
+            pipe
+        };
+        let mut replies = conn
+            .req_packed_commands(&request("EVALSHA", &self.sha), 0, 3)
+            .await?;
+        if matches!(replies.last(), Some(Value::ServerError(e)) if e.code() == "NOSCRIPT") {
+            replies = conn
+                .req_packed_commands(&request("EVAL", self.body), 0, 3)
+                .await?;
+        }
+        match replies
+            .into_iter()
+            .find(|r| matches!(r, Value::ServerError(_)))
+        {
+            Some(Value::ServerError(err)) => Err(redis::RedisError::from(err).into()),
+            _ => Ok(()),
+        }
+    }
 }
 
 fn last(mut replies: Vec<Value>) -> Value {

@@ -96,6 +96,40 @@ fn a_waiting_fetch_takes_a_slot_its_own_capsule_frees() {
 }
 
 #[test]
+fn a_fetch_that_takes_again_the_slot_it_frees_wakes_no_waiter() {
+    // Its acknowledgement and its take of the same queue leave the busy list
+    // as it was, and a bell does not track a full queue's own key: nothing a
+    // sleeping fetcher of another capsule tracks is written.
+    let q = queue("bell-retake");
+    push(&q, 5);
+    let (a, b) = (capsule(), capsule());
+    let none = Interrupt::new();
+    a.set_limit(&q, LimitKind::Global, Some(1), &none).unwrap();
+    let mut held = a.fetch(&[q.as_str()], &none).unwrap().expect("a job");
+    let waiter = waiting(&b, &q, LONG);
+    let before = b.round_trips();
+    for _ in 0..3 {
+        a.acknowledge(&q, held.job);
+        held = a
+            .fetch(&[q.as_str()], &none)
+            .unwrap()
+            .expect("the slot again");
+    }
+    thread::sleep(Duration::from_millis(500));
+    assert_eq!(b.round_trips(), before, "the waiter woke and looked");
+    assert!(!waiter.is_finished());
+    assert_eq!(a.busy(&q, &none).unwrap(), (1, 1));
+    a.acknowledge(&q, held.job);
+    a.flush(&none).unwrap();
+    let (waited, fetched) = waiter.join().unwrap();
+    assert!(fetched.is_some(), "the freed slot was not taken");
+    assert!(
+        waited < PROMPT + Duration::from_millis(500),
+        "woke after {waited:?}"
+    );
+}
+
+#[test]
 fn a_capsule_that_took_and_acknowledged_jobs_still_hears_others() {
     // Its own writes end Redis's tracking of what they write without a word
     // (NOLOOP): each round, its waiter must still hear a push and a slot

@@ -8,37 +8,57 @@
 -- returns it to its queue.
 --
 -- ARGV[1]     the capsule's UUID
--- ARGV[2]     "1" while a fetcher of the capsule waits: report whether
---             another job is eligible after this one, and read again the keys
---             this script writes, so that the doorbell goes on tracking them
---             (the request sets CLIENT CACHING yes for this script)
+-- ARGV[2]     what the capsule's doorbell needs while fetchers sleep on it:
+--             '0'  nothing;
+--             '2'  report whether another job is eligible after this one;
+--             '1'  that, and read again the keys this script writes, so that
+--                  the tracking connection (which sent it after CLIENT CACHING
+--                  yes) goes on tracking them;
+--             't'  take nothing: read, for each queue, the keys whether it is
+--                  eligible depends on, and its length if it is (arming the
+--                  doorbell, after CLIENT CACHING yes). A full queue's own key
+--                  is not read: pushes to it change nothing until a slot or a
+--                  limit does, and those keys are read.
 -- ARGV[3]     n, the number of acknowledgements that follow
 -- then n triples: queue name, job, SHA1 of the job (hex)
 -- then        queue names, in Sidekiq's order for this fetch (no "queue:" prefix)
 -- Returns {queue name, job, 1 if more is eligible else 0} or nil.
 local uuid = ARGV[1]
-local watch = ARGV[2] == '1'
--- Watched keys this script writes (a write ends their tracking).
-local written = {}
-local function done(reply)
-  if watch and #written > 0 then redis.call('EXISTS', unpack(written)) end
-  return reply
-end
+local mode = ARGV[2]
+local watch = mode == '1'
+local report = watch or mode == '2'
 local acks = tonumber(ARGV[3])
 local prefix = 'sidekiq:limit_fetch:'
 local capsule = prefix .. 'capsule:' .. uuid
 local recoveries = prefix .. 'recoveries'
+-- Watched keys this script writes (a write ends their tracking).
+local written = {}
 
 -- Idempotent: an acknowledgement sent again (its reply was lost) finds its
--- job gone and frees no second slot.
+-- job gone and frees no second slot. The slots freed, per queue, are
+-- released at the end, unless a job of the same queue takes them again
+-- here: its busy list is then not written at all, and rings no fetcher
+-- sleeping on it.
+local freed = {}
 local forget = acks > 0 and redis.call('EXISTS', recoveries) == 1
 for i = 4, 3 + 3 * acks, 3 do
   local name = ARGV[i]
   if redis.call('LREM', capsule .. ':inprogress:' .. name, 1, ARGV[i + 1]) == 1 then
-    redis.call('LREM', prefix .. 'queue:' .. name .. ':busy', 1, uuid)
-    written[#written + 1] = prefix .. 'queue:' .. name .. ':busy'
+    freed[name] = (freed[name] or 0) + 1
   end
   if forget then redis.call('HDEL', recoveries, ARGV[i + 2]) end
+end
+
+local function done(reply)
+  for name, n in pairs(freed) do
+    if n > 0 then
+      local busy = prefix .. 'queue:' .. name .. ':busy'
+      redis.call('LREM', busy, n, uuid)
+      written[#written + 1] = busy
+    end
+  end
+  if watch and #written > 0 then redis.call('EXISTS', unpack(written)) end
+  return reply
 end
 
 -- A limit that is not a non-negative integer reads as 0: a broken limit must
@@ -49,15 +69,25 @@ local function read_limit(key)
   return tonumber(string.match(raw, '^%s*(%d+)%s*$')) or 0
 end
 
--- Whether the capsule may take one more job of the queue.
+-- Whether the capsule may take one more job of the queue (the slots it freed
+-- above count as free).
 local function eligible(name)
   local busy = prefix .. 'queue:' .. name .. ':busy'
+  local own_freed = freed[name] or 0
   local limit = read_limit(prefix .. 'queue:' .. name .. ':limit')
-  if limit and redis.call('LLEN', busy) >= limit then return false end
+  if limit and redis.call('LLEN', busy) - own_freed >= limit then return false end
   local process_limit = read_limit(prefix .. 'queue:' .. name .. ':process_limit')
   if process_limit == 0 then return false end
   -- Stops scanning as soon as the capsule's share is known to be full.
-  return not process_limit or #redis.call('LPOS', busy, uuid, 'COUNT', process_limit) < process_limit
+  return not process_limit or
+    #redis.call('LPOS', busy, uuid, 'COUNT', process_limit + own_freed) - own_freed < process_limit
+end
+
+if mode == 't' then
+  for i = 4 + 3 * acks, #ARGV do
+    if eligible(ARGV[i]) then redis.call('LLEN', 'queue:' .. ARGV[i]) end
+  end
+  return done(nil)
 end
 
 -- Queues before the one a job came from are empty or at a limit.
@@ -73,11 +103,16 @@ for i = 4 + 3 * acks, #ARGV do
   if eligible(name) then
     local job = redis.call('LMOVE', 'queue:' .. name, capsule .. ':inprogress:' .. name, 'RIGHT', 'LEFT')
     if job then
-      redis.call('RPUSH', prefix .. 'queue:' .. name .. ':busy', uuid)
-      redis.call('SADD', capsule .. ':queues', name)
       written[#written + 1] = 'queue:' .. name
-      written[#written + 1] = prefix .. 'queue:' .. name .. ':busy'
-      return done({name, job, watch and more_from(i) or 0})
+      if (freed[name] or 0) > 0 then
+        -- Takes again a slot it freed: its busy entry stays.
+        freed[name] = freed[name] - 1
+      else
+        redis.call('RPUSH', prefix .. 'queue:' .. name .. ':busy', uuid)
+        written[#written + 1] = prefix .. 'queue:' .. name .. ':busy'
+      end
+      redis.call('SADD', capsule .. ':queues', name)
+      return done({name, job, report and more_from(i) or 0})
     end
   end
 end
