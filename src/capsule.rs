@@ -445,7 +445,7 @@ impl Capsule {
     }
 
     /// True if the calling thread has a connection of its own to this
-    /// capsule's Redis, which its unwatched looks use (see direct.rs).
+    /// capsule's Redis, which its looks use (see direct.rs).
     pub fn has_own_connection(&self) -> bool {
         direct::has(self.inner.id)
     }
