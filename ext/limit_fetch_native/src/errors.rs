@@ -1,12 +1,19 @@
 //! Maps core errors to the Ruby exception classes defined in
 //! lib/sidekiq/limit_fetch/errors.rb.
+//!
+//! The classes are looked up once, at load time, and kept in a static. A
+//! Ruby object that Rust keeps beyond one call must be marked or pinned:
+//! constants keep the classes alive, but compaction (`GC.compact`,
+//! `GC.auto_compact`, Sidekiq's `Process.warmup`) would move them and leave
+//! the static pointing at whatever took their place.
+//! `register_mark_object` both keeps and pins them.
 
 use std::any::Any;
 use std::sync::OnceLock;
 
 use limit_fetch_core::Error as CoreError;
-use magnus::value::{Lazy, Opaque};
-use magnus::{Error, ExceptionClass, Module, Ruby};
+use magnus::value::Opaque;
+use magnus::{gc, Error, ExceptionClass, Module, Ruby};
 
 struct Classes {
     error: Opaque<ExceptionClass>,
@@ -16,12 +23,11 @@ struct Classes {
 
 static CLASSES: OnceLock<Classes> = OnceLock::new();
 
-// Resolved once at load time; the classes are constants, so never collected.
 pub fn init(namespace: impl Module) -> Result<(), Error> {
     let get = |name: &str| -> Result<Opaque<ExceptionClass>, Error> {
-        Ok(Opaque::from(
-            namespace.const_get::<_, ExceptionClass>(name)?,
-        ))
+        let class: ExceptionClass = namespace.const_get(name)?;
+        gc::register_mark_object(class);
+        Ok(Opaque::from(class))
     };
     let classes = Classes {
         error: get("Error")?,
@@ -32,12 +38,11 @@ pub fn init(namespace: impl Module) -> Result<(), Error> {
     Ok(())
 }
 
-static FALLBACK: Lazy<ExceptionClass> = Lazy::new(|ruby| ruby.exception_runtime_error());
-
 fn class(ruby: &Ruby, pick: impl Fn(&Classes) -> Opaque<ExceptionClass>) -> ExceptionClass {
     match CLASSES.get() {
         Some(classes) => ruby.get_inner(pick(classes)),
-        None => ruby.get_inner(&FALLBACK),
+        // Only before `init`, which runs when the extension loads.
+        None => ruby.exception_runtime_error(),
     }
 }
 

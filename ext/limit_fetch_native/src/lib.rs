@@ -319,6 +319,13 @@ impl Native {
     }
 }
 
+/// Runs a Rust panic through the path every core call takes (without the
+/// GVL, caught, raised as `Sidekiq::LimitFetch::Error`), so that the specs
+/// can prove a panic never crosses into Ruby, compacted heap or not.
+fn panic_through_binding(ruby: &Ruby, message: String) -> Result<(), Error> {
+    without_gvl(ruby, |_| -> () { std::panic::panic_any(message) }).map(drop)
+}
+
 #[magnus::init]
 fn init(ruby: &Ruby) -> Result<(), Error> {
     let sidekiq: RModule = ruby.class_object().const_get("Sidekiq")?;
@@ -326,6 +333,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     errors::init(limit_fetch)?;
     let class = limit_fetch.define_class("Native", ruby.class_object())?;
     class.define_singleton_method("new", function!(Native::new, 3))?;
+    class.define_singleton_method("panic_through_binding", function!(panic_through_binding, 1))?;
     class.define_method("uuid", method!(Native::uuid, 0))?;
     class.define_method("round_trips", method!(Native::round_trips, 0))?;
     class.define_method("fetch", method!(Native::fetch, 3))?;
