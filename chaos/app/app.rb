@@ -6,8 +6,21 @@ require "sidekiq"
 require "sidekiq-limit_fetch"
 require_relative "chaos_job"
 
-Sidekiq.configure_server do |_config|
+Sidekiq.configure_server do |config|
   # Short, so that the capsule of a killed process is reaped within seconds
   # (once silent for 4 periods). bin/chaos chooses it (Plan::HEARTBEAT_PERIOD).
   Sidekiq::LimitFetch.configuration[:heartbeat_period] = Float(ENV.fetch("CHAOS_HEARTBEAT_PERIOD"))
+  # Sidekiq's scheduler cleans up once, 0-5 s after boot with this set (else
+  # 10-15 s); a Redis error then kills its thread, and the process cannot stop
+  # cleanly (Sidekiq 8.1's Poller#terminate re-raises it). bin/chaos takes
+  # Redis down only once every process is past that (Plan::SCHEDULER_WAIT).
+  config[:poll_interval_average] = 5
+  # A capsule whose one thread waits on a queue that never gets a job, so
+  # that a fetch is under way, and raises, whenever Redis goes down (the
+  # default capsule's threads may all be in jobs then, waiting to write the
+  # ledger). Plan::CAPSULES counts it.
+  config.capsule("idle") do |capsule|
+    capsule.concurrency = 1
+    capsule.queues = %w[idle]
+  end
 end

@@ -19,7 +19,9 @@ RSpec.describe "bin/chaos --quick", :e2e do
     expect(facts[:concurrency].values).to all(satisfy { |seen| seen[:max] <= (seen[:limit] || seen[:max]) })
     expect(facts[:concurrency]["b"][:max_per_process]).to be <= 1
     expect(facts[:chaos][:kills]).to be >= 2, story
-    expect(facts[:chaos][:redis_restart]).not_to be_nil
+    expect(facts[:chaos][:redis_restart]).to include(down_s: be >= LimitFetchChaos::Plan::REDIS_DOWN)
+    expect(facts[:chaos][:redis_restart][:survived].size).to be >= LimitFetchChaos::Plan::PROCESSES
+    expect(facts[:chaos][:redis_restart][:raised].values).to all(eq(heartbeat: true, fetch: true))
     expect(facts[:redis_after_stop]).to include(busy: {}, in_progress: {}, capsule_keys: [], capsules: [])
   end
 end
@@ -42,7 +44,8 @@ RSpec.describe "bin/chaos's accounting" do
 
   it "explains a repeat only by a kill that cut the earlier run short, or by the Redis restart" do
     killed = {"w1" => 10 * second}
-    restart = LimitFetchChaos::Mayhem::Restart.new(at: 30.0, down_from: 30 * second, down_until: 31 * second)
+    restart = LimitFetchChaos::Mayhem::Restart.new(at: 30.0, down_from: 30 * second, down_until: 31 * second,
+      through: %w[w3])
     runs = [
       run("unfinished", "w1", 9 * second, nil, cut: 10 * second), run("unfinished", "w2", 20 * second, 21 * second),
       run("unacknowledged", "w1", 9 * second, 9.5 * second), run("unacknowledged", "w2", 20 * second, 21 * second),

@@ -27,7 +27,8 @@ RSpec.describe "a sidekiq process through a Redis outage", :e2e do
   end
 
   def process_alive!(what)
-    expect(@process).to be_alive, "the process died #{what} (#{@process.status.inspect}); log:\n#{@process.log_tail(60)}"
+    expect(@process).to be_alive, "the process died #{what} (#{@process.status.inspect}); " \
+                                  "log:\n#{@process.log_tail(60)}"
   end
 
   it "survives the errors its fetches and heartbeat raise, then fetches within its limit again" do

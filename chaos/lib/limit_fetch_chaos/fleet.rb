@@ -7,7 +7,7 @@ module LimitFetchChaos
   # Remembers when it saw each one gone (`ended`, wall-clock ns): a run its
   # death cut short ended by then at the latest.
   class Fleet
-    Worker = Data.define(:name, :pid, :log)
+    Worker = Data.define(:name, :pid, :log, :started)
     REAPED = /reaped dead capsule \S+: freed (\d+) busy slots, pushed (\d+) in-progress jobs/
 
     attr_reader :ended, :killed
@@ -50,12 +50,18 @@ module LimitFetchChaos
     end
 
     # True once exactly the live processes have capsules registered with the
-    # gem: each has started, and every dead one's capsule was reaped.
-    def settled?(conn) = registered(conn).sort == @live.map(&:pid).sort
+    # gem: each has started, and every dead one's capsules were reaped.
+    def settled?(conn) = registered(conn).sort == (@live.map(&:pid) * Plan::CAPSULES).sort
 
-    # True once every live process has registered its capsule: it is past
+    # True once every live process has registered its capsules: it is past
     # booting, when Sidekiq exits if Redis does not answer.
-    def booted?(conn) = (@live.map(&:pid) - registered(conn)).empty?
+    def booted?(conn)
+      counts = registered(conn).tally
+      @live.all? { counts.fetch(_1.pid, 0) >= Plan::CAPSULES }
+    end
+
+    # True once every live process has run for more than +seconds+.
+    def older_than?(seconds) = @live.all? { LimitFetchChaos.monotonic - _1.started > seconds }
 
     # TERM to every process; returns the names of those that had not exited
     # after Sidekiq's timeout plus a margin (they were then killed).
@@ -77,11 +83,20 @@ module LimitFetchChaos
       {capsules: counts.size, slots: counts.sum(&:first), jobs: counts.sum(&:last)}
     end
 
+    # What process +name+ logged of the errors the gem raised while Redis was
+    # down: a failed heartbeat, and a failed fetch (which Sidekiq's processor
+    # logs as the error's detailed message, once per outage and thread).
+    def raised(name)
+      log = File.exist?(@app.log(name)) ? File.read(@app.log(name)) : ""
+      {heartbeat: log.include?("heartbeat failed: Sidekiq::LimitFetch::ConnectionError"),
+       fetch: log.match?(/\(Sidekiq::LimitFetch::ConnectionError\)$/)}
+    end
+
     def tails = @live.map { |worker| "#{worker.log}:\n#{LimitFetchDemo.tail(worker.log)}" }.join
 
     private
 
-    # The pids of the processes whose capsules are registered and beating.
+    # The pid of each registered and beating capsule's process.
     def registered(conn)
       uuids = conn.call("SMEMBERS", "#{PREFIX}capsules")
       uuids.map { conn.call("GET", "#{PREFIX}capsule:#{_1}:heartbeat").to_i }
@@ -95,7 +110,7 @@ module LimitFetchChaos
              "CHAOS_HEARTBEAT_PERIOD" => Plan::HEARTBEAT_PERIOD.to_s}
       pid = LimitFetchDemo::ChildProcess.spawn(env, "bundle", "exec", "sidekiq", "-C", "config/sidekiq.yml",
         "-r", "./app.rb", log: log, chdir: @app.dir)
-      Worker.new(name: name, pid: pid, log: log)
+      Worker.new(name: name, pid: pid, log: log, started: LimitFetchChaos.monotonic)
     end
   end
 end

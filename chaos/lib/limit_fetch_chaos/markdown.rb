@@ -56,7 +56,12 @@ module LimitFetchChaos
       [["kills / replacements", "#{chaos[:kills]} / #{chaos[:replacements]}"],
        ["dead capsules reaped (busy slots freed, jobs pushed back)",
         "#{reaped[:capsules]} (#{reaped[:slots]}, #{reaped[:jobs]})"],
-       ["Redis restart", restart ? "at #{restart[:at_s]} s, down #{restart[:down_s]} s" : "none"]]
+       ["Redis outage", restart ? outage(restart) : "none"]]
+    end
+
+    def outage(restart)
+      "at #{restart[:at_s]} s, down #{restart[:down_s]} s; #{restart[:survived].size} processes lived through it, " \
+        "their fetches and heartbeats raising (#{restart[:survived].join(", ")})"
     end
 
     def concurrency(report)

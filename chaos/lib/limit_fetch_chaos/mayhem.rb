@@ -3,13 +3,14 @@
 module LimitFetchChaos
   # The chaos itself: every Plan::KILL_EVERY seconds a kill -9 of a random
   # Sidekiq process and a replacement for it; once, when the run is
-  # Plan::RESTART_AT far, a Redis restart (SIGTERM, which makes Redis flush
-  # its AOF and exit, then the same port and directory) that the processes
-  # must get over by themselves. Says what it does (`say`: elapsed, text).
+  # Plan::RESTART_AT far, a Redis outage of Plan::REDIS_DOWN seconds (SIGTERM,
+  # which makes Redis flush its AOF and exit, then the same port and
+  # directory) that the processes must live through and get over by
+  # themselves. Says what it does (`say`: elapsed, text).
   class Mayhem
-    # When Redis went down and was answering again (wall-clock ns), and how
-    # many seconds into the run.
-    Restart = Data.define(:at, :down_from, :down_until) do
+    # When Redis went down and was answering again (wall-clock ns), how many
+    # seconds into the run, and the processes that ran through the outage.
+    Restart = Data.define(:at, :down_from, :down_until, :through) do
       def seconds = (down_until - down_from) / 1e9
     end
 
@@ -27,7 +28,7 @@ module LimitFetchChaos
 
     def act(elapsed, progress)
       if @restart.nil? && progress >= Plan::RESTART_AT
-        return unless booted? # nor kills meanwhile: the restart must come
+        return unless ready_for_outage? # nor kills meanwhile: the outage must come
 
         restart_redis(elapsed)
       end
@@ -36,9 +37,12 @@ module LimitFetchChaos
 
     private
 
-    # Sidekiq exits if Redis is down while it boots (not the gem's doing): the
-    # restart waits until no replacement is booting.
-    def booted? = @sidekiq.redis { @fleet.booted?(_1) }
+    # Sidekiq exits if Redis is down while it boots, and cannot stop cleanly
+    # if Redis was down when its scheduler first cleaned up (see app.rb); not
+    # the gem's doing: the outage waits until every process is past both.
+    def ready_for_outage?
+      @fleet.older_than?(Plan::SCHEDULER_WAIT) && @sidekiq.redis { @fleet.booted?(_1) }
+    end
 
     def kill(elapsed)
       victim, replacement = @fleet.kill_one
@@ -47,11 +51,24 @@ module LimitFetchChaos
     end
 
     def restart_redis(elapsed)
+      through = @fleet.names
       down_from = LimitFetchChaos.now_ns
       @redis.stop
+      hold_down
       @redis.start
-      @restart = Restart.new(at: elapsed, down_from: down_from, down_until: LimitFetchChaos.now_ns)
+      @restart = Restart.new(at: elapsed, down_from: down_from, down_until: LimitFetchChaos.now_ns, through: through)
       @say.call(elapsed, "restarted Redis (SIGTERM, then the same port and AOF): down #{@restart.seconds.round(2)} s")
+    end
+
+    # No kill meanwhile: a replacement would boot while Redis is down, when
+    # Sidekiq exits (not the gem's doing). Fleet#check! fails the run if a
+    # process dies of the errors.
+    def hold_down
+      deadline = LimitFetchChaos.monotonic + Plan::REDIS_DOWN
+      while LimitFetchChaos.monotonic < deadline
+        @fleet.check!
+        sleep Runner::TICK
+      end
     end
   end
 end

@@ -9,6 +9,8 @@ module LimitFetchChaos
   class Plan
     APP = File.join(ROOT, "app")
     PROCESSES = 3
+    # Capsules in each process: the default one and app.rb's "idle" one.
+    CAPSULES = 2
     # Seconds; a killed process's capsule is reaped 4 periods after its last beat.
     HEARTBEAT_PERIOD = 2
     # How long each job works, in milliseconds.
@@ -18,6 +20,14 @@ module LimitFetchChaos
     # Redis restarts once the run is this far (share of the jobs completed, or
     # of --duration elapsed).
     RESTART_AT = 0.5
+    # Seconds Redis stays down: longer than an idle fetch waits (2 s) and than
+    # two heartbeat periods, so that every process's fetches and heartbeat
+    # raise, which each must live through.
+    REDIS_DOWN = 5.0
+    # Seconds after its start that a process's Sidekiq scheduler has made its
+    # first cleanup (see app.rb), with a margin: Redis goes down only once
+    # every live process is older.
+    SCHEDULER_WAIT = 8.0
     # AOF with an fsync before every write is answered: whatever Redis told a
     # job or the gem it had written survives the restart, even a crash, so a
     # lost job or slot is the gem's doing, never the persistence's. (A SIGTERM
@@ -64,7 +74,8 @@ module LimitFetchChaos
     def describe
       jobs = options.jobs ? "#{options.jobs} jobs" : "jobs for #{options.duration} s"
       "#{PROCESSES} Sidekiq processes x #{concurrency} threads, #{jobs} of #{JOB_MILLIS.min}-#{JOB_MILLIS.max} ms " \
-        "on queues #{queues.join(", ")}, limits #{limits}, process limits #{process_limits}, seed #{options.seed}"
+        "on queues #{queues.join(", ")}, limits #{limits}, process limits #{process_limits}, and an idle capsule " \
+        "of 1 thread each; seed #{options.seed}"
     end
   end
 end

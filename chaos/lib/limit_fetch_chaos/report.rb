@@ -67,14 +67,27 @@ module LimitFetchChaos
     def chaos_failures
       [("no process was killed" if @fleet.killed.empty?),
        ("Redis was never restarted" unless @restart),
+       *outage_failures,
        ("dead capsules were not reaped: #{@outcome[:unsettled]}" if @outcome[:unsettled]),
        ("processes did not stop on TERM: #{@outcome[:unclean].join(", ")}" if @outcome[:unclean].any?)].compact
     end
 
+    # Each process that ran through the outage must have raised from its
+    # fetches and its heartbeat (else the outage tested nothing); Fleet#check!
+    # has seen each live through it.
+    def outage_failures
+      outage.filter_map do |name, raised|
+        missing = raised.reject { _2 }.keys
+        "#{name} logged no #{missing.join(" or ")} error while Redis was down" if missing.any?
+      end
+    end
+
+    def outage = @outage ||= (@restart&.through || []).to_h { [_1, @fleet.raised(_1)] }
+
     def plan_h
       {processes: Plan::PROCESSES, concurrency: @plan.concurrency, queues: @plan.queues, limits: @plan.limits,
        process_limits: @plan.process_limits, heartbeat_period: Plan::HEARTBEAT_PERIOD,
-       job_ms: Plan::JOB_MILLIS.minmax, kill_every_s: Plan::KILL_EVERY.minmax,
+       job_ms: Plan::JOB_MILLIS.minmax, kill_every_s: Plan::KILL_EVERY.minmax, redis_down_s: Plan::REDIS_DOWN,
        redis: Plan::PERSISTENCE.map { _1.empty? ? '""' : _1 }.join(" "),
        **@plan.options.to_h.slice(:jobs, :duration, :seed)}
     end
@@ -95,7 +108,8 @@ module LimitFetchChaos
 
     def chaos_h
       {kills: @fleet.killed.size, replacements: @fleet.replacements, reaped: @outcome.fetch(:reaped),
-       redis_restart: @restart && {at_s: @restart.at.round(2), down_s: @restart.seconds.round(3)}}
+       redis_restart: @restart && {at_s: @restart.at.round(2), down_s: @restart.seconds.round(3),
+                                   survived: outage.keys, raised: outage}}
     end
   end
 end

@@ -13,19 +13,27 @@ module LimitFetchChaos
       @out = out
     end
 
+    # The app directory (the processes' logs, Redis's AOF) is removed after a
+    # run that passed, and kept for one that failed or was cut short.
     def run
-      Dir.mktmpdir("limit-fetch-chaos-") do |dir|
-        say "#{@plan.describe}; app and Redis in #{dir}"
-        start(dir)
-        seconds = chaos
-        unsettled = settle
-        report(seconds, unsettled, @fleet.stop)
-      ensure
-        cleanup
-      end
+      passed = false
+      dir = Dir.mktmpdir("limit-fetch-chaos-")
+      say "#{@plan.describe}; app and Redis in #{dir}"
+      attempt(dir).tap { passed = _1.passed? }
+    ensure
+      passed ? FileUtils.rm_rf(dir) : say("Kept the app directory, with the processes' logs: #{dir}")
     end
 
     private
+
+    def attempt(dir)
+      start(dir)
+      seconds = chaos
+      unsettled = settle
+      report(seconds, unsettled, @fleet.stop)
+    ensure
+      cleanup
+    end
 
     def start(dir)
       app = LimitFetchDemo::App.new(dir, template: Plan::APP).create
