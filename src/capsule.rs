@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use parking_lot::{Mutex, MutexGuard};
+use parking_lot::{MappedMutexGuard, Mutex, MutexGuard};
 use tokio::sync::{OwnedRwLockReadGuard, RwLock};
 
 use crate::connection::{Conn, Redis};
@@ -13,6 +13,7 @@ use crate::direct::{self, Direct, Flight};
 use crate::doorbell::Doorbell;
 use crate::fetch::{Fetch, Wait};
 use crate::ledger::{Ack, Digest, Ledger};
+use crate::process::{ForkLocal, Stale};
 use crate::reaper;
 use crate::runtime::{run_plain, spawn, Pending};
 use crate::selector::{LuaScript, FETCH, REAP, RECONCILE, REQUEUE};
@@ -323,7 +324,9 @@ pub(crate) struct Inner {
     defaults: Mutex<Vec<(String, LimitKind, u64)>>,
     /// How long a caller waits for a reply (Sidekiq's `timeout`).
     timeout: Duration,
-    ledger: Mutex<Ledger>,
+    /// A forked child starts with an empty one, as it holds none of its
+    /// parent's jobs and owes none of its acknowledgements.
+    ledger: Mutex<ForkLocal<Ledger>>,
     /// Every script that changes this capsule's entries holds it shared for
     /// its round trip; reconciliation holds it alone, so the ledger it reads
     /// matches what Redis holds when its script runs.
@@ -359,7 +362,7 @@ impl Capsule {
             defaults: Mutex::default(),
             heartbeat_ttl: (period * 4.0).ceil().max(1.0) as u64,
             max_recoveries: options.max_recoveries,
-            ledger: Mutex::new(Ledger::for_process(crate::process::id())),
+            ledger: Mutex::new(ForkLocal::new(Ledger::default(), Stale::Drop)),
             gate: Arc::new(RwLock::new(())),
             fetch: LuaScript::new(FETCH),
             requeue: LuaScript::new(REQUEUE),
@@ -721,16 +724,9 @@ impl Inner {
         self.redis.conn().await
     }
 
-    /// The ledger of this process: a forked child starts with an empty one,
-    /// as it holds none of its parent's jobs and owes none of its
-    /// acknowledgements.
-    fn ledger(&self) -> MutexGuard<'_, Ledger> {
-        let mut ledger = self.ledger.lock();
-        let pid = crate::process::id();
-        if ledger.pid != pid {
-            *ledger = Ledger::for_process(pid);
-        }
-        ledger
+    /// The ledger of this process.
+    fn ledger(&self) -> MappedMutexGuard<'_, Ledger> {
+        MutexGuard::map(self.ledger.lock(), ForkLocal::get)
     }
 
     /// The fetch script, carrying `acks` (taken from the ledger; they go

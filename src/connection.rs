@@ -11,6 +11,7 @@ use redis::{
 };
 use tokio::sync::OnceCell;
 
+use crate::process::{ForkLocal, Stale};
 use crate::{Error, Result};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -176,7 +177,9 @@ impl redis::aio::ConnectionLike for Conn {
 pub(crate) struct Redis {
     settings: ConnectionSettings,
     config: ConnectionManagerConfig,
-    bound: Mutex<Option<(u32, Cell)>>,
+    /// A forked child opens its own: the parent's socket is the parent's
+    /// to use and close (so its copy is forgotten, not dropped).
+    cell: Mutex<ForkLocal<Option<Cell>>>,
     pub(crate) trips: RoundTrips,
 }
 
@@ -202,26 +205,17 @@ impl Redis {
         Self {
             settings: settings.clone(),
             config,
-            bound: Mutex::new(None),
+            cell: Mutex::new(ForkLocal::new(None, Stale::Forget)),
             trips: RoundTrips::default(),
         }
     }
 
     fn cell(&self) -> Cell {
-        let pid = crate::process::id();
-        let mut bound = self.bound.lock();
-        match bound.as_ref() {
-            Some((owner, cell)) if *owner == pid => cell.clone(),
-            _ => {
-                if let Some(stale) = bound.take() {
-                    // Inherited from the parent: its socket is the parent's to use and close.
-                    std::mem::forget(stale);
-                }
-                let cell = Cell::default();
-                *bound = Some((pid, cell.clone()));
-                cell
-            }
-        }
+        self.cell
+            .lock()
+            .get()
+            .get_or_insert_with(Cell::default)
+            .clone()
     }
 
     pub(crate) async fn conn(&self) -> Result<Conn> {

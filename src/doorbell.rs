@@ -27,10 +27,11 @@
 use std::collections::{BTreeSet, HashSet};
 use std::time::{Duration, Instant};
 
-use parking_lot::{Mutex, MutexGuard};
+use parking_lot::{MappedMutexGuard, Mutex, MutexGuard};
 use redis::{PushInfo, PushKind};
 use tokio::sync::Notify;
 
+use crate::process::{ForkLocal, Stale};
 use crate::{Error, Result};
 
 /// How long an observation "these queues hold nothing we may take" stands
@@ -73,7 +74,6 @@ pub(crate) enum Woken {
 
 #[derive(Default)]
 struct State {
-    pid: u32,
     rings: u64,
     changes: u64,
     /// `rings` when every key of `queues` was last read.
@@ -89,24 +89,25 @@ struct State {
     closed: bool,
 }
 
-#[derive(Default)]
 pub(crate) struct Doorbell {
-    state: Mutex<State>,
+    /// A forked child's bell starts disarmed.
+    state: Mutex<ForkLocal<State>>,
     notify: Notify,
 }
 
-impl Doorbell {
-    /// This process's state: a forked child's bell starts disarmed.
-    fn state(&self) -> MutexGuard<'_, State> {
-        let mut state = self.state.lock();
-        let pid = crate::process::id();
-        if state.pid != pid {
-            *state = State {
-                pid,
-                ..State::default()
-            };
+impl Default for Doorbell {
+    fn default() -> Self {
+        Self {
+            state: Mutex::new(ForkLocal::new(State::default(), Stale::Drop)),
+            notify: Notify::new(),
         }
-        state
+    }
+}
+
+impl Doorbell {
+    /// This process's state.
+    fn state(&self) -> MappedMutexGuard<'_, State> {
+        MutexGuard::map(self.state.lock(), ForkLocal::get)
     }
 
     /// Takes the connection's push messages: an invalidation, or a lost
