@@ -181,6 +181,47 @@ pub(crate) struct Redis {
     /// to use and close (so its copy is forgotten, not dropped).
     cell: Mutex<ForkLocal<Option<Cell>>>,
     pub(crate) trips: RoundTrips,
+    /// Told after every write made through [`Redis::writer`].
+    on_write: Box<dyn Fn() + Send + Sync>,
+}
+
+/// A write on a [`Redis`] connection: dropped, it tells the connection's
+/// write hook, unless [`Writer::wrote_nothing`] says otherwise. A capsule's
+/// connection is the doorbell's tracking connection: a write there ends the
+/// tracking of the keys it wrote without a message (NOLOOP), and its hook
+/// disarms the bell (see `Doorbell::wrote`), so no writer need remember to.
+pub(crate) struct Writer<'a> {
+    conn: Conn,
+    hook: Option<&'a (dyn Fn() + Send + Sync)>,
+}
+
+impl Writer<'_> {
+    /// The request wrote no key (a fetch that found nothing).
+    pub(crate) fn wrote_nothing(&mut self) {
+        self.hook = None;
+    }
+}
+
+impl std::ops::Deref for Writer<'_> {
+    type Target = Conn;
+
+    fn deref(&self) -> &Conn {
+        &self.conn
+    }
+}
+
+impl std::ops::DerefMut for Writer<'_> {
+    fn deref_mut(&mut self) -> &mut Conn {
+        &mut self.conn
+    }
+}
+
+impl Drop for Writer<'_> {
+    fn drop(&mut self) {
+        if let Some(hook) = self.hook {
+            hook();
+        }
+    }
 }
 
 impl Redis {
@@ -207,7 +248,15 @@ impl Redis {
             config,
             cell: Mutex::new(ForkLocal::new(None, Stale::Forget)),
             trips: RoundTrips::default(),
+            on_write: Box::new(|| {}),
         }
+    }
+
+    /// This connection, telling `on_write` of the writes made through
+    /// [`Redis::writer`]; it must not block.
+    pub(crate) fn on_write(mut self, on_write: impl Fn() + Send + Sync + 'static) -> Self {
+        self.on_write = Box::new(on_write);
+        self
     }
 
     fn cell(&self) -> Cell {
@@ -232,6 +281,14 @@ impl Redis {
         Ok(Conn {
             manager: conn.clone(),
             trips: self.trips.clone(),
+        })
+    }
+
+    /// The connection for a request that writes (see [`Writer`]).
+    pub(crate) async fn writer(&self) -> Result<Writer<'_>> {
+        Ok(Writer {
+            conn: self.conn().await?,
+            hook: Some(&*self.on_write),
         })
     }
 }
