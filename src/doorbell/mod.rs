@@ -280,3 +280,6 @@ impl Drop for Waiting<'_> {
         state.waiters = state.waiters.saturating_sub(1);
     }
 }
+
+#[cfg(test)]
+mod tests;
