@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use redis::{PushInfo, PushKind};
 
-use super::{queue_set, Doorbell, Woken};
+use super::{queue_set, Doorbell, Ticket, Woken};
 use crate::Error;
 
 fn queues(names: &[&str]) -> Vec<String> {
@@ -20,6 +20,12 @@ fn armed(bell: &Doorbell, names: &[&str]) -> Vec<String> {
     let (before, all) = bell.begin_arm(&queues(names)).expect("arming allowed");
     assert_eq!(bell.end_arm(before, Ok(())).ok(), Some(true));
     all
+}
+
+/// Arms `bell` for queue "a" and takes a ticket.
+fn armed_on_a(bell: &Doorbell) -> Ticket {
+    armed(bell, &["a"]);
+    bell.ticket(|| queue_set(&["a"])).expect("armed")
 }
 
 fn block_on<F: std::future::Future>(future: F) -> F::Output {
@@ -67,8 +73,7 @@ fn a_ring_while_arming_leaves_the_bell_unarmed() {
 fn an_invalidation_or_a_lost_connection_disarms_and_rings() {
     for kind in [PushKind::Invalidate, PushKind::Disconnection] {
         let bell = Doorbell::default();
-        armed(&bell, &["a"]);
-        let ticket = bell.ticket(|| queue_set(&["a"])).expect("armed");
+        let ticket = armed_on_a(&bell);
         bell.hear(&push(kind.clone()));
         assert_eq!(bell.ticket(|| queue_set(&["a"])), None, "{kind:?}");
         assert_eq!(block_on(bell.wait(ticket, soon())), Woken::Rang, "{kind:?}");
@@ -78,8 +83,7 @@ fn an_invalidation_or_a_lost_connection_disarms_and_rings() {
 #[test]
 fn other_push_messages_change_nothing() {
     let bell = Doorbell::default();
-    armed(&bell, &["a"]);
-    let ticket = bell.ticket(|| queue_set(&["a"])).expect("armed");
+    let ticket = armed_on_a(&bell);
     bell.hear(&push(PushKind::Message));
     assert_eq!(bell.ticket(|| queue_set(&["a"])), Some(ticket));
     assert_eq!(block_on(bell.wait(ticket, soon())), Woken::TimedOut);
@@ -88,8 +92,7 @@ fn other_push_messages_change_nothing() {
 #[test]
 fn a_write_of_the_tracking_connection_disarms_and_rings() {
     let bell = Doorbell::default();
-    armed(&bell, &["a"]);
-    let ticket = bell.ticket(|| queue_set(&["a"])).expect("armed");
+    let ticket = armed_on_a(&bell);
     bell.wrote();
     assert_eq!(bell.ticket(|| queue_set(&["a"])), None);
     assert_eq!(block_on(bell.wait(ticket, soon())), Woken::Rang);
@@ -98,8 +101,7 @@ fn a_write_of_the_tracking_connection_disarms_and_rings() {
 #[test]
 fn a_change_by_the_capsule_rings_but_leaves_the_bell_armed() {
     let bell = Doorbell::default();
-    armed(&bell, &["a"]);
-    let ticket = bell.ticket(|| queue_set(&["a"])).expect("armed");
+    let ticket = armed_on_a(&bell);
     bell.changed();
     let next = bell.ticket(|| queue_set(&["a"])).expect("still armed");
     assert_ne!(next, ticket);
@@ -125,8 +127,7 @@ fn an_empty_look_is_trusted_until_something_changes() {
 #[test]
 fn watching_while_a_fetcher_sleeps_on_a_tracking_connection() {
     let bell = Doorbell::default();
-    armed(&bell, &["a"]);
-    let ticket = bell.ticket(|| queue_set(&["a"])).expect("armed");
+    let ticket = armed_on_a(&bell);
     block_on(async {
         let sleeper = bell.wait(ticket, tokio::time::Instant::now() + Duration::from_secs(5));
         tokio::pin!(sleeper);
@@ -155,8 +156,7 @@ async fn futures_poll_once<F: std::future::Future + Unpin>(mut future: F) -> Opt
 #[test]
 fn closing_ends_every_wait_now_and_later() {
     let bell = Doorbell::default();
-    armed(&bell, &["a"]);
-    let ticket = bell.ticket(|| queue_set(&["a"])).expect("armed");
+    let ticket = armed_on_a(&bell);
     bell.close();
     assert!(bell.is_closed());
     assert_eq!(block_on(bell.wait(ticket, soon())), Woken::Closed);
