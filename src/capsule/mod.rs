@@ -127,7 +127,7 @@ impl Capsule {
     }
 
     /// True if the calling thread has a connection of its own to this
-    /// capsule's Redis, which its looks use (see direct.rs).
+    /// capsule's Redis, which its looks use (see direct/).
     pub fn has_own_connection(&self) -> bool {
         direct::has(self.inner.id)
     }

@@ -148,43 +148,27 @@ impl FetchScript {
     ) -> Result<Look> {
         let args = Self::args(uuid, mode, acks, queues);
         let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
-        let before = mode.before();
-        let keys: &[&str] = &[];
-        match mode {
-            Mode::Plain | Mode::Report => {
-                let mut conn = redis.writer().await?;
-                let mut replies = self
-                    .0
-                    .run_after(&mut conn, &before, keys, &args[..])
-                    .await?;
-                let look = Look::from_value(replies.pop().unwrap_or(Value::Nil))?;
-                if look.wrote_nothing(acks) {
-                    conn.wrote_nothing();
-                }
-                Ok(look)
-            }
-            Mode::Watch => {
-                let mut conn = redis.conn().await?;
-                let mut replies = self
-                    .0
-                    .run_after(&mut conn, &before, keys, &args[..])
-                    .await?;
-                Look::from_value(replies.pop().unwrap_or(Value::Nil))
-            }
-            Mode::Track => {
-                let mut conn = redis.conn().await?;
-                let replies = self
-                    .0
-                    .run_after(&mut conn, &before, keys, &args[..])
-                    .await?;
-                match replies
-                    .into_iter()
-                    .find(|r| matches!(r, Value::ServerError(_)))
-                {
-                    Some(error) => decode::<()>(error).map(|()| Look::default()),
-                    None => Ok(Look::default()),
-                }
-            }
+        let mut conn = redis.writer().await?;
+        if matches!(mode, Mode::Watch | Mode::Track) {
+            // They read again what they write: Redis goes on tracking it.
+            conn.wrote_nothing();
         }
+        let keys: &[&str] = &[];
+        let mut replies = self
+            .0
+            .run_after(&mut conn, &mode.before(), keys, &args[..])
+            .await?;
+        let reply = replies.pop().unwrap_or(Value::Nil);
+        if mode == Mode::Track {
+            for reply in replies.into_iter().chain([reply]) {
+                decode::<()>(reply)?;
+            }
+            return Ok(Look::default());
+        }
+        let look = Look::from_value(reply)?;
+        if look.wrote_nothing(acks) {
+            conn.wrote_nothing();
+        }
+        Ok(look)
     }
 }

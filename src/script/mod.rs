@@ -53,7 +53,7 @@ impl LuaScript {
     }
 
     /// This script with no keys and `args`, encoded: for a connection driven
-    /// by hand (see direct.rs), which asks [`lost_script`] of the reply.
+    /// by hand (see direct/), which asks [`lost_script`] of the reply.
     pub(crate) fn packed(&self, send: Send, args: &[Vec<u8>]) -> Vec<u8> {
         self.command(send, &[] as &[&str], args)
             .get_packed_command()
