@@ -220,35 +220,6 @@ fn the_fetch_script_survives_a_script_flush() {
 }
 
 #[test]
-fn every_script_survives_a_script_flush() {
-    let _turn = BEATING.lock().unwrap_or_else(|e| e.into_inner());
-    let q = queue("noscript-every");
-    push(&q, 1);
-    let a = capsule();
-    let none = Interrupt::new();
-    let flush = || {
-        let _: () = redis::cmd("SCRIPT")
-            .arg("FLUSH")
-            .query(&mut redis())
-            .unwrap();
-    };
-    flush();
-    // A capsule's first fetch goes through the runtime's connection.
-    let fetched = a.fetch(&[q.as_str()], &none).unwrap().expect("a job");
-    flush();
-    a.requeue(vec![(q.clone(), fetched.job)], &none).unwrap();
-    assert_eq!(a.busy(&q, &none).unwrap(), (0, 0));
-    flush();
-    a.beat(&none).unwrap();
-    let fetched = a.fetch(&[q.as_str()], &none).unwrap().expect("a job");
-    a.acknowledge(&q, fetched.job);
-    flush();
-    a.flush(&none).unwrap();
-    flush();
-    assert_eq!(a.deregister(&[q.as_str()], &none).unwrap(), 0);
-}
-
-#[test]
 fn odd_queue_names_and_two_hundred_queues() {
     let names: Vec<String> = (0..200)
         .map(|i| queue(&format!("odd: name ü {i}")))
