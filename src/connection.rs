@@ -11,6 +11,7 @@ use redis::{
 };
 use tokio::sync::OnceCell;
 
+use crate::process::{ForkLocal, Stale};
 use crate::{Error, Result};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -176,8 +177,51 @@ impl redis::aio::ConnectionLike for Conn {
 pub(crate) struct Redis {
     settings: ConnectionSettings,
     config: ConnectionManagerConfig,
-    bound: Mutex<Option<(u32, Cell)>>,
+    /// A forked child opens its own: the parent's socket is the parent's
+    /// to use and close (so its copy is forgotten, not dropped).
+    cell: Mutex<ForkLocal<Option<Cell>>>,
     pub(crate) trips: RoundTrips,
+    /// Told after every write made through [`Redis::writer`].
+    on_write: Box<dyn Fn() + Send + Sync>,
+}
+
+/// A write on a [`Redis`] connection: dropped, it tells the connection's
+/// write hook, unless [`Writer::wrote_nothing`] says otherwise. A capsule's
+/// connection is the doorbell's tracking connection: a write there ends the
+/// tracking of the keys it wrote without a message (NOLOOP), and its hook
+/// disarms the bell (see `Doorbell::wrote`), so no writer need remember to.
+pub(crate) struct Writer<'a> {
+    conn: Conn,
+    hook: Option<&'a (dyn Fn() + Send + Sync)>,
+}
+
+impl Writer<'_> {
+    /// The request wrote no key (a fetch that found nothing).
+    pub(crate) fn wrote_nothing(&mut self) {
+        self.hook = None;
+    }
+}
+
+impl std::ops::Deref for Writer<'_> {
+    type Target = Conn;
+
+    fn deref(&self) -> &Conn {
+        &self.conn
+    }
+}
+
+impl std::ops::DerefMut for Writer<'_> {
+    fn deref_mut(&mut self) -> &mut Conn {
+        &mut self.conn
+    }
+}
+
+impl Drop for Writer<'_> {
+    fn drop(&mut self) {
+        if let Some(hook) = self.hook {
+            hook();
+        }
+    }
 }
 
 impl Redis {
@@ -202,26 +246,25 @@ impl Redis {
         Self {
             settings: settings.clone(),
             config,
-            bound: Mutex::new(None),
+            cell: Mutex::new(ForkLocal::new(None, Stale::Forget)),
             trips: RoundTrips::default(),
+            on_write: Box::new(|| {}),
         }
     }
 
+    /// This connection, telling `on_write` of the writes made through
+    /// [`Redis::writer`]; it must not block.
+    pub(crate) fn on_write(mut self, on_write: impl Fn() + Send + Sync + 'static) -> Self {
+        self.on_write = Box::new(on_write);
+        self
+    }
+
     fn cell(&self) -> Cell {
-        let pid = crate::process::id();
-        let mut bound = self.bound.lock();
-        match bound.as_ref() {
-            Some((owner, cell)) if *owner == pid => cell.clone(),
-            _ => {
-                if let Some(stale) = bound.take() {
-                    // Inherited from the parent: its socket is the parent's to use and close.
-                    std::mem::forget(stale);
-                }
-                let cell = Cell::default();
-                *bound = Some((pid, cell.clone()));
-                cell
-            }
-        }
+        self.cell
+            .lock()
+            .get()
+            .get_or_insert_with(Cell::default)
+            .clone()
     }
 
     pub(crate) async fn conn(&self) -> Result<Conn> {
@@ -238,6 +281,14 @@ impl Redis {
         Ok(Conn {
             manager: conn.clone(),
             trips: self.trips.clone(),
+        })
+    }
+
+    /// The connection for a request that writes (see [`Writer`]).
+    pub(crate) async fn writer(&self) -> Result<Writer<'_>> {
+        Ok(Writer {
+            conn: self.conn().await?,
+            hook: Some(&*self.on_write),
         })
     }
 }

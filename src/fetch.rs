@@ -9,9 +9,10 @@ use std::cell::OnceCell;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::capsule::{Capsule, Fetched, LookPending};
+use crate::capsule::{Capsule, LookPending};
 use crate::doorbell::{queue_set, QueueSet, Ticket, Woken};
 use crate::runtime::{handle, run_plain};
+use crate::script::fetch::Fetched;
 use crate::{Error, Interrupt, Result};
 
 /// How long a fetch may wait for a job when none is eligible.
@@ -29,6 +30,43 @@ impl Wait {
         timeout: Duration::ZERO,
         poll: Duration::ZERO,
     };
+}
+
+impl Capsule {
+    /// Takes a job from the first eligible queue of `queues` (names, with or
+    /// without Sidekiq's `queue:` prefix), or `None` if none is eligible and
+    /// non-empty. Sends the capsule's pending acknowledgements on the way. If
+    /// interrupted after Redis handed out a job, the job goes back to the
+    /// front of its queue and its slot is freed. Does not wait: see
+    /// [`Capsule::start_fetch`].
+    pub fn fetch<S: AsRef<str>>(
+        &self,
+        queues: &[S],
+        interrupt: &Interrupt,
+    ) -> Result<Option<Fetched>> {
+        if interrupt.is_triggered() {
+            return Err(Error::Interrupted);
+        }
+        self.start_fetch(queues, Wait::NONE)?.wait(interrupt)
+    }
+
+    /// [`Capsule::fetch`] that, when nothing is eligible, waits up to
+    /// `wait.timeout` for a job or a slot to appear. Its first look starts
+    /// now; the caller waits with [`Fetch::wait`], again after an interrupt
+    /// that it chose to ignore. Dropping the `Fetch` gives back a job that
+    /// arrives after that.
+    pub fn start_fetch<S: AsRef<str>>(&self, queues: &[S], wait: Wait) -> Result<Fetch> {
+        let queues = queues
+            .iter()
+            .map(|q| {
+                let q = q.as_ref();
+                q.strip_prefix("queue:").unwrap_or(q).to_owned()
+            })
+            .collect();
+        let mut fetch = Fetch::new(self.clone(), queues, wait);
+        fetch.begin()?;
+        Ok(fetch)
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -64,7 +102,7 @@ pub struct Fetch {
 }
 
 impl Fetch {
-    pub(crate) fn new(capsule: Capsule, queues: Vec<String>, wait: Wait) -> Self {
+    fn new(capsule: Capsule, queues: Vec<String>, wait: Wait) -> Self {
         Self {
             set: OnceCell::new(),
             capsule,
@@ -116,7 +154,7 @@ impl Fetch {
 
     /// Starts a look: runs the fetch script, unless nothing it depends on
     /// changed since one that found nothing.
-    pub(crate) fn begin(&mut self) -> Result<()> {
+    fn begin(&mut self) -> Result<()> {
         let ticket = self.bell_ticket();
         // Pending acknowledgements change what is eligible, and ride on a look.
         let unchanged = self.may_skip

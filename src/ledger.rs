@@ -37,8 +37,6 @@ pub(crate) struct Ack {
 
 #[derive(Default)]
 pub(crate) struct Ledger {
-    /// The process it belongs to.
-    pub(crate) pid: u32,
     /// Per queue, the jobs this capsule holds in Redis: fetched, and not yet
     /// acknowledged there (including those in `acks`).
     held: BTreeMap<String, Vec<Digest>>,
@@ -49,13 +47,6 @@ pub(crate) struct Ledger {
 }
 
 impl Ledger {
-    pub(crate) fn for_process(pid: u32) -> Self {
-        Self {
-            pid,
-            ..Self::default()
-        }
-    }
-
     /// The acknowledgements a fetch on `thread` carries: its own. Carrying
     /// another thread's would free a slot that thread is about to take
     /// again with its own fetch, and wake a waiter to race it. `None`: all.

@@ -10,6 +10,7 @@
 //! fetch, runs on the calling thread's own connection ([`direct`]), which the
 //! runtime takes over if the caller walks away.
 
+mod admin;
 mod capsule;
 mod connection;
 mod direct;
@@ -23,12 +24,15 @@ mod limits;
 mod process;
 mod reaper;
 mod runtime;
-mod selector;
+mod script;
 
-pub use capsule::{BeatReport, Capsule, CapsuleOptions, Fetched, JobRef, Reaped, StoredLimit};
+pub use admin::{Limits, StoredLimit};
+pub use capsule::{BeatReport, Capsule, CapsuleOptions};
 pub use connection::{ConnectionSettings, Tls};
 pub use error::{Error, Result};
 pub use fetch::{Fetch, Wait};
 pub use interrupt::Interrupt;
 pub use limits::{LimitKind, LimitValue};
+pub use reaper::{JobRef, Reaped};
 pub use runtime::Pending;
+pub use script::fetch::Fetched;

@@ -11,26 +11,21 @@ use parking_lot::{const_mutex, Mutex};
 use tokio::runtime::{Builder, Handle, Runtime};
 use tokio::sync::oneshot;
 
+use crate::process::{ForkLocal, Stale};
 use crate::{Error, Interrupt, Result};
 
-struct Bound {
-    pid: u32,
-    runtime: Runtime,
-}
-
-static RUNTIME: Mutex<Option<Bound>> = const_mutex(None);
+/// The parent's runtime is forgotten in a child: its worker thread does not
+/// exist there, and dropping it would wait for that thread.
+static RUNTIME: Mutex<ForkLocal<Option<Runtime>>> =
+    const_mutex(ForkLocal::new(None, Stale::Forget));
 
 /// This process's runtime, built on first use and built again in a forked
 /// child, whose copy of the parent's runtime has no threads behind it.
 pub(crate) fn handle() -> Result<Handle> {
-    let pid = crate::process::id();
-    let mut slot = RUNTIME.lock();
-    if let Some(bound) = slot.as_ref().filter(|b| b.pid == pid) {
-        return Ok(bound.runtime.handle().clone());
-    }
-    if let Some(stale) = slot.take() {
-        // The parent's worker thread does not exist here: dropping would wait for it.
-        std::mem::forget(stale);
+    let mut local = RUNTIME.lock();
+    let slot = local.get();
+    if let Some(runtime) = slot.as_ref() {
+        return Ok(runtime.handle().clone());
     }
     let runtime = Builder::new_multi_thread()
         .worker_threads(1)
@@ -39,7 +34,7 @@ pub(crate) fn handle() -> Result<Handle> {
         .build()
         .map_err(|e| Error::Connection(format!("cannot start the I/O runtime: {e}")))?;
     let handle = runtime.handle().clone();
-    *slot = Some(Bound { pid, runtime });
+    *slot = Some(runtime);
     Ok(handle)
 }
 

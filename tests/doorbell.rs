@@ -179,6 +179,25 @@ fn a_waiting_fetch_obeys_a_limit_raised_while_it_waits() {
 }
 
 #[test]
+fn a_waiting_fetch_obeys_a_limit_raised_without_a_capsule() {
+    let q = queue("bell-admin-limit");
+    push(&q, 1);
+    let a = capsule();
+    let limits = limit_fetch_core::Limits::new(&support::settings());
+    let none = Interrupt::new();
+    limits
+        .set_limit(&q, LimitKind::Global, Some(0), &none)
+        .unwrap();
+    let waiter = waiting(&a, &q, LONG);
+    limits
+        .set_limit(&q, LimitKind::Global, Some(1), &none)
+        .unwrap();
+    let (waited, fetched) = waiter.join().unwrap();
+    assert!(fetched.is_some());
+    assert!(waited < PROMPT, "woke after {waited:?}");
+}
+
+#[test]
 fn a_burst_wakes_as_many_waiters_as_it_feeds() {
     let q = queue("bell-burst");
     let a = capsule();

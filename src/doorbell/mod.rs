@@ -27,10 +27,11 @@
 use std::collections::{BTreeSet, HashSet};
 use std::time::{Duration, Instant};
 
-use parking_lot::{Mutex, MutexGuard};
+use parking_lot::{MappedMutexGuard, Mutex, MutexGuard};
 use redis::{PushInfo, PushKind};
 use tokio::sync::Notify;
 
+use crate::process::{ForkLocal, Stale};
 use crate::{Error, Result};
 
 /// How long an observation "these queues hold nothing we may take" stands
@@ -73,7 +74,6 @@ pub(crate) enum Woken {
 
 #[derive(Default)]
 struct State {
-    pid: u32,
     rings: u64,
     changes: u64,
     /// `rings` when every key of `queues` was last read.
@@ -89,24 +89,25 @@ struct State {
     closed: bool,
 }
 
-#[derive(Default)]
 pub(crate) struct Doorbell {
-    state: Mutex<State>,
+    /// A forked child's bell starts disarmed.
+    state: Mutex<ForkLocal<State>>,
     notify: Notify,
 }
 
-impl Doorbell {
-    /// This process's state: a forked child's bell starts disarmed.
-    fn state(&self) -> MutexGuard<'_, State> {
-        let mut state = self.state.lock();
-        let pid = crate::process::id();
-        if state.pid != pid {
-            *state = State {
-                pid,
-                ..State::default()
-            };
+impl Default for Doorbell {
+    fn default() -> Self {
+        Self {
+            state: Mutex::new(ForkLocal::new(State::default(), Stale::Drop)),
+            notify: Notify::new(),
         }
-        state
+    }
+}
+
+impl Doorbell {
+    /// This process's state.
+    fn state(&self) -> MappedMutexGuard<'_, State> {
+        MutexGuard::map(self.state.lock(), ForkLocal::get)
     }
 
     /// Takes the connection's push messages: an invalidation, or a lost
@@ -216,11 +217,24 @@ impl Doorbell {
         }
     }
 
-    /// The first half of arming (see `Inner::arm`): records `queues` among
-    /// those the bell is for, and returns the ring count to arm at and every
-    /// queue to read. Fails fast while a recent failure stands: the caller
-    /// polls instead.
-    pub(crate) fn begin_arm(&self, queues: &[String]) -> Result<(u64, Vec<String>)> {
+    /// Arms the bell for `queues`: `read` turns tracking on and reads, in
+    /// one round trip, every key fetches of the queues it is given depend on
+    /// (all those the bell is for). `Ok(false)` if it rang meanwhile: the
+    /// caller looks again (something changed) and arms again. Fails fast
+    /// while a recent failure stands: the caller polls instead.
+    pub(crate) async fn arm<F, R>(&self, queues: &[String], read: F) -> Result<bool>
+    where
+        F: FnOnce(Vec<String>) -> R,
+        R: std::future::Future<Output = Result<()>>,
+    {
+        let (before, all) = self.begin_arm(queues)?;
+        let read = read(all).await;
+        self.end_arm(before, read)
+    }
+
+    /// The first half of arming: records `queues` among those the bell is
+    /// for, and returns the ring count to arm at and every queue to read.
+    fn begin_arm(&self, queues: &[String]) -> Result<(u64, Vec<String>)> {
         let set = queue_set(queues);
         let mut state = self.state();
         if state.retry_at.is_some_and(|at| Instant::now() < at) {
@@ -231,11 +245,8 @@ impl Doorbell {
         Ok((state.rings, state.queues.iter().cloned().collect()))
     }
 
-    /// The second half: `read` is the outcome of turning tracking on and
-    /// reading, in one round trip, every key fetches of the queues depend
-    /// on. `Ok(false)` if it rang meanwhile: the caller looks again
-    /// (something changed) and arms again.
-    pub(crate) fn end_arm(&self, before: u64, read: Result<()>) -> Result<bool> {
+    /// The second half, given the outcome of the read.
+    fn end_arm(&self, before: u64, read: Result<()>) -> Result<bool> {
         let mut state = self.state();
         match read {
             Ok(()) => {
@@ -269,3 +280,6 @@ impl Drop for Waiting<'_> {
         state.waiters = state.waiters.saturating_sub(1);
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,173 @@
+//! Limits administration: reading and setting queues' limits and counting
+//! their busy slots. Needs a Redis connection, not a capsule, so that a
+//! control plane (a console API, a CLI, a web UI) can use it on its own;
+//! a capsule's own methods delegate to one over its connection.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::connection::{Conn, Redis};
+use crate::runtime::run_plain;
+use crate::{keys, ConnectionSettings, Interrupt, LimitKind, LimitValue, Result};
+
+/// A limit as Redis holds it, unparsed: a value written by hand may not be
+/// a number (the fetch then reads it as 0).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredLimit {
+    pub queue: String,
+    pub kind: LimitKind,
+    pub key: String,
+    /// `None` when no limit is set; not valid UTF-8 is replaced lossily.
+    pub raw: Option<String>,
+}
+
+/// Queues' limits on one Redis. Cheap to clone; every method blocks the
+/// calling thread (not the runtime) and returns early if `interrupt` fires.
+#[derive(Clone)]
+pub struct Limits {
+    redis: Arc<Redis>,
+    /// How long a caller waits for a reply.
+    timeout: Duration,
+}
+
+impl Limits {
+    /// Limits on the Redis of `settings`, through a connection of their
+    /// own, opened on first use.
+    pub fn new(settings: &ConnectionSettings) -> Self {
+        Self::over(Arc::new(Redis::new(settings, |_| {})), settings.timeout)
+    }
+
+    /// Limits through `redis` (a capsule's connection, whose writes its
+    /// doorbell hears of).
+    pub(crate) fn over(redis: Arc<Redis>, timeout: Duration) -> Self {
+        Self { redis, timeout }
+    }
+
+    /// A limit, read the way the fetch script reads it.
+    pub fn limit(&self, queue: &str, kind: LimitKind, interrupt: &Interrupt) -> Result<LimitValue> {
+        let redis = self.redis.clone();
+        let key = kind.key(queue);
+        run_plain(interrupt, self.timeout, async move {
+            let raw: Option<String> = redis::cmd("GET")
+                .arg(key)
+                .query_async(&mut redis.conn().await?)
+                .await?;
+            Ok(crate::limits::parse_stored(raw.as_deref()))
+        })
+    }
+
+    /// Both limits of each of `queues`, as stored, in one `MGET`.
+    pub fn stored_limits<S: AsRef<str>>(
+        &self,
+        queues: &[S],
+        interrupt: &Interrupt,
+    ) -> Result<Vec<StoredLimit>> {
+        let mut limits: Vec<StoredLimit> = queues
+            .iter()
+            .flat_map(|q| {
+                [LimitKind::Global, LimitKind::Process].map(|kind| StoredLimit {
+                    queue: q.as_ref().to_owned(),
+                    kind,
+                    key: kind.key(q.as_ref()),
+                    raw: None,
+                })
+            })
+            .collect();
+        if limits.is_empty() {
+            return Ok(limits);
+        }
+        let redis = self.redis.clone();
+        run_plain(interrupt, self.timeout, async move {
+            let mut mget = redis::cmd("MGET");
+            for limit in &limits {
+                mget.arg(&limit.key);
+            }
+            let raw: Vec<Option<Vec<u8>>> = mget.query_async(&mut redis.conn().await?).await?;
+            for (limit, value) in limits.iter_mut().zip(raw) {
+                limit.raw = value.map(|v| String::from_utf8_lossy(&v).into_owned());
+            }
+            Ok(limits)
+        })
+    }
+
+    /// Sets (or with `None` removes) a limit; the next fetch obeys it.
+    pub fn set_limit(
+        &self,
+        queue: &str,
+        kind: LimitKind,
+        value: LimitValue,
+        interrupt: &Interrupt,
+    ) -> Result<()> {
+        let redis = self.redis.clone();
+        let key = kind.key(queue);
+        run_plain(interrupt, self.timeout, async move {
+            let mut conn = redis.writer().await?;
+            match value {
+                Some(v) => {
+                    redis::cmd("SET")
+                        .arg(key)
+                        .arg(v)
+                        .query_async::<()>(&mut *conn)
+                        .await
+                }
+                None => {
+                    redis::cmd("DEL")
+                        .arg(key)
+                        .query_async::<()>(&mut *conn)
+                        .await
+                }
+            }?;
+            Ok(())
+        })
+    }
+
+    /// Writes `limits` only where Redis holds none yet, so that values
+    /// changed at run time survive a restart.
+    pub fn set_default_limits(
+        &self,
+        limits: Vec<(String, LimitKind, u64)>,
+        interrupt: &Interrupt,
+    ) -> Result<()> {
+        let redis = self.redis.clone();
+        run_plain(interrupt, self.timeout, async move {
+            write_defaults(&mut *redis.writer().await?, &limits).await
+        })
+    }
+
+    /// Busy slots of `queue`: across all capsules, and capsule `uuid`'s.
+    pub fn busy(&self, queue: &str, uuid: &str, interrupt: &Interrupt) -> Result<(u64, u64)> {
+        let redis = self.redis.clone();
+        let key = keys::busy(queue);
+        let uuid = uuid.to_owned();
+        run_plain(interrupt, self.timeout, async move {
+            let (all, mine): (u64, Vec<u64>) = redis::pipe()
+                .cmd("LLEN")
+                .arg(&key)
+                .cmd("LPOS")
+                .arg(&key)
+                .arg(&uuid)
+                .arg("COUNT")
+                .arg(0)
+                .query_async(&mut redis.conn().await?)
+                .await?;
+            Ok((all, mine.len() as u64))
+        })
+    }
+}
+
+/// `SET ... NX` of each limit, in one pipeline.
+pub(crate) async fn write_defaults(
+    conn: &mut Conn,
+    limits: &[(String, LimitKind, u64)],
+) -> Result<()> {
+    let mut pipe = redis::pipe();
+    for (queue, kind, value) in limits {
+        pipe.cmd("SET")
+            .arg(kind.key(queue))
+            .arg(*value)
+            .arg("NX")
+            .ignore();
+    }
+    pipe.query_async::<()>(conn).await?;
+    Ok(())
+}

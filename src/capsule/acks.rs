@@ -1,0 +1,177 @@
+//! What a capsule owes Redis: acknowledgements riding on the next fetch (or
+//! a flush shortly after), jobs pushed back, and the ledger kept in step
+//! with what each fetch script did.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::{Capsule, Inner};
+use crate::ledger::{Ack, Digest};
+use crate::runtime::run_plain;
+use crate::script::fetch::{Fetched, Look, Mode};
+use crate::{Interrupt, Result};
+
+/// How long an acknowledgement waits for its capsule's next fetch to carry
+/// it before it is sent on its own. A processor fetches again right after it
+/// acknowledges, so on a busy capsule it rides along for free; the slot it
+/// frees is held this much longer at most.
+const ACK_GRACE: Duration = Duration::from_millis(2);
+
+/// After a failed flush, the next attempt (unless a fetch carries it first).
+const ACK_RETRY: Duration = Duration::from_secs(1);
+
+impl Capsule {
+    /// Marks a fetched job of `queue` finished. Returns at once: the removal
+    /// from its in-progress list and the release of its slot ride on the
+    /// capsule's next fetch, or go on their own within [`ACK_GRACE`]. Until
+    /// Redis has them, the slot counts as busy (never the other way round).
+    pub fn acknowledge(&self, queue: &str, job: Vec<u8>) {
+        let queue = queue.strip_prefix("queue:").unwrap_or(queue).to_owned();
+        let digest = Digest::of(&job);
+        let schedule = {
+            let mut ledger = self.inner.ledger();
+            ledger.acks.push(Ack {
+                queue,
+                job,
+                digest,
+                thread: std::thread::current().id(),
+            });
+            !std::mem::replace(&mut ledger.flush_scheduled, true)
+        };
+        if schedule {
+            self.inner.clone().schedule_flush(ACK_GRACE);
+        }
+    }
+
+    /// True while acknowledgements wait for a fetch to carry them.
+    pub(crate) fn owes_acks(&self) -> bool {
+        self.inner.ledger().owes(std::thread::current().id())
+    }
+
+    /// Sends pending acknowledgements now.
+    pub fn flush(&self, interrupt: &Interrupt) -> Result<()> {
+        let inner = self.inner.clone();
+        run_plain(
+            interrupt,
+            self.inner.timeout,
+            async move { inner.flush().await },
+        )
+    }
+
+    /// Puts unfinished jobs back at the front of their queues and frees
+    /// their slots, in one atomic step. `jobs` are (queue name, payload).
+    pub fn requeue(&self, jobs: Vec<(String, Vec<u8>)>, interrupt: &Interrupt) -> Result<()> {
+        let inner = self.inner.clone();
+        run_plain(interrupt, self.inner.timeout, async move {
+            inner.requeue(jobs).await
+        })
+    }
+
+    /// Puts a fetched job back at the front of its queue and frees its slot,
+    /// without waiting: for a caller that must drop a job it already holds
+    /// (its thread is being killed).
+    pub fn give_back(&self, fetched: Fetched) {
+        let inner = self.inner.clone();
+        if let Ok(handle) = crate::runtime::handle() {
+            handle.spawn(async move {
+                let _ = inner.requeue(vec![(fetched.queue, fetched.job)]).await;
+            });
+        }
+    }
+}
+
+impl Inner {
+    /// The fetch script on the tracking connection, carrying `acks` (taken
+    /// from the ledger; they go back if the script fails).
+    ///
+    /// The acknowledgements may be taken before the gate: the ledger counts
+    /// their jobs as held until Redis has them, as Redis does, so a
+    /// reconciliation in between finds the two in step.
+    pub(super) async fn fetch(
+        &self,
+        queues: &[String],
+        mode: Mode,
+        acks: Vec<Ack>,
+    ) -> Result<Look> {
+        let _shared = self.gate.read().await;
+        let reply = self
+            .fetch
+            .run(&self.redis, &self.uuid, mode, &acks, queues)
+            .await;
+        self.settle(acks, reply)
+    }
+
+    /// Books what a fetch script did in the ledger.
+    pub(super) fn settle(&self, acks: Vec<Ack>, reply: Result<Look>) -> Result<Look> {
+        let mut ledger = self.ledger();
+        match &reply {
+            Ok(look) => {
+                for ack in &acks {
+                    ledger.forget(&ack.queue, &ack.digest);
+                }
+                if let Some(f) = &look.fetched {
+                    ledger.hold(&f.queue, Digest::of(&f.job));
+                }
+            }
+            // Sent again later: acknowledging is idempotent.
+            Err(_) => ledger.acks.splice(0..0, acks).for_each(drop),
+        }
+        reply
+    }
+
+    /// Sends pending acknowledgements on their own (no fetch carried them).
+    pub(super) async fn flush(&self) -> Result<()> {
+        if self.ledger().acks.is_empty() {
+            return Ok(());
+        }
+        // Freed slots no fetch of this capsule took: a waiter may (see `fetch`).
+        let acks = self.ledger().take_acks(None);
+        self.fetch(&[], Mode::Plain, acks).await.map(drop)
+    }
+
+    fn schedule_flush(self: Arc<Self>, after: Duration) {
+        let Ok(handle) = crate::runtime::handle() else {
+            return;
+        };
+        handle.spawn(async move {
+            tokio::time::sleep(after).await;
+            self.ledger().flush_scheduled = false;
+            if self.flush().await.is_err() {
+                let retry = {
+                    let mut ledger = self.ledger();
+                    !ledger.acks.is_empty() && !std::mem::replace(&mut ledger.flush_scheduled, true)
+                };
+                if retry {
+                    self.schedule_flush(ACK_RETRY);
+                }
+            }
+        });
+    }
+
+    pub(super) async fn requeue(&self, jobs: Vec<(String, Vec<u8>)>) -> Result<()> {
+        if jobs.is_empty() {
+            return Ok(());
+        }
+        let _shared = self.gate.read().await;
+        let mut args: Vec<&[u8]> = Vec::with_capacity(1 + jobs.len() * 2);
+        args.push(self.uuid.as_bytes());
+        for (queue, job) in &jobs {
+            args.push(queue.as_bytes());
+            args.push(job);
+        }
+        let sent = async {
+            let mut conn = self.redis.writer().await?;
+            self.requeue
+                .invoke::<(), _, _>(&mut conn, &[] as &[&str], &args[..])
+                .await
+        }
+        .await;
+        // Whether or not Redis heard it, the jobs are no longer ours; what did
+        // not land is caught by the next reconciliation.
+        let mut ledger = self.ledger();
+        for (queue, job) in &jobs {
+            ledger.forget(queue, &Digest::of(job));
+        }
+        sent
+    }
+}

@@ -1,0 +1,124 @@
+//! A capsule's life in Redis: registering and proving itself alive, healing
+//! its busy and in-progress lists, reaping dead capsules, deregistering.
+
+use crate::admin::write_defaults;
+use crate::connection::Conn;
+use crate::keys;
+use crate::reaper::Reaped;
+use crate::runtime::run_plain;
+use crate::{Interrupt, Result};
+
+use super::{Capsule, Inner};
+
+/// What a heartbeat did besides proving this capsule alive.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct BeatReport {
+    pub reaped: Vec<Reaped>,
+    /// This capsule's busy lists it corrected: (busy key, entries before, after).
+    pub corrected: Vec<(String, i64, i64)>,
+    /// Jobs in this capsule's in-progress lists that it does not hold (the
+    /// reply of their fetch was lost), pushed back: (queue, jid).
+    pub orphans: Vec<(String, String)>,
+    /// The capsule's heartbeat key was gone before its period was up: Redis
+    /// lost its data (or reaped a frozen process). The beat registered the
+    /// capsule again and wrote the configured limits where none are set.
+    pub restored: bool,
+}
+
+impl Capsule {
+    /// Proves this capsule alive, heals its busy and in-progress lists, and
+    /// reaps capsules whose heartbeat expired, on every queue.
+    pub fn beat(&self, interrupt: &Interrupt) -> Result<BeatReport> {
+        let inner = self.inner.clone();
+        run_plain(interrupt, self.inner.timeout * 4, async move {
+            // Jobs pushed back and slots freed: a waiter may take them (the
+            // writer tells the doorbell when the beat is over).
+            let mut conn = inner.redis.writer().await?;
+            let restored = inner.register(&mut conn).await?;
+            let (corrected, orphans) = inner.reconcile(&mut conn).await?;
+            let reaped = inner.reaper.reap_dead(&mut conn, &inner.uuid).await?;
+            Ok(BeatReport {
+                reaped,
+                corrected,
+                orphans,
+                restored,
+            })
+        })
+    }
+
+    /// Registers this capsule (heartbeat key and membership), as a beat does.
+    pub fn register(&self, interrupt: &Interrupt) -> Result<()> {
+        let inner = self.inner.clone();
+        run_plain(interrupt, self.inner.timeout, async move {
+            inner
+                .register(&mut inner.redis.conn().await?)
+                .await
+                .map(|_| ())
+        })
+    }
+
+    /// Removes this capsule after sending its pending acknowledgements: its
+    /// heartbeat, its membership, every slot it still holds in `queues` or in
+    /// any queue it fetched from, and its in-progress lists, whose jobs go
+    /// back to their queues. Returns the number of slots freed.
+    pub fn deregister<S: AsRef<str>>(&self, queues: &[S], interrupt: &Interrupt) -> Result<i64> {
+        let inner = self.inner.clone();
+        let names: Vec<String> = queues.iter().map(|q| q.as_ref().to_owned()).collect();
+        run_plain(interrupt, self.inner.timeout * 4, async move {
+            inner.flush().await?;
+            let _exclusive = inner.gate.write().await;
+            let mut names = names;
+            names.extend(inner.ledger().queues().cloned());
+            names.sort();
+            names.dedup();
+            let busy_lists = names.iter().map(|q| keys::busy(q));
+            let mut conn = inner.redis.conn().await?;
+            let reaped = inner
+                .reaper
+                .reap_one(&mut conn, &inner.uuid, busy_lists, true)
+                .await?;
+            Ok(reaped.map_or(0, |r| r.freed))
+        })
+    }
+}
+
+impl Inner {
+    /// Sets the heartbeat and membership; true if the heartbeat key was gone,
+    /// in which case the configured limits are written again where unset.
+    async fn register(&self, conn: &mut Conn) -> Result<bool> {
+        let (existed,): (bool,) = redis::pipe()
+            .atomic()
+            .cmd("EXISTS")
+            .arg(keys::heartbeat(&self.uuid))
+            .cmd("SET")
+            .arg(keys::heartbeat(&self.uuid))
+            .arg(crate::process::id())
+            .arg("EX")
+            .arg(self.heartbeat_ttl)
+            .ignore()
+            .cmd("SADD")
+            .arg(keys::CAPSULES)
+            .arg(&self.uuid)
+            .ignore()
+            .query_async(conn)
+            .await?;
+        if !existed {
+            let defaults = self.defaults.lock().clone();
+            write_defaults(conn, &defaults).await?;
+        }
+        Ok(!existed)
+    }
+
+    /// Pushes back in-progress jobs this capsule does not hold and sets its
+    /// busy entries per queue to the jobs it holds. Exact: no script that
+    /// changes them runs between reading the ledger and this one.
+    async fn reconcile(
+        &self,
+        conn: &mut Conn,
+    ) -> Result<(Vec<(String, i64, i64)>, Vec<(String, String)>)> {
+        let _exclusive = self.gate.write().await;
+        let mut args = vec![self.uuid.clone()];
+        args.extend(self.ledger().held_args());
+        self.reconcile.invoke(conn, &[] as &[&str], &args).await
+    }
+}

@@ -1,0 +1,243 @@
+//! One run of the fetch script for a fetch: on the calling thread's own
+//! connection when it has one (see direct/), else as a task on the
+//! runtime's connection, which also opens the thread's own for next time.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use tokio::sync::OwnedRwLockReadGuard;
+
+use super::{Capsule, Inner};
+use crate::direct::{self, Direct, Flight};
+use crate::ledger::Ack;
+use crate::runtime::{run_plain, spawn, Pending};
+use crate::script::fetch::{Look, Mode};
+use crate::script::{lost_script, Send};
+use crate::{Error, Interrupt, Result};
+
+/// A look under way: on the runtime's connection, or on the thread's own.
+pub(crate) enum LookPending {
+    Task(Pending<Look>),
+    Direct(DirectLook),
+}
+
+impl LookPending {
+    pub(crate) fn wait(&mut self, interrupt: &Interrupt) -> Result<Look> {
+        match self {
+            LookPending::Task(pending) => pending.wait(interrupt),
+            LookPending::Direct(direct) => match direct.finish(interrupt) {
+                // A connection found broken (a Redis restart) before any
+                // reply: the look goes again through the runtime's
+                // connection, which reconnects.
+                Err(Error::Connection(_)) if direct.lost => {
+                    *self =
+                        LookPending::Task(start_task_look(&direct.inner, &direct.queues, false)?);
+                    self.wait(interrupt)
+                }
+                other => other,
+            },
+        }
+    }
+
+    /// The reply is here and is a look's: waiting for it will not block.
+    pub(crate) fn is_ready(&self) -> bool {
+        matches!(self, LookPending::Direct(direct) if direct.is_ready())
+    }
+}
+
+impl Capsule {
+    /// One run of the fetch script; `watch`: a fetcher sleeps on the
+    /// doorbell (see fetch.lua). On the thread's own connection if it has
+    /// one: its writes ring the doorbell through Redis, and only those that
+    /// change what a sleeping fetcher may take (an acknowledgement whose slot
+    /// the same fetch takes again writes no busy list).
+    pub(crate) fn start_look(&self, queues: &Arc<Vec<String>>, watch: bool) -> Result<LookPending> {
+        if let Some(direct) = DirectLook::start(&self.inner, queues, watch) {
+            return Ok(LookPending::Direct(direct));
+        }
+        start_task_look(&self.inner, queues, watch).map(LookPending::Task)
+    }
+
+    /// Opens this thread's direct connection if it has none (and the last
+    /// attempt is not too recent): the thread's next looks go through it.
+    pub(crate) fn open_direct(&self, interrupt: &Interrupt) {
+        let inner = &self.inner;
+        if !Direct::supports(&inner.settings) || !direct::wanted(inner.id) {
+            return;
+        }
+        let settings = inner.settings.clone();
+        let opened = run_plain(interrupt, inner.timeout, async move {
+            Direct::connect(&settings).await
+        })
+        .and_then(|conn| conn.set_up(&inner.settings, interrupt));
+        inner.redis.trips.add(1);
+        direct::opened(inner.id, opened.ok());
+    }
+
+    /// Arms the doorbell for `queues` (see `Doorbell::arm`): turns tracking
+    /// on and runs the fetch script in its `Track` mode, which reads, after
+    /// `CLIENT CACHING yes`, every key what the queues offer depends on.
+    pub(crate) async fn arm(&self, queues: &[String]) -> Result<bool> {
+        let inner = &self.inner;
+        inner
+            .doorbell
+            .arm(queues, |all| async move {
+                let run = inner
+                    .fetch
+                    .run(&inner.redis, &inner.uuid, Mode::Track, &[], &all);
+                run.await.map(drop)
+            })
+            .await
+    }
+}
+
+/// A look as a task on the runtime's connection.
+fn start_task_look(
+    inner: &Arc<Inner>,
+    queues: &Arc<Vec<String>>,
+    watch: bool,
+) -> Result<Pending<Look>> {
+    let queues = queues.clone();
+    let task_inner = inner.clone();
+    let undo_inner = inner.clone();
+    // Taken now rather than when the task runs: until the I/O thread got
+    // to it, a flush firing meanwhile would send them on their own.
+    let acks = inner.ledger().take_acks(Some(std::thread::current().id()));
+    let mode = Mode::of_look(watch, false);
+    spawn(
+        inner.timeout,
+        async move { task_inner.fetch(&queues, mode, acks).await },
+        |abandoned: Look| async move {
+            if let Some(f) = abandoned.fetched {
+                let _ = undo_inner.requeue(vec![(f.queue, f.job)]).await;
+            }
+        },
+    )
+}
+
+/// A look on the calling thread's own connection (see direct/). Dropped
+/// before its reply was taken, it is finished on the runtime, and a job in
+/// the reply goes back to its queue.
+pub(crate) struct DirectLook {
+    inner: Arc<Inner>,
+    queues: Arc<Vec<String>>,
+    flight: Option<Flight>,
+    mode: Mode,
+    acks: Vec<Ack>,
+    /// Shared hold on the gate until the reply is settled (see `Inner::gate`).
+    gate: Option<OwnedRwLockReadGuard<()>>,
+    deadline: Instant,
+    /// How the script was named: by its body after Redis had lost it.
+    send: Send,
+    /// The connection broke before a reply came.
+    lost: bool,
+}
+
+impl DirectLook {
+    /// Sends the fetch script on this thread's connection, if it has one and
+    /// no reconciliation holds the gate; reads a reply already there.
+    fn start(inner: &Arc<Inner>, queues: &Arc<Vec<String>>, watch: bool) -> Option<DirectLook> {
+        let gate = inner.gate.clone().try_read_owned().ok()?;
+        let conn = direct::take(inner.id)?;
+        let acks = inner.ledger().take_acks(Some(std::thread::current().id()));
+        let mode = Mode::of_look(watch, true);
+        let request = inner
+            .fetch
+            .packed(Send::Sha, &inner.uuid, mode, &acks, queues);
+        inner.redis.trips.add(1);
+        Some(DirectLook {
+            inner: inner.clone(),
+            queues: queues.clone(),
+            flight: Some(Flight::start(conn, request, 1)),
+            mode,
+            acks,
+            gate: Some(gate),
+            deadline: Instant::now() + inner.timeout,
+            send: Send::Sha,
+            lost: false,
+        })
+    }
+
+    fn is_ready(&self) -> bool {
+        self.flight.as_ref().is_some_and(Flight::is_ready_value)
+    }
+
+    fn finish(&mut self, interrupt: &Interrupt) -> Result<Look> {
+        let Some(flight) = self.flight.as_mut() else {
+            return Err(Error::Connection("the reply was already taken".into()));
+        };
+        let value = match flight.finish(interrupt, self.deadline) {
+            Err(Error::Interrupted) => return Err(Error::Interrupted),
+            // Timed out: dropping this look finishes it on the runtime, and a
+            // job in the late reply goes back.
+            Err(err) if flight.is_alive() => return Err(err),
+            Ok(value) if lost_script(self.send, &value) => {
+                let conn = self.flight.take().and_then(Flight::into_conn);
+                let Some(conn) = conn else {
+                    return self.settle(Err(Error::Connection("lost".into())));
+                };
+                self.send = Send::Body;
+                let inner = &self.inner;
+                let request =
+                    inner
+                        .fetch
+                        .packed(self.send, &inner.uuid, self.mode, &self.acks, &self.queues);
+                self.flight = Some(Flight::start(conn, request, 1));
+                inner.redis.trips.add(1);
+                return self.finish(interrupt);
+            }
+            other => other,
+        };
+        let flight = self.flight.take();
+        let reply = match value {
+            Ok(value) => {
+                if let Some(conn) = flight.and_then(Flight::into_conn) {
+                    direct::put(self.inner.id, conn);
+                }
+                Look::from_value(value)
+            }
+            // Broken before a reply: the script did not run, or if Redis
+            // ran it and died before answering, the next reconciliation
+            // pushes the job it took back.
+            Err(err) => {
+                self.lost = true;
+                Err(err)
+            }
+        };
+        self.settle(reply)
+    }
+
+    /// Its writes were another connection's than the doorbell's: Redis
+    /// rings for those a sleeping fetcher tracks.
+    fn settle(&mut self, reply: Result<Look>) -> Result<Look> {
+        let settled = self.inner.settle(std::mem::take(&mut self.acks), reply);
+        self.gate = None;
+        settled
+    }
+}
+
+impl Drop for DirectLook {
+    fn drop(&mut self) {
+        let Some(flight) = self.flight.take() else {
+            return;
+        };
+        let inner = self.inner.clone();
+        let acks = std::mem::take(&mut self.acks);
+        let gate = self.gate.take();
+        flight.abandon(move |value| {
+            let reply = value.and_then(Look::from_value);
+            let settled = inner.settle(acks, reply);
+            drop(gate);
+            if let Ok(Look {
+                fetched: Some(f), ..
+            }) = settled
+            {
+                if let Ok(handle) = crate::runtime::handle() {
+                    handle.spawn(async move {
+                        let _ = inner.requeue(vec![(f.queue, f.job)]).await;
+                    });
+                }
+            }
+        });
+    }
+}

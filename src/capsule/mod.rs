@@ -1,0 +1,200 @@
+//! One Sidekiq capsule's view of the limits: its UUID, its busy slots and
+//! in-progress jobs, and the bookkeeping that keeps Redis in step with the
+//! jobs it runs.
+//!
+//! `look.rs` runs the fetch script (on the thread's own connection or the
+//! runtime's), `acks.rs` books what it did and sends acknowledgements and
+//! pushed-back jobs, `lifecycle.rs` registers, heals and deregisters the
+//! capsule. A fetch that waits is fetch.rs's; limits are admin.rs's.
+
+mod acks;
+mod lifecycle;
+mod look;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::{MappedMutexGuard, Mutex, MutexGuard};
+use tokio::sync::RwLock;
+
+use crate::admin::{Limits, StoredLimit};
+use crate::connection::Redis;
+use crate::doorbell::Doorbell;
+use crate::ledger::Ledger;
+use crate::process::{ForkLocal, Stale};
+use crate::reaper::Reaper;
+use crate::script::fetch::FetchScript;
+use crate::script::{LuaScript, RECONCILE, REQUEUE};
+use crate::{direct, ConnectionSettings, Interrupt, LimitKind, LimitValue, Result};
+
+pub use lifecycle::BeatReport;
+pub(crate) use look::LookPending;
+
+/// How a capsule runs, besides where Redis is.
+#[derive(Debug, Clone, Copy)]
+pub struct CapsuleOptions {
+    /// Seconds between heartbeats; a capsule silent for 4 periods is dead.
+    pub heartbeat_period: Duration,
+    /// Recoveries from dead capsules a job may have; one more sends it to
+    /// the dead set.
+    pub max_recoveries: u32,
+}
+
+impl Default for CapsuleOptions {
+    fn default() -> Self {
+        Self {
+            heartbeat_period: Duration::from_secs(15),
+            max_recoveries: 3,
+        }
+    }
+}
+
+struct Inner {
+    uuid: String,
+    /// Tells this capsule's direct connections from other capsules' on a thread.
+    id: u64,
+    settings: ConnectionSettings,
+    /// The doorbell's tracking connection: its writes disarm the bell.
+    redis: Arc<Redis>,
+    doorbell: Arc<Doorbell>,
+    limits: Limits,
+    heartbeat_ttl: u64,
+    /// Limits from the configuration, written again if Redis loses its data.
+    defaults: Mutex<Vec<(String, LimitKind, u64)>>,
+    /// How long a caller waits for a reply (Sidekiq's `timeout`).
+    timeout: Duration,
+    /// A forked child starts with an empty one, as it holds none of its
+    /// parent's jobs and owes none of its acknowledgements.
+    ledger: Mutex<ForkLocal<Ledger>>,
+    /// Every script that changes this capsule's entries holds it shared for
+    /// its round trip; reconciliation holds it alone, so the ledger it reads
+    /// matches what Redis holds when its script runs.
+    gate: Arc<RwLock<()>>,
+    fetch: FetchScript,
+    requeue: LuaScript,
+    reconcile: LuaScript,
+    reaper: Reaper,
+}
+
+impl Inner {
+    /// The ledger of this process.
+    fn ledger(&self) -> MappedMutexGuard<'_, Ledger> {
+        MutexGuard::map(self.ledger.lock(), ForkLocal::get)
+    }
+}
+
+/// A capsule's handle on Redis. Cheap to clone; every method blocks the
+/// calling thread (not the runtime) and returns early if `interrupt` fires.
+#[derive(Clone)]
+pub struct Capsule {
+    inner: Arc<Inner>,
+}
+
+impl Capsule {
+    /// A capsule with a fresh UUID. Opens no connection yet.
+    pub fn new(settings: &ConnectionSettings, options: CapsuleOptions) -> Self {
+        let period = options.heartbeat_period.as_secs_f64();
+        let doorbell = Arc::new(Doorbell::default());
+        let (listener, writes) = (doorbell.clone(), doorbell.clone());
+        let redis = Arc::new(
+            Redis::new(settings, move |push| listener.hear(push)).on_write(move || writes.wrote()),
+        );
+        static IDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let inner = Inner {
+            uuid: uuid::Uuid::new_v4().to_string(),
+            id: IDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            settings: settings.clone(),
+            doorbell,
+            limits: Limits::over(redis.clone(), settings.timeout),
+            redis,
+            timeout: settings.timeout,
+            defaults: Mutex::default(),
+            heartbeat_ttl: (period * 4.0).ceil().max(1.0) as u64,
+            ledger: Mutex::new(ForkLocal::new(Ledger::default(), Stale::Drop)),
+            gate: Arc::new(RwLock::new(())),
+            fetch: FetchScript::new(),
+            requeue: LuaScript::new(REQUEUE),
+            reconcile: LuaScript::new(RECONCILE),
+            reaper: Reaper::new(options.max_recoveries),
+        };
+        Self {
+            inner: Arc::new(inner),
+        }
+    }
+
+    pub fn uuid(&self) -> &str {
+        &self.inner.uuid
+    }
+
+    /// True if the calling thread has a connection of its own to this
+    /// capsule's Redis, which its looks use (see direct/).
+    pub fn has_own_connection(&self) -> bool {
+        direct::has(self.inner.id)
+    }
+
+    pub(crate) fn doorbell(&self) -> &Doorbell {
+        &self.inner.doorbell
+    }
+
+    /// Round trips this capsule made to Redis so far, the doorbell's included.
+    pub fn round_trips(&self) -> u64 {
+        self.inner.redis.trips.get()
+    }
+
+    pub(crate) fn timeout(&self) -> Duration {
+        self.inner.timeout
+    }
+
+    /// Ends every waiting fetch at once, and makes later ones look without
+    /// waiting: Sidekiq is quieting, and its idle processors should stop.
+    pub fn quiet(&self) {
+        self.inner.doorbell.close();
+    }
+
+    /// This capsule's limits administration, over its connection.
+    pub fn limits(&self) -> &Limits {
+        &self.inner.limits
+    }
+
+    /// See [`Limits::limit`].
+    pub fn limit(&self, queue: &str, kind: LimitKind, interrupt: &Interrupt) -> Result<LimitValue> {
+        self.inner.limits.limit(queue, kind, interrupt)
+    }
+
+    /// See [`Limits::stored_limits`].
+    pub fn stored_limits<S: AsRef<str>>(
+        &self,
+        queues: &[S],
+        interrupt: &Interrupt,
+    ) -> Result<Vec<StoredLimit>> {
+        self.inner.limits.stored_limits(queues, interrupt)
+    }
+
+    /// See [`Limits::set_limit`].
+    pub fn set_limit(
+        &self,
+        queue: &str,
+        kind: LimitKind,
+        value: LimitValue,
+        interrupt: &Interrupt,
+    ) -> Result<()> {
+        self.inner.limits.set_limit(queue, kind, value, interrupt)
+    }
+
+    /// Writes limits only where Redis holds none yet, so that values changed
+    /// at run time survive a restart. They are written again the same way if
+    /// Redis later loses its data (see [`BeatReport::restored`]).
+    pub fn set_default_limits(
+        &self,
+        limits: Vec<(String, LimitKind, u64)>,
+        interrupt: &Interrupt,
+    ) -> Result<()> {
+        *self.inner.defaults.lock() = limits.clone();
+        self.inner.limits.set_default_limits(limits, interrupt)
+    }
+
+    /// Busy slots of `queue`: across all capsules, and this capsule's own.
+    pub fn busy(&self, queue: &str, interrupt: &Interrupt) -> Result<(u64, u64)> {
+        self.inner.limits.busy(queue, &self.inner.uuid, interrupt)
+    }
+}

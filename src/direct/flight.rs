@@ -1,0 +1,163 @@
+//! One request on a direct connection, driven by the calling thread: it
+//! writes what the socket takes and reads a reply already there; only a reply
+//! still to come is waited for (see `poll.rs`). A request whose caller walks
+//! away is finished on the runtime.
+
+use std::io::ErrorKind;
+use std::time::Instant;
+
+use redis::Value;
+
+use super::conn::Direct;
+use super::poll::wait_for;
+use super::resp::parse_value;
+use crate::runtime::handle;
+use crate::{Error, Interrupt, Result};
+
+pub(super) fn lost() -> Error {
+    Error::Connection("the connection to Redis was lost".into())
+}
+
+/// One request on a [`Direct`] connection and its reply (`replies` replies
+/// for a pipeline, of which the last is kept; errors before it fail).
+pub(crate) struct Flight {
+    conn: Option<Direct>,
+    out: Vec<u8>,
+    written: usize,
+    replies: usize,
+    buf: Vec<u8>,
+    reply: Option<Value>,
+}
+
+impl Flight {
+    /// Writes what the socket takes now and reads a reply already there,
+    /// without blocking.
+    pub(crate) fn start(conn: Direct, request: Vec<u8>, replies: usize) -> Flight {
+        let mut flight = Flight {
+            conn: Some(conn),
+            out: request,
+            written: 0,
+            replies,
+            buf: Vec::new(),
+            reply: None,
+        };
+        // An error here shows again in `finish`, which reports it.
+        let _ = flight.advance();
+        flight
+    }
+
+    /// A reply other than an error is here: `finish` will not block.
+    pub(crate) fn is_ready_value(&self) -> bool {
+        matches!(&self.reply, Some(v) if !matches!(v, Value::ServerError(_)))
+    }
+
+    /// The reply, waiting for it until `deadline` or an interrupt; after
+    /// `Err(Interrupted)` the flight can be finished later. On success the
+    /// connection is free again: [`Flight::into_conn`].
+    pub(crate) fn finish(&mut self, interrupt: &Interrupt, deadline: Instant) -> Result<Value> {
+        loop {
+            if let Some(value) = self.reply.take() {
+                return Ok(value);
+            }
+            if interrupt.is_triggered() {
+                return Err(Error::Interrupted);
+            }
+            let want_write = self.written < self.out.len();
+            if !self.advance()? {
+                let fd = self.conn.as_mut().ok_or_else(lost)?.stream().fd();
+                wait_for(fd, want_write, interrupt, deadline)?;
+            }
+        }
+    }
+
+    /// The connection has not broken (the request may still be answered).
+    pub(crate) fn is_alive(&self) -> bool {
+        self.conn.is_some()
+    }
+
+    pub(crate) fn into_conn(mut self) -> Option<Direct> {
+        self.conn.take()
+    }
+
+    /// Writes and reads what the socket allows without blocking; true if it
+    /// moved on (or the reply is complete), false if it must wait.
+    fn advance(&mut self) -> Result<bool> {
+        let conn = self.conn.as_mut().ok_or_else(lost)?;
+        let mut moved = false;
+        while self.written < self.out.len() {
+            match conn.stream().write(&self.out[self.written..]) {
+                Ok(0) => return Err(self.fail()),
+                Ok(n) => {
+                    self.written += n;
+                    moved = true;
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(moved),
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(_) => return Err(self.fail()),
+            }
+        }
+        let mut chunk = [0u8; 16 * 1024];
+        loop {
+            if let Some(value) = self.parsed()? {
+                self.reply = Some(value);
+                return Ok(true);
+            }
+            let conn = self.conn.as_mut().ok_or_else(lost)?;
+            match conn.stream().read(&mut chunk) {
+                Ok(0) => return Err(self.fail()),
+                Ok(n) => {
+                    self.buf.extend_from_slice(&chunk[..n]);
+                    moved = true;
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(moved),
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(_) => return Err(self.fail()),
+            }
+        }
+    }
+
+    /// The last of the replies once all are in; an error reply before it
+    /// is returned instead.
+    fn parsed(&mut self) -> Result<Option<Value>> {
+        let mut at = 0;
+        let mut last = None;
+        for _ in 0..self.replies {
+            let Some((value, len)) = parse_value(&self.buf[at..])? else {
+                return Ok(None);
+            };
+            at += len;
+            let failed = matches!(value, Value::ServerError(_));
+            last = Some(value);
+            if failed {
+                break;
+            }
+        }
+        self.buf.drain(..at);
+        Ok(last)
+    }
+
+    fn fail(&mut self) -> Error {
+        self.conn = None;
+        lost()
+    }
+
+    /// Finishes the request on the runtime (the caller has gone), then hands
+    /// the reply to `then`.
+    pub(crate) fn abandon<F>(mut self, then: F)
+    where
+        F: FnOnce(Result<Value>) + Send + 'static,
+    {
+        if let Some(value) = self.reply.take() {
+            then(Ok(value));
+            return;
+        }
+        let Ok(handle) = handle() else {
+            then(Err(lost()));
+            return;
+        };
+        handle.spawn_blocking(move || {
+            let far = Instant::now() + std::time::Duration::from_secs(30);
+            then(self.finish(&Interrupt::new(), far));
+        });
+    }
+}

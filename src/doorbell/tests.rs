@@ -1,0 +1,186 @@
+//! The doorbell's state machine, fed by hand: no Redis, no connection.
+
+use std::time::Duration;
+
+use redis::{PushInfo, PushKind};
+
+use super::{queue_set, Doorbell, Ticket, Woken};
+use crate::Error;
+
+fn queues(names: &[&str]) -> Vec<String> {
+    names.iter().map(|n| n.to_string()).collect()
+}
+
+fn push(kind: PushKind) -> PushInfo {
+    PushInfo { kind, data: vec![] }
+}
+
+/// Arms `bell` for `names` with a read that succeeded; the queues it read.
+fn armed(bell: &Doorbell, names: &[&str]) -> Vec<String> {
+    let (before, all) = bell.begin_arm(&queues(names)).expect("arming allowed");
+    assert_eq!(bell.end_arm(before, Ok(())).ok(), Some(true));
+    all
+}
+
+/// Arms `bell` for queue "a" and takes a ticket.
+fn armed_on_a(bell: &Doorbell) -> Ticket {
+    armed(bell, &["a"]);
+    bell.ticket(|| queue_set(&["a"])).expect("armed")
+}
+
+fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .expect("a runtime")
+        .block_on(future)
+}
+
+fn soon() -> tokio::time::Instant {
+    tokio::time::Instant::now() + Duration::from_millis(20)
+}
+
+#[test]
+fn an_unarmed_bell_gives_no_ticket() {
+    let bell = Doorbell::default();
+    assert_eq!(bell.ticket(|| queue_set(&["a"])), None);
+    assert!(!bell.watching());
+}
+
+#[test]
+fn arming_gives_tickets_for_the_sets_armed_for_only() {
+    let bell = Doorbell::default();
+    assert_eq!(armed(&bell, &["b", "a"]), queues(&["a", "b"]));
+    // Order does not matter: weighted fetchers list queues in any order.
+    assert!(bell.ticket(|| queue_set(&["a", "b"])).is_some());
+    assert!(bell.ticket(|| queue_set(&["b", "a"])).is_some());
+    assert_eq!(bell.ticket(|| queue_set(&["a"])), None);
+    // A second set adds its queues: every key read again covers both.
+    assert_eq!(armed(&bell, &["c"]), queues(&["a", "b", "c"]));
+    assert!(bell.ticket(|| queue_set(&["c"])).is_some());
+}
+
+#[test]
+fn a_ring_while_arming_leaves_the_bell_unarmed() {
+    let bell = Doorbell::default();
+    let (before, _) = bell.begin_arm(&queues(&["a"])).expect("arming allowed");
+    bell.hear(&push(PushKind::Invalidate));
+    assert_eq!(bell.end_arm(before, Ok(())).ok(), Some(false));
+    assert_eq!(bell.ticket(|| queue_set(&["a"])), None);
+}
+
+#[test]
+fn an_invalidation_or_a_lost_connection_disarms_and_rings() {
+    for kind in [PushKind::Invalidate, PushKind::Disconnection] {
+        let bell = Doorbell::default();
+        let ticket = armed_on_a(&bell);
+        bell.hear(&push(kind.clone()));
+        assert_eq!(bell.ticket(|| queue_set(&["a"])), None, "{kind:?}");
+        assert_eq!(block_on(bell.wait(ticket, soon())), Woken::Rang, "{kind:?}");
+    }
+}
+
+#[test]
+fn other_push_messages_change_nothing() {
+    let bell = Doorbell::default();
+    let ticket = armed_on_a(&bell);
+    bell.hear(&push(PushKind::Message));
+    assert_eq!(bell.ticket(|| queue_set(&["a"])), Some(ticket));
+    assert_eq!(block_on(bell.wait(ticket, soon())), Woken::TimedOut);
+}
+
+#[test]
+fn a_write_of_the_tracking_connection_disarms_and_rings() {
+    let bell = Doorbell::default();
+    let ticket = armed_on_a(&bell);
+    bell.wrote();
+    assert_eq!(bell.ticket(|| queue_set(&["a"])), None);
+    assert_eq!(block_on(bell.wait(ticket, soon())), Woken::Rang);
+}
+
+#[test]
+fn a_change_by_the_capsule_rings_but_leaves_the_bell_armed() {
+    let bell = Doorbell::default();
+    let ticket = armed_on_a(&bell);
+    bell.changed();
+    let next = bell.ticket(|| queue_set(&["a"])).expect("still armed");
+    assert_ne!(next, ticket);
+    assert_eq!(block_on(bell.wait(ticket, soon())), Woken::Rang);
+    assert_eq!(block_on(bell.wait(next, soon())), Woken::TimedOut);
+}
+
+#[test]
+fn an_empty_look_is_trusted_until_something_changes() {
+    let bell = Doorbell::default();
+    armed(&bell, &["a"]);
+    let set = queue_set(&["a"]);
+    let ticket = bell.ticket(|| set).expect("armed");
+    assert!(!bell.known_empty(ticket, set));
+    bell.found_empty(ticket, set);
+    assert!(bell.known_empty(ticket, set));
+    assert!(!bell.known_empty(ticket, queue_set(&["b"])));
+    bell.changed();
+    let after = bell.ticket(|| set).expect("armed");
+    assert!(!bell.known_empty(after, set));
+}
+
+#[test]
+fn watching_while_a_fetcher_sleeps_on_a_tracking_connection() {
+    let bell = Doorbell::default();
+    let ticket = armed_on_a(&bell);
+    block_on(async {
+        let sleeper = bell.wait(ticket, tokio::time::Instant::now() + Duration::from_secs(5));
+        tokio::pin!(sleeper);
+        // Polled once: the fetcher now sleeps.
+        assert!(futures_poll_once(sleeper.as_mut()).await.is_none());
+        assert!(bell.watching());
+        bell.hear(&push(PushKind::Disconnection));
+        // Tracking was lost with the connection: looks stop reading back.
+        assert!(!bell.watching());
+        assert_eq!(sleeper.await, Woken::Rang);
+    });
+    assert!(!bell.watching());
+}
+
+/// Polls `future` once: its output if it was ready.
+async fn futures_poll_once<F: std::future::Future + Unpin>(mut future: F) -> Option<F::Output> {
+    std::future::poll_fn(|cx| {
+        std::task::Poll::Ready(match std::pin::Pin::new(&mut future).poll(cx) {
+            std::task::Poll::Ready(out) => Some(out),
+            std::task::Poll::Pending => None,
+        })
+    })
+    .await
+}
+
+#[test]
+fn closing_ends_every_wait_now_and_later() {
+    let bell = Doorbell::default();
+    let ticket = armed_on_a(&bell);
+    bell.close();
+    assert!(bell.is_closed());
+    assert_eq!(block_on(bell.wait(ticket, soon())), Woken::Closed);
+}
+
+#[test]
+fn a_failed_arming_makes_fetchers_poll_for_a_while() {
+    for (error, pause) in [
+        (Error::Command("NOPERM".into()), super::RETRY_AFTER_REFUSAL),
+        (Error::Connection("lost".into()), super::RETRY_AFTER_FAILURE),
+    ] {
+        let bell = Doorbell::default();
+        let (before, _) = bell.begin_arm(&queues(&["a"])).expect("arming allowed");
+        assert!(bell.end_arm(before, Err(error)).is_err());
+        assert!(matches!(
+            bell.begin_arm(&queues(&["a"])),
+            Err(Error::Connection(_))
+        ));
+        assert_eq!(bell.ticket(|| queue_set(&["a"])), None);
+        let retry_at = bell.state().retry_at.expect("a pause");
+        let left = retry_at - std::time::Instant::now();
+        assert!(
+            left <= pause && left > pause - Duration::from_secs(1),
+            "{left:?}"
+        );
+    }
+}

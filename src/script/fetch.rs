@@ -1,0 +1,174 @@
+//! The fetch script's protocol, the Rust side of fetch.lua's contract: its
+//! arguments, the modes the doorbell needs (ARGV[2]) and its reply.
+
+use redis::{Cmd, Value};
+
+use super::{decode, LuaScript, Send, FETCH};
+use crate::connection::Redis;
+use crate::ledger::Ack;
+use crate::Result;
+
+/// A job taken from a queue, with a busy slot booked for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fetched {
+    /// The queue's name, without Sidekiq's `queue:` prefix.
+    pub queue: String,
+    pub job: Vec<u8>,
+}
+
+/// What one run of the fetch script found.
+#[derive(Debug, Default)]
+pub(crate) struct Look {
+    pub(crate) fetched: Option<Fetched>,
+    /// Another job is eligible for this capsule after this one.
+    pub(crate) more: bool,
+}
+
+impl Look {
+    /// The script's reply: `{queue, job, more}` or nil.
+    pub(crate) fn from_value(value: Value) -> Result<Self> {
+        let reply: Option<(String, Vec<u8>, i64)> = decode(value)?;
+        Ok(match reply {
+            Some((queue, job, more)) => Look {
+                fetched: Some(Fetched { queue, job }),
+                more: more == 1,
+            },
+            None => Look::default(),
+        })
+    }
+
+    /// Nothing taken and nothing acknowledged: the script wrote no key.
+    fn wrote_nothing(&self, acks: &[Ack]) -> bool {
+        acks.is_empty() && self.fetched.is_none()
+    }
+}
+
+/// What a fetch script does for the doorbell (fetch.lua's ARGV[2]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// Nobody sleeps on the doorbell: just fetch.
+    Plain,
+    /// On a thread's own connection while fetchers sleep: also report
+    /// whether another job is eligible. Redis rings for its writes.
+    Report,
+    /// On the tracking connection while fetchers sleep: also read again
+    /// what it writes, whose tracking its own writes end in silence.
+    Watch,
+    /// Arming the doorbell: read what fetches depend on, take nothing.
+    Track,
+}
+
+impl Mode {
+    /// A look's mode: `watching`, a fetcher sleeps on the doorbell (see
+    /// `Doorbell::watching`); `own_connection`, the look runs on the
+    /// thread's own connection rather than the tracking one.
+    pub(crate) fn of_look(watching: bool, own_connection: bool) -> Mode {
+        match (watching, own_connection) {
+            (false, _) => Mode::Plain,
+            (true, true) => Mode::Report,
+            (true, false) => Mode::Watch,
+        }
+    }
+
+    fn arg(self) -> &'static [u8] {
+        match self {
+            Mode::Plain => b"0",
+            Mode::Watch => b"1",
+            Mode::Report => b"2",
+            Mode::Track => b"t",
+        }
+    }
+
+    /// Commands sent before the script in the same request: tracking is
+    /// OPTIN, so a script whose reads Redis should track follows `CLIENT
+    /// CACHING yes`; arming turns tracking on first.
+    fn before(self) -> Vec<Cmd> {
+        let caching = || redis::cmd("CLIENT").arg("CACHING").arg("YES").clone();
+        match self {
+            Mode::Plain | Mode::Report => Vec::new(),
+            Mode::Watch => vec![caching()],
+            Mode::Track => {
+                let tracking = redis::cmd("CLIENT")
+                    .arg(&["TRACKING", "ON", "OPTIN", "NOLOOP"])
+                    .clone();
+                vec![tracking, caching()]
+            }
+        }
+    }
+}
+
+/// fetch.lua, with its arguments built in one place.
+pub(crate) struct FetchScript(LuaScript);
+
+impl FetchScript {
+    pub(crate) fn new() -> Self {
+        Self(LuaScript::new(FETCH))
+    }
+
+    /// The script's arguments (see fetch.lua's header).
+    fn args(uuid: &str, mode: Mode, acks: &[Ack], queues: &[String]) -> Vec<Vec<u8>> {
+        let mut args: Vec<Vec<u8>> = Vec::with_capacity(3 + acks.len() * 3 + queues.len());
+        args.push(uuid.as_bytes().to_vec());
+        args.push(mode.arg().to_vec());
+        args.push(acks.len().to_string().into_bytes());
+        for ack in acks {
+            args.push(ack.queue.as_bytes().to_vec());
+            args.push(ack.job.clone());
+            args.push(ack.digest.hex().into_bytes());
+        }
+        args.extend(queues.iter().map(|q| q.as_bytes().to_vec()));
+        args
+    }
+
+    /// The script as one encoded request, for a thread's own connection.
+    pub(crate) fn packed(
+        &self,
+        send: Send,
+        uuid: &str,
+        mode: Mode,
+        acks: &[Ack],
+        queues: &[String],
+    ) -> Vec<u8> {
+        self.0.packed(send, &Self::args(uuid, mode, acks, queues))
+    }
+
+    /// Runs the script on the capsule's tracking connection. A `Plain` run
+    /// that wrote tells the doorbell through the connection (see
+    /// `Redis::writer`): it did not read again what it wrote. `Track` fails
+    /// on any error, a refused `CLIENT TRACKING` included; `Watch` keeps
+    /// the script's reply when `CLIENT CACHING` failed (tracking was lost
+    /// with a reconnection, which rang already).
+    pub(crate) async fn run(
+        &self,
+        redis: &Redis,
+        uuid: &str,
+        mode: Mode,
+        acks: &[Ack],
+        queues: &[String],
+    ) -> Result<Look> {
+        let args = Self::args(uuid, mode, acks, queues);
+        let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+        let mut conn = redis.writer().await?;
+        if matches!(mode, Mode::Watch | Mode::Track) {
+            // They read again what they write: Redis goes on tracking it.
+            conn.wrote_nothing();
+        }
+        let keys: &[&str] = &[];
+        let mut replies = self
+            .0
+            .run_after(&mut conn, &mode.before(), keys, &args[..])
+            .await?;
+        let reply = replies.pop().unwrap_or(Value::Nil);
+        if mode == Mode::Track {
+            for reply in replies.into_iter().chain([reply]) {
+                decode::<()>(reply)?;
+            }
+            return Ok(Look::default());
+        }
+        let look = Look::from_value(reply)?;
+        if look.wrote_nothing(acks) {
+            conn.wrote_nothing();
+        }
+        Ok(look)
+    }
+}
