@@ -61,12 +61,22 @@ local function done(reply)
   return reply
 end
 
--- A limit that is not a non-negative integer reads as 0: a broken limit must
--- never mean "unlimited".
+-- The largest valid limit, 2^53 - 1: a Lua number holds every integer up to
+-- it exactly. No queue has that many jobs running: a larger one is broken.
+local max_limit = 9007199254740991
+
+-- A limit that is not decimal digits (ASCII whitespace around allowed) up to
+-- max_limit reads as 0: a broken limit must never mean "unlimited". The
+-- values every reader of a limit must agree on are in
+-- spec/fixtures/limit_values.json.
 local function read_limit(key)
   local raw = redis.call('GET', key)
   if not raw then return nil end
-  return tonumber(string.match(raw, '^%s*(%d+)%s*$')) or 0
+  -- tonumber rounds digits to the nearest double: above max_limit only if
+  -- their value is.
+  local limit = tonumber(string.match(raw, '^%s*(%d+)%s*$'))
+  if limit and limit <= max_limit then return limit end
+  return 0
 end
 
 -- Whether the capsule may take one more job of the queue (the slots it freed
