@@ -1,13 +1,13 @@
 //! Every reader of a stored limit agrees on the table of values in
 //! `spec/fixtures/limit_values.json`: here the core's (`Capsule::limit`) and
-//! the fetch script's; `spec/sidekiq/limit_fetch/limit_values_spec.rb` holds
-//! Ruby's to the same table.
+//! the scripts' (`read_limit`, and the fetch); `spec/sidekiq/limit_fetch/
+//! limit_values_spec.rb` holds Ruby's to the same table.
 
 mod support;
 
 use limit_fetch_core::{keys, Capsule, Interrupt, LimitKind};
 use redis::Commands;
-use support::{capsule, limit_values, push, queue, redis};
+use support::{capsule, eval_after_prelude, limit_values, push, queue, redis};
 
 /// Values up to this are pinned exactly through the fetch: with that many
 /// slots booked it takes nothing, with one fewer it takes a job.
@@ -50,6 +50,23 @@ fn the_core_reads_every_stored_value_as_the_table_says() {
             if read != Some(reads_as.unwrap_or(0)) {
                 mismatches.push(format!("{kind:?} {raw:?} read as {read:?}"));
             }
+        }
+    }
+    assert!(mismatches.is_empty(), "{mismatches:#?}");
+}
+
+#[test]
+fn the_scripts_read_every_stored_value_as_the_table_says() {
+    let q = queue("values");
+    let key = keys::limit(&q);
+    let read = || -> Option<u64> { eval_after_prelude("return read_limit(KEYS[1])", &[&key], &[]) };
+    assert_eq!(read(), None, "no value: no limit");
+    let mut mismatches = Vec::new();
+    for (raw, reads_as) in limit_values() {
+        let _: () = redis().set(&key, &raw).unwrap();
+        let got = read();
+        if got != Some(reads_as.unwrap_or(0)) {
+            mismatches.push(format!("{raw:?} read as {got:?}"));
         }
     }
     assert!(mismatches.is_empty(), "{mismatches:#?}");

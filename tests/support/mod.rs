@@ -193,3 +193,16 @@ fn json_string(text: &str) -> Option<(String, &str)> {
     }
     None
 }
+
+/// Runs `body` in real Redis after the Lua prelude every script starts with
+/// (`src/lua/prelude.lua`), as the scripts run.
+pub fn eval_after_prelude<T: redis::FromRedisValue>(body: &str, keys: &[&str], args: &[&str]) -> T {
+    const PRELUDE: &str = include_str!("../../src/lua/prelude.lua");
+    redis::cmd("EVAL")
+        .arg(format!("{PRELUDE}{body}"))
+        .arg(keys.len())
+        .arg(keys)
+        .arg(args)
+        .query(&mut redis())
+        .unwrap()
+}
