@@ -21,11 +21,27 @@ impl LimitKind {
     }
 }
 
-/// Reads a stored limit the way the selector script does: anything that is
-/// not a non-negative integer counts as 0, so a broken limit never means
-/// "unlimited".
+/// The largest valid limit, 2^53 - 1: the fetch script's numbers are
+/// doubles, which hold every integer up to it exactly. No queue has that many
+/// jobs running, so a larger value is a broken one, not "no limit".
+pub const MAX_LIMIT: u64 = (1 << 53) - 1;
+
+/// Reads a stored limit the way the fetch script does (`read_limit` in
+/// `lua/prelude.lua`; the values all readers must agree on are in
+/// `spec/fixtures/limit_values.json`): decimal digits, with ASCII whitespace
+/// around (Lua's `%s`), up to [`MAX_LIMIT`]. Anything else counts as 0, so a
+/// broken limit never means "unlimited".
 pub fn parse_stored(raw: Option<&str>) -> LimitValue {
-    raw.map(|s| s.trim().parse::<u64>().unwrap_or(0))
+    raw.map(|s| valid(s).unwrap_or(0))
+}
+
+fn valid(raw: &str) -> Option<u64> {
+    let digits = raw.trim_matches([' ', '\t', '\n', '\x0b', '\x0c', '\r']);
+    // `parse` alone would take a leading '+'.
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok().filter(|&n| n <= MAX_LIMIT)
 }
 
 #[cfg(test)]
@@ -39,5 +55,8 @@ mod tests {
         assert_eq!(parse_stored(Some("-1")), Some(0));
         assert_eq!(parse_stored(Some("2.5")), Some(0));
         assert_eq!(parse_stored(Some("abc")), Some(0));
+        assert_eq!(parse_stored(Some("+5")), Some(0));
+        assert_eq!(parse_stored(Some("9007199254740991")), Some(MAX_LIMIT));
+        assert_eq!(parse_stored(Some("9007199254740992")), Some(0));
     }
 }

@@ -28,9 +28,6 @@ local mode = ARGV[2]
 local watch = mode == '1'
 local report = watch or mode == '2'
 local acks = tonumber(ARGV[3])
-local prefix = 'sidekiq:limit_fetch:'
-local capsule = prefix .. 'capsule:' .. uuid
-local recoveries = prefix .. 'recoveries'
 -- Watched keys this script writes (a write ends their tracking).
 local written = {}
 
@@ -40,19 +37,19 @@ local written = {}
 -- here: its busy list is then not written at all, and rings no fetcher
 -- sleeping on it.
 local freed = {}
-local forget = acks > 0 and redis.call('EXISTS', recoveries) == 1
+local forget = acks > 0 and redis.call('EXISTS', RECOVERIES_KEY) == 1
 for i = 4, 3 + 3 * acks, 3 do
   local name = ARGV[i]
-  if redis.call('LREM', capsule .. ':inprogress:' .. name, 1, ARGV[i + 1]) == 1 then
+  if redis.call('LREM', in_progress_key(uuid, name), 1, ARGV[i + 1]) == 1 then
     freed[name] = (freed[name] or 0) + 1
   end
-  if forget then redis.call('HDEL', recoveries, ARGV[i + 2]) end
+  if forget then redis.call('HDEL', RECOVERIES_KEY, ARGV[i + 2]) end
 end
 
 local function done(reply)
   for name, n in pairs(freed) do
     if n > 0 then
-      local busy = prefix .. 'queue:' .. name .. ':busy'
+      local busy = busy_key(name)
       redis.call('LREM', busy, n, uuid)
       written[#written + 1] = busy
     end
@@ -61,22 +58,13 @@ local function done(reply)
   return reply
 end
 
--- A limit that is not a non-negative integer reads as 0: a broken limit must
--- never mean "unlimited".
-local function read_limit(key)
-  local raw = redis.call('GET', key)
-  if not raw then return nil end
-  return tonumber(string.match(raw, '^%s*(%d+)%s*$')) or 0
-end
-
--- Whether the capsule may take one more job of the queue (the slots it freed
--- above count as free).
-local function eligible(name)
-  local busy = prefix .. 'queue:' .. name .. ':busy'
+-- Whether the capsule may take one more job of the queue, whose busy list is
+-- `busy` (the slots it freed above count as free).
+local function eligible(name, busy)
   local own_freed = freed[name] or 0
-  local limit = read_limit(prefix .. 'queue:' .. name .. ':limit')
+  local limit = read_limit(limit_key(name))
   if limit and redis.call('LLEN', busy) - own_freed >= limit then return false end
-  local process_limit = read_limit(prefix .. 'queue:' .. name .. ':process_limit')
+  local process_limit = read_limit(process_limit_key(name))
   if process_limit == 0 then return false end
   -- Stops scanning as soon as the capsule's share is known to be full.
   return not process_limit or
@@ -85,7 +73,8 @@ end
 
 if mode == 't' then
   for i = 4 + 3 * acks, #ARGV do
-    if eligible(ARGV[i]) then redis.call('LLEN', 'queue:' .. ARGV[i]) end
+    local name = ARGV[i]
+    if eligible(name, busy_key(name)) then redis.call('LLEN', queue_key(name)) end
   end
   return done(nil)
 end
@@ -93,25 +82,29 @@ end
 -- Queues before the one a job came from are empty or at a limit.
 local function more_from(first)
   for i = first, #ARGV do
-    if redis.call('LLEN', 'queue:' .. ARGV[i]) > 0 and eligible(ARGV[i]) then return 1 end
+    local name = ARGV[i]
+    if redis.call('LLEN', queue_key(name)) > 0 and eligible(name, busy_key(name)) then return 1 end
   end
   return 0
 end
 
+-- Each key built once per queue: this loop is the hot path.
 for i = 4 + 3 * acks, #ARGV do
   local name = ARGV[i]
-  if eligible(name) then
-    local job = redis.call('LMOVE', 'queue:' .. name, capsule .. ':inprogress:' .. name, 'RIGHT', 'LEFT')
+  local busy = busy_key(name)
+  if eligible(name, busy) then
+    local queue = queue_key(name)
+    local job = redis.call('LMOVE', queue, in_progress_key(uuid, name), 'RIGHT', 'LEFT')
     if job then
-      written[#written + 1] = 'queue:' .. name
+      written[#written + 1] = queue
       if (freed[name] or 0) > 0 then
         -- Takes again a slot it freed: its busy entry stays.
         freed[name] = freed[name] - 1
       else
-        redis.call('RPUSH', prefix .. 'queue:' .. name .. ':busy', uuid)
-        written[#written + 1] = prefix .. 'queue:' .. name .. ':busy'
+        redis.call('RPUSH', busy, uuid)
+        written[#written + 1] = busy
       end
-      redis.call('SADD', capsule .. ':queues', name)
+      redis.call('SADD', capsule_queues_key(uuid), name)
       return done({name, job, report and more_from(i) or 0})
     end
   end

@@ -20,9 +20,6 @@ local uuid = ARGV[1]
 local clean = ARGV[2] == '1'
 local max_recoveries = tonumber(ARGV[3])
 local now = tonumber(ARGV[4])
-local prefix = 'sidekiq:limit_fetch:'
-local capsule = prefix .. 'capsule:' .. uuid
-local recoveries = prefix .. 'recoveries'
 
 if not clean and redis.call('EXISTS', KEYS[2]) == 1 then return nil end
 redis.call('DEL', KEYS[2])
@@ -33,38 +30,31 @@ for i = 3, #KEYS do
   freed = freed + redis.call('LREM', KEYS[i], 0, uuid)
 end
 
-local function describe(name, job)
-  local ok, parsed = pcall(cjson.decode, job)
-  if ok and type(parsed) == 'table' then
-    return {name, tostring(parsed.jid or '?'), tostring(parsed.class or '?')}
-  end
-  return {name, '?', '?'}
-end
-
 local pushed, dead = 0, {}
-for _, name in ipairs(redis.call('SMEMBERS', capsule .. ':queues')) do
-  local inprogress = capsule .. ':inprogress:' .. name
+for _, name in ipairs(redis.call('SMEMBERS', capsule_queues_key(uuid))) do
+  local inprogress = in_progress_key(uuid, name)
   -- Newest first, each pushed in front of the last: the oldest ends up first.
   local job = redis.call('LPOP', inprogress)
   while job do
     local poison = false
     if not clean then
       local digest = redis.sha1hex(job)
-      if redis.call('HINCRBY', recoveries, digest, 1) > max_recoveries then
-        redis.call('HDEL', recoveries, digest)
+      if redis.call('HINCRBY', RECOVERIES_KEY, digest, 1) > max_recoveries then
+        redis.call('HDEL', RECOVERIES_KEY, digest)
         poison = true
       end
-      redis.call('EXPIRE', recoveries, 604800)
+      redis.call('EXPIRE', RECOVERIES_KEY, 604800)
     end
     if poison then
-      redis.call('ZADD', 'dead', now, job)
-      table.insert(dead, describe(name, job))
+      redis.call('ZADD', DEAD_KEY, now, job)
+      local jid, class = describe_job(job)
+      table.insert(dead, {name, jid, class})
     else
-      redis.call('RPUSH', 'queue:' .. name, job)
+      push_back(name, job)
       pushed = pushed + 1
     end
     job = redis.call('LPOP', inprogress)
   end
 end
-redis.call('DEL', capsule .. ':queues')
+redis.call('DEL', capsule_queues_key(uuid))
 return {freed, pushed, dead}

@@ -12,8 +12,6 @@
 -- Returns {{busy key, entries before, after} for each list it changed,
 --          {{queue, jid} of each job pushed back}}.
 local uuid = ARGV[1]
-local prefix = 'sidekiq:limit_fetch:'
-local capsule = prefix .. 'capsule:' .. uuid
 
 local held = {}
 local i = 2
@@ -27,13 +25,13 @@ while i <= #ARGV do
   held[name] = {count = n, digests = digests}
   i = i + 2 + n
 end
-for _, name in ipairs(redis.call('SMEMBERS', capsule .. ':queues')) do
+for _, name in ipairs(redis.call('SMEMBERS', capsule_queues_key(uuid))) do
   held[name] = held[name] or {count = 0, digests = {}}
 end
 
 local changes, pushed = {}, {}
 for name, mine in pairs(held) do
-  local inprogress = capsule .. ':inprogress:' .. name
+  local inprogress = in_progress_key(uuid, name)
   local jobs = redis.call('LRANGE', inprogress, 0, -1)
   for j = #jobs, 1, -1 do -- oldest first
     local job = jobs[j]
@@ -42,13 +40,11 @@ for name, mine in pairs(held) do
       mine.digests[d] = mine.digests[d] - 1
     else
       redis.call('LREM', inprogress, -1, job)
-      redis.call('RPUSH', 'queue:' .. name, job)
-      local ok, parsed = pcall(cjson.decode, job)
-      local jid = ok and type(parsed) == 'table' and tostring(parsed.jid or '?') or '?'
-      table.insert(pushed, {name, jid})
+      push_back(name, job)
+      table.insert(pushed, {name, (describe_job(job))})
     end
   end
-  local busy = prefix .. 'queue:' .. name .. ':busy'
+  local busy = busy_key(name)
   local entries = #redis.call('LPOS', busy, uuid, 'COUNT', 0)
   if entries > mine.count then
     redis.call('LREM', busy, entries - mine.count, uuid)

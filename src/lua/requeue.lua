@@ -8,13 +8,11 @@
 -- ARGV[1]  the capsule's UUID
 -- then pairs: queue name, job
 local uuid = ARGV[1]
-local prefix = 'sidekiq:limit_fetch:'
-local capsule = prefix .. 'capsule:' .. uuid
 for i = 2, #ARGV, 2 do
   local name, job = ARGV[i], ARGV[i + 1]
-  redis.call('RPUSH', 'queue:' .. name, job)
-  if redis.call('LREM', capsule .. ':inprogress:' .. name, 1, job) == 1 then
-    redis.call('LREM', prefix .. 'queue:' .. name .. ':busy', 1, uuid)
+  push_back(name, job)
+  if redis.call('LREM', in_progress_key(uuid, name), 1, job) == 1 then
+    redis.call('LREM', busy_key(name), 1, uuid)
   end
 end
 return #ARGV

@@ -9,10 +9,21 @@ use redis::{Cmd, FromRedisValue, Pipeline, ToRedisArgs, Value};
 use crate::connection::Conn;
 use crate::Result;
 
-pub(crate) const FETCH: &str = include_str!("../lua/fetch.lua");
-pub(crate) const REAP: &str = include_str!("../lua/reap.lua");
-pub(crate) const RECONCILE: &str = include_str!("../lua/reconcile.lua");
-pub(crate) const REQUEUE: &str = include_str!("../lua/requeue.lua");
+/// A script's body: the prelude every script shares (key names and the rules
+/// several scripts use), then the script's own file.
+macro_rules! script {
+    ($file:literal) => {
+        concat!(
+            include_str!("../lua/prelude.lua"),
+            include_str!(concat!("../lua/", $file))
+        )
+    };
+}
+
+pub(crate) const FETCH: &str = script!("fetch.lua");
+pub(crate) const REAP: &str = script!("reap.lua");
+pub(crate) const RECONCILE: &str = script!("reconcile.lua");
+pub(crate) const REQUEUE: &str = script!("requeue.lua");
 
 pub(crate) struct LuaScript {
     body: &'static str,

@@ -132,3 +132,77 @@ pub fn push(queue: &str, jobs: usize) {
             .unwrap();
     }
 }
+
+/// The table of stored limit values every reader of a limit must agree on
+/// (`spec/fixtures/limit_values.json`, which the specs read too): each
+/// stored value with the limit it reads as, `None` for a broken value
+/// (which reads as 0).
+pub fn limit_values() -> Vec<(String, Option<u64>)> {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/spec/fixtures/limit_values.json"
+    );
+    let text = std::fs::read_to_string(path).unwrap();
+    // One entry a line, `["value", 5]` or `["value", null]`: a JSON string
+    // and a number or null, which is all this reads.
+    let values: Vec<_> = text
+        .lines()
+        .map(str::trim)
+        .filter(|line| line.starts_with('['))
+        .map(|line| {
+            let (raw, rest) = json_string(&line[1..]).unwrap_or_else(|| panic!("bad entry {line}"));
+            let limit = rest
+                .trim_start_matches([',', ' '])
+                .trim_end_matches([',', ']']);
+            let limit = (limit != "null").then(|| {
+                limit
+                    .parse()
+                    .unwrap_or_else(|_| panic!("bad limit in {line}"))
+            });
+            (raw, limit)
+        })
+        .collect();
+    assert!(values.len() > 20, "{path} has too few entries");
+    values
+}
+
+/// The JSON string literal `text` starts with, and what follows it.
+fn json_string(text: &str) -> Option<(String, &str)> {
+    let mut chars = text.strip_prefix('"')?.char_indices();
+    let mut out = String::new();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '"' => return Some((out, &text[i + 2..])),
+            '\\' => match chars.next()?.1 {
+                'u' => {
+                    let hex: String = (0..4)
+                        .filter_map(|_| chars.next().map(|(_, h)| h))
+                        .collect();
+                    out.push(char::from_u32(u32::from_str_radix(&hex, 16).ok()?)?);
+                }
+                'n' => out.push('\n'),
+                't' => out.push('\t'),
+                'r' => out.push('\r'),
+                'f' => out.push('\x0c'),
+                'b' => out.push('\x08'),
+                other @ ('"' | '\\' | '/') => out.push(other),
+                _ => return None,
+            },
+            c => out.push(c),
+        }
+    }
+    None
+}
+
+/// Runs `body` in real Redis after the Lua prelude every script starts with
+/// (`src/lua/prelude.lua`), as the scripts run.
+pub fn eval_after_prelude<T: redis::FromRedisValue>(body: &str, keys: &[&str], args: &[&str]) -> T {
+    const PRELUDE: &str = include_str!("../../src/lua/prelude.lua");
+    redis::cmd("EVAL")
+        .arg(format!("{PRELUDE}{body}"))
+        .arg(keys.len())
+        .arg(keys)
+        .arg(args)
+        .query(&mut redis())
+        .unwrap()
+}

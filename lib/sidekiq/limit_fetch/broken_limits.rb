@@ -2,7 +2,7 @@
 
 module Sidekiq
   class LimitFetch < BasicFetch
-    # Warns about limits in Redis that are not non-negative integers, such as
+    # Warns about limits in Redis that are not valid (Limits.parse), such as
     # a value set by hand: the fetch reads them as 0, so their queue stops.
     # Warned about once per value, not on every heartbeat.
     class BrokenLimits
@@ -23,12 +23,13 @@ module Sidekiq
       private
 
       def check_one(queue, kind, key, raw)
-        if raw.nil? || raw.match?(Limits::NUMBER)
+        if raw.nil? || Limits.parse(raw)
           @warned.delete(key)
         elsif @warned[key] != raw
           @warned[key] = raw
           logger.warn("sidekiq-limit_fetch: #{kind} of queue #{queue} (#{key}) is #{raw.inspect}, not a " \
-                      "non-negative integer: it counts as 0, no job of the queue is fetched until it is fixed")
+                      "non-negative integer up to #{Limits::MAX}: it counts as 0, no job of the queue is " \
+                      "fetched until it is fixed")
         end
       end
     end

@@ -7,25 +7,40 @@ module Sidekiq
     module Limits
       KINDS = {limits: :limit, process_limits: :process_limit}.freeze
 
-      # A limit as text, the way the fetch script reads it: anything else
-      # found in Redis counts as 0.
-      NUMBER = /\A\s*\d+\s*\z/
+      # The largest limit, 2**53 - 1: the fetch script's numbers are doubles,
+      # which hold every integer up to it exactly. No queue has that many jobs
+      # running, so a larger value is a broken one, not "no limit".
+      MAX = (2**53) - 1
+
+      # A limit as text: decimal digits, with ASCII whitespace around (the
+      # fetch script's %s).
+      NUMBER = /\A[ \t\n\v\f\r]*[0-9]+[ \t\n\v\f\r]*\z/
 
       module_function
 
-      # A limit as Redis stores it: a non-negative Integer, or nil for none.
+      # What a stored limit reads as, the way the fetch script reads it: an
+      # Integer, or nil for a broken value, which the script reads as 0. The
+      # values every reader must agree on are in spec/fixtures/limit_values.json.
+      def parse(text)
+        return unless text.valid_encoding? && text.match?(NUMBER)
+
+        value = Integer(text.strip, 10)
+        value if value <= MAX
+      end
+
+      # A limit as Redis stores it: an Integer from 0 to MAX, or nil for none.
       def coerce(queue, value, kind = :limit)
         case value
         when nil then nil
-        when Integer then value.negative? ? invalid(queue, value, kind) : value
-        when NUMBER then Integer(value.strip, 10)
+        when Integer then value.between?(0, MAX) ? value : invalid(queue, value, kind)
+        when String then parse(value) || invalid(queue, value, kind)
         else invalid(queue, value, kind)
         end
       end
 
       def invalid(queue, value, kind)
         raise ArgumentError, "invalid #{kind} for queue #{queue.to_s.inspect}: #{value.inspect} " \
-                             "(expected a non-negative Integer, or nil for no limit)"
+                             "(expected a non-negative Integer up to #{MAX}, or nil for no limit)"
       end
 
       # [[queue, kind, Integer], ...] for the capsule's queues; raises on bad input.

@@ -1,0 +1,49 @@
+//! The Lua prelude's key builders name the keys `src/keys.rs`, the data
+//! model, names.
+
+mod support;
+
+use limit_fetch_core::keys;
+use support::eval_after_prelude;
+
+#[test]
+fn the_preludes_key_names_are_the_data_models() {
+    let names = [
+        "default",
+        "",
+        "a:b",
+        "queue:nested",
+        "with space",
+        "ünïcødé ٥",
+        "{tag}*?[x]",
+        "%d+ (.-)%",
+        "line\nbreak\ttab",
+        "quote'\"\\",
+        "..",
+    ];
+    let uuids = ["1b4e28ba-2fa1-11d2-883f-0016d3cca427", "", "odd: uuid %s"];
+    for name in names {
+        for uuid in uuids {
+            let got: Vec<String> = eval_after_prelude(
+                "return {PREFIX, RECOVERIES_KEY, DEAD_KEY,
+                         queue_key(ARGV[1]), limit_key(ARGV[1]), process_limit_key(ARGV[1]),
+                         busy_key(ARGV[1]), in_progress_key(ARGV[2], ARGV[1]),
+                         capsule_queues_key(ARGV[2])}",
+                &[],
+                &[name, uuid],
+            );
+            let want = [
+                keys::PREFIX.to_owned(),
+                keys::RECOVERIES.to_owned(),
+                keys::DEAD.to_owned(),
+                keys::queue(name),
+                keys::limit(name),
+                keys::process_limit(name),
+                keys::busy(name),
+                keys::in_progress(uuid, name),
+                keys::capsule_queues(uuid),
+            ];
+            assert_eq!(got, want, "queue {name:?}, capsule {uuid:?}");
+        }
+    }
+}
