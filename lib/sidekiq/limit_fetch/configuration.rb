@@ -22,5 +22,34 @@ module Sidekiq
     class << self
       attr_reader :configuration
     end
+
+    # Reads LimitFetch.configuration into the checked options, at boot: a
+    # misspelled or removed option stops the boot instead of going unnoticed.
+    module Configuration
+      module_function
+
+      def capsule_options(configuration = LimitFetch.configuration)
+        CapsuleOptions.new(**checked(configuration).slice(*CapsuleOptions.members))
+      end
+
+      def fetch_options(configuration = LimitFetch.configuration)
+        FetchOptions.new(**checked(configuration).slice(*FetchOptions.members))
+      end
+
+      def checked(configuration)
+        problems = {
+          "unknown" => configuration.keys - DEFAULTS.keys,
+          "missing" => DEFAULTS.keys - configuration.keys
+        }.reject { |_, keys| keys.empty? }
+        return configuration if problems.empty?
+
+        raise ArgumentError, "sidekiq-limit_fetch: #{problems.map { |what, keys| "#{what} option #{names(keys)}" }
+          .join(", ")} in Sidekiq::LimitFetch.configuration (its options: #{names(DEFAULTS.keys)})"
+      end
+
+      def names(keys)
+        keys.map(&:inspect).join(", ")
+      end
+    end
   end
 end
