@@ -50,4 +50,15 @@ RSpec.describe Sidekiq::LimitFetch::Native, "answers" do
       Sidekiq::LimitFetch::StoredLimit.new(queue: queue, kind: kind, key: queue_key(queue, kind), raw: raw)
     end)
   end
+
+  # The binding keeps the classes it reads, builds and raises in statics:
+  # compaction must not move them from under it.
+  it "reads its inputs, builds its answers and raises its errors after the heap was compacted" do
+    GC.verify_compaction_references(expand_heap: true, toward: :empty)
+
+    native.set_limit("a", :limit, 1)
+    expect(native.stored_limits(%w[a]).first).to have_attributes(class: Sidekiq::LimitFetch::StoredLimit, raw: "1")
+    expect(native.beat).to be_a(report_class)
+    expect { described_class.panic_through_binding("boom") }.to raise_error(Sidekiq::LimitFetch::Error, /boom/)
+  end
 end
