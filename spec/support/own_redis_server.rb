@@ -105,7 +105,10 @@ class OwnRedisServer
     deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + BOOT_TIMEOUT
     begin
       with_client { |conn| conn.call("PING") }
-    rescue RedisClient::CannotConnectError
+    rescue RedisClient::ConnectionError, RedisClient::CommandError => e
+      # Refused, reset while the server starts, or LOADING its data.
+      raise if e.is_a?(RedisClient::CommandError) && !e.message.start_with?("LOADING")
+
       if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
         where = port || socket_path
         raise "redis-server #{@args.inspect} on #{where} did not answer PING within #{BOOT_TIMEOUT}s:\n#{log}"

@@ -33,10 +33,15 @@ class SidekiqApp
   end
 
   # Starts `bundle exec sidekiq -C <config> -r ./app.rb` as process +name+.
-  def spawn(name, config:, heartbeat_period: nil, poll_range: "0.05..0.1")
+  # +compact+: besides the Process.warmup that Sidekiq's CLI runs at boot,
+  # the process moves every movable object once it has started, and compacts
+  # at every major GC after that.
+  def spawn(name, config:, heartbeat_period: nil, poll_range: "0.05..0.1", redis_url: RedisServer.url,
+    compact: false)
     env = {
       "BUNDLE_GEMFILE" => File.join(dir, "Gemfile"),
-      "REDIS_URL" => RedisServer.url,
+      "REDIS_URL" => redis_url,
+      "LF_TEST_COMPACT" => ("1" if compact),
       "LF_TEST_PROCESS" => name,
       "LF_TEST_POLL_RANGE" => poll_range,
       "LF_TEST_HEARTBEAT_PERIOD" => heartbeat_period&.to_s,
@@ -80,7 +85,15 @@ class SidekiqApp
       require "sidekiq-limit_fetch"
       require #{File.join(REPO_ROOT, "spec/support/tracked_job.rb").inspect}
 
-      Sidekiq.configure_server do |_config|
+      Sidekiq.configure_server do |config|
+        # After the gem's own :startup hook: its capsules are set up.
+        config.on(:startup) do
+          if ENV["LF_TEST_COMPACT"]
+            GC.verify_compaction_references(expand_heap: true, toward: :empty)
+            GC.auto_compact = true
+          end
+          config.logger.info("heap compactions so far: \#{GC.stat(:compact_count)}")
+        end
         if ENV["LF_TEST_HEARTBEAT_PERIOD"]
           Sidekiq::LimitFetch.configuration[:heartbeat_period] = Integer(ENV["LF_TEST_HEARTBEAT_PERIOD"])
         end

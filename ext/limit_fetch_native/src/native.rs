@@ -217,6 +217,8 @@ impl Native {
 /// Runs a Rust panic through the path every core call takes (without the
 /// GVL, caught, raised as `Sidekiq::LimitFetch::Error`), so that the specs
 /// can prove a panic never crosses into Ruby, compacted heap or not.
+/// `without_gvl` directly, not `call`, which retries: under GC stress this
+/// also checks that a body Ruby did not start for a pending interrupt runs.
 fn panic_through_binding(ruby: &Ruby, message: String) -> Result<(), Error> {
     without_gvl(ruby, |_| -> () { std::panic::panic_any(message) }).map(drop)
 }

@@ -3,8 +3,8 @@
 //! The closure runs with the GVL released; Ruby's unblock function (called on
 //! `Thread#raise`, `Thread#kill` and signals) triggers the call's
 //! [`Interrupt`], which the core waits on beside its Redis work. Pending
-//! interrupts are raised only once the closure has returned and every Rust
-//! value is dropped, through `rb_protect`, so no longjmp crosses Rust frames.
+//! interrupts are raised only once the closure has returned, through
+//! `rb_protect`, so no longjmp crosses Rust frames.
 
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -43,6 +43,8 @@ unsafe extern "C" fn unblock(arg: *mut c_void) {
 
 /// Runs `work` without the GVL. `None` means Ruby interrupted the thread
 /// before `work` could finish; `work` has then seen its `Interrupt` fire.
+/// An interrupt that raises nothing and comes before `work` starts (Ruby
+/// checks for them first) does not stop it from running.
 /// Pending `Thread#raise`/`#kill` are raised as the returned `Err`.
 pub fn without_gvl<F, T>(ruby: &Ruby, work: F) -> Result<Option<T>, Error>
 where
@@ -67,29 +69,38 @@ where
         interrupt: &interrupt,
         outcome: None,
     };
-    // SAFETY: both pointers outlive the call, which returns only after `body`
-    // has finished (or never started) and after Ruby stopped using `unblock`.
-    unsafe {
-        rb_thread_call_without_gvl2(
-            Some(body::<F, T>),
-            &mut call as *mut Call<'_, F, T> as *mut c_void,
-            Some(unblock),
-            &interrupt as *const Interrupt as *mut c_void,
-        );
+    loop {
+        // SAFETY: both pointers outlive the call, which returns only after
+        // `body` has finished (or never started) and after Ruby stopped using
+        // `unblock`.
+        unsafe {
+            rb_thread_call_without_gvl2(
+                Some(body::<F, T>),
+                &mut call as *mut Call<'_, F, T> as *mut c_void,
+                Some(unblock),
+                &interrupt as *const Interrupt as *mut c_void,
+            );
+        }
+        // SAFETY: called with the GVL held; a raise is caught by rb_protect.
+        let pending = magnus::rb_sys::protect(|| unsafe {
+            rb_thread_check_ints();
+            Qnil as _
+        });
+        if let Err(raised) = pending {
+            if let Some(Ok(value)) = call.outcome.take() {
+                abandon(value);
+            }
+            return Err(raised);
+        }
+        // `rb_thread_call_without_gvl2` does not start the body while any
+        // interrupt is pending, a timer's thread switch or a finalizer's
+        // included; those raised nothing above, so the work still has to
+        // be done.
+        if call.work.is_none() || interrupt.is_triggered() {
+            break;
+        }
     }
     let outcome = call.outcome.take();
-    drop(call);
-    // SAFETY: called with the GVL held; a raise is caught by rb_protect.
-    let pending = magnus::rb_sys::protect(|| unsafe {
-        rb_thread_check_ints();
-        Qnil as _
-    });
-    if let Err(raised) = pending {
-        if let Some(Ok(value)) = outcome {
-            abandon(value);
-        }
-        return Err(raised);
-    }
     match outcome {
         None => Ok(None),
         Some(Ok(value)) => Ok(Some(value)),

@@ -4,7 +4,7 @@ require "digest"
 
 # What comes out of the core is built of the Ruby side's Data classes, read
 # by member name: the heartbeat's report and the stored limits.
-RSpec.describe Sidekiq::LimitFetch::Native, "answers" do
+RSpec.describe Sidekiq::LimitFetch::Native, "answers", :binding do
   # A capsule's core handle with no heartbeat thread: only the example beats.
   let(:native) do
     settings = Sidekiq::LimitFetch::RedisOptions.from_client_config(RedisClient.config(url: RedisServer.url))
