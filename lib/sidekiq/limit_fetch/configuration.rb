@@ -37,14 +37,18 @@ module Sidekiq
       end
 
       def checked(configuration)
-        problems = {
-          "unknown" => configuration.keys - DEFAULTS.keys,
-          "missing" => DEFAULTS.keys - configuration.keys
-        }.reject { |_, keys| keys.empty? }
+        problems = problems(configuration)
         return configuration if problems.empty?
 
-        raise ArgumentError, "sidekiq-limit_fetch: #{problems.map { |what, keys| "#{what} option #{names(keys)}" }
-          .join(", ")} in Sidekiq::LimitFetch.configuration (its options: #{names(DEFAULTS.keys)})"
+        raise ArgumentError, "sidekiq-limit_fetch: #{problems.join(", ")} in Sidekiq::LimitFetch.configuration " \
+                             "(its options: #{names(DEFAULTS.keys)})"
+      end
+
+      def problems(configuration)
+        {
+          "unknown" => configuration.keys - DEFAULTS.keys,
+          "missing" => DEFAULTS.keys - configuration.keys
+        }.filter_map { |what, keys| "#{what} option #{names(keys)}" unless keys.empty? }
       end
 
       def names(keys)
