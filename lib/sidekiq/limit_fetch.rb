@@ -5,6 +5,13 @@ require "sidekiq/fetch"
 
 require "sidekiq/limit_fetch/version"
 require "sidekiq/limit_fetch/errors"
+require "sidekiq/limit_fetch/check"
+require "sidekiq/limit_fetch/redis_settings"
+require "sidekiq/limit_fetch/capsule_options"
+require "sidekiq/limit_fetch/fetch_options"
+require "sidekiq/limit_fetch/beat_report"
+require "sidekiq/limit_fetch/stored_limit"
+# after the classes the binding reads and builds: it pins them as it loads
 require "sidekiq/limit_fetch/limit_fetch_native"
 require "sidekiq/limit_fetch/configuration"
 require "sidekiq/limit_fetch/limits"
@@ -56,8 +63,8 @@ module Sidekiq
 
     # Blocks up to :fetch_timeout when nothing is eligible, without the GVL.
     def retrieve_work
-      queue, job = @client.fetch(queues_cmd, wait: true)
-      UnitOfWork.new("queue:#{queue}", job, config) if queue
+      queue, job = @client.fetch(UnitOfWork.queue_names(queues_cmd), wait: true)
+      UnitOfWork.fetched(queue, job, config) if queue
     end
 
     # Sidekiq's hard shutdown: push the unfinished jobs back and free their

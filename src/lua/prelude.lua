@@ -1,4 +1,4 @@
--- Prepended to every script (see selector.rs): the Redis data model's key
+-- Prepended to every script (see script/mod.rs): the Redis data model's key
 -- names, built as src/keys.rs builds them (tests/lua_prelude.rs holds the two
 -- to each other), and the rules several scripts share. Defines locals only:
 -- each costs every call of every script a little, the fetch's included, so

@@ -15,20 +15,22 @@ module Sidekiq
       end
 
       def check
-        @native.stored_limits(config.queues.uniq).each { |row| check_one(*row) }
+        @native.stored_limits(config.queues.uniq).each { |limit| check_one(limit) }
       rescue LimitFetch::Error => e
         logger.warn("sidekiq-limit_fetch: could not read the limits of this capsule's queues: #{e.message}")
       end
 
       private
 
-      def check_one(queue, kind, key, raw)
+      def check_one(limit)
+        key = limit.key
+        raw = limit.raw
         if raw.nil? || Limits.parse(raw)
           @warned.delete(key)
         elsif @warned[key] != raw
           @warned[key] = raw
-          logger.warn("sidekiq-limit_fetch: #{kind} of queue #{queue} (#{key}) is #{raw.inspect}, not a " \
-                      "non-negative integer up to #{Limits::MAX}: it counts as 0, no job of the queue is " \
+          logger.warn("sidekiq-limit_fetch: #{limit.kind} of queue #{limit.queue} (#{key}) is #{raw.inspect}, not " \
+                      "a non-negative integer up to #{Limits::MAX}: it counts as 0, no job of the queue is " \
                       "fetched until it is fixed")
         end
       end

@@ -12,11 +12,10 @@ module Sidekiq
       def initialize(capsule)
         @config = capsule
         @limits = Limits.configured(capsule)
-        @fetch_timeout = fetch_timeout
-        @poll_range = poll_range
-        period = LimitFetch.configuration[:heartbeat_period]
-        @native = Native.new(RedisOptions.for(capsule), period.to_f, max_recoveries)
-        @heartbeat = Heartbeat.new(capsule, @native, period.to_f)
+        @fetch_options = Configuration.fetch_options
+        options = Configuration.capsule_options
+        @native = Native.new(RedisOptions.for(capsule), options)
+        @heartbeat = Heartbeat.new(capsule, @native, options)
       end
 
       def uuid
@@ -44,12 +43,12 @@ module Sidekiq
         logger.warn("sidekiq-limit_fetch: could not deregister capsule #{uuid}: #{e.message}")
       end
 
-      # ["queue name", "job"] or nil. With wait:, when nothing is eligible,
-      # blocks up to :fetch_timeout for a job or a slot.
+      # ["queue name", "job"] or nil, from bare queue names. With wait:, when
+      # nothing is eligible, blocks up to :fetch_timeout for a job or a slot.
       def fetch(queues, wait: false)
         return @native.fetch(queues, 0.0, 0.0) unless wait
 
-        @native.fetch(queues, @fetch_timeout, rand(@poll_range).to_f)
+        @native.fetch(queues, @fetch_options.fetch_timeout, @fetch_options.poll_pause)
       end
 
       def quiet
@@ -67,38 +66,6 @@ module Sidekiq
 
       def beat
         @heartbeat.beat
-      end
-
-      private
-
-      def max_recoveries
-        value = LimitFetch.configuration[:max_recoveries]
-        return value if value.is_a?(Integer) && value >= 0
-
-        raise ArgumentError, "sidekiq-limit_fetch: max_recoveries must be a non-negative Integer, got #{value.inspect}"
-      end
-
-      def fetch_timeout
-        value = LimitFetch.configuration[:fetch_timeout]
-        return value.to_f if value.is_a?(Numeric) && value.positive? && value.finite?
-
-        raise ArgumentError, "sidekiq-limit_fetch: fetch_timeout must be a positive number of seconds, " \
-                             "got #{value.inspect}"
-      end
-
-      # A zero pause would make idle fetches loop on Redis where it refuses
-      # CLIENT TRACKING.
-      def poll_range
-        value = LimitFetch.configuration[:poll_range]
-        return value if value.is_a?(Range) && positive?(value.begin) && positive?(value.end) &&
-                        value.begin <= value.end
-
-        raise ArgumentError, "sidekiq-limit_fetch: poll_range must be a Range of positive seconds, " \
-                             "got #{value.inspect}"
-      end
-
-      def positive?(seconds)
-        seconds.is_a?(Numeric) && seconds.positive?
       end
     end
   end

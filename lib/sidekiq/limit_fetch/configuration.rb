@@ -22,5 +22,38 @@ module Sidekiq
     class << self
       attr_reader :configuration
     end
+
+    # Reads LimitFetch.configuration into the checked options, at boot: a
+    # misspelled or removed option stops the boot instead of going unnoticed.
+    module Configuration
+      module_function
+
+      def capsule_options(configuration = LimitFetch.configuration)
+        CapsuleOptions.new(**checked(configuration).slice(*CapsuleOptions.members))
+      end
+
+      def fetch_options(configuration = LimitFetch.configuration)
+        FetchOptions.new(**checked(configuration).slice(*FetchOptions.members))
+      end
+
+      def checked(configuration)
+        problems = problems(configuration)
+        return configuration if problems.empty?
+
+        raise ArgumentError, "sidekiq-limit_fetch: #{problems.join(", ")} in Sidekiq::LimitFetch.configuration " \
+                             "(its options: #{names(DEFAULTS.keys)})"
+      end
+
+      def problems(configuration)
+        {
+          "unknown" => configuration.keys - DEFAULTS.keys,
+          "missing" => DEFAULTS.keys - configuration.keys
+        }.filter_map { |what, keys| "#{what} option #{names(keys)}" unless keys.empty? }
+      end
+
+      def names(keys)
+        keys.map(&:inspect).join(", ")
+      end
+    end
   end
 end

@@ -9,10 +9,12 @@ module Sidekiq
     class Heartbeat
       include Sidekiq::Component
 
-      def initialize(capsule, native, period)
+      # +options+: the capsule's CapsuleOptions.
+      def initialize(capsule, native, options)
         @config = capsule
         @native = native
-        @period = period
+        @period = options.heartbeat_period
+        @max_recoveries = options.max_recoveries
         @wakeup = Thread::Queue.new
         @failing = false
         @lock = Mutex.new
@@ -68,30 +70,31 @@ module Sidekiq
       end
 
       def log(report)
-        if report[:restored]
+        if report.restored
           logger.warn("sidekiq-limit_fetch: Redis had lost this capsule's registration (restart without " \
                       "persistence?); registered again and rewrote the configured limits that were missing")
         end
-        report[:reaped].each { |reaped| log_reaped(*reaped) }
+        report.reaped.each { |reaped| log_reaped(reaped) }
         log_healed(report)
       end
 
       def log_healed(report)
-        report[:corrected].each do |key, before, after|
-          logger.warn("sidekiq-limit_fetch: corrected #{key} for this capsule from #{before} to #{after} entries")
+        report.corrected.each do |busy|
+          logger.warn("sidekiq-limit_fetch: corrected #{busy.key} for this capsule from #{busy.before} to " \
+                      "#{busy.after} entries")
         end
-        report[:orphans].each do |queue, jid|
-          logger.warn("sidekiq-limit_fetch: pushed job #{jid} back to queue #{queue}: it was in this capsule's " \
-                      "in-progress list but no thread runs it (the reply of its fetch was lost)")
+        report.orphans.each do |orphan|
+          logger.warn("sidekiq-limit_fetch: pushed job #{orphan.jid} back to queue #{orphan.queue}: it was in " \
+                      "this capsule's in-progress list but no thread runs it (the reply of its fetch was lost)")
         end
       end
 
-      def log_reaped(uuid, freed, requeued, dead)
-        logger.info("sidekiq-limit_fetch: reaped dead capsule #{uuid}: freed #{freed} busy slots, " \
-                    "pushed #{requeued} in-progress jobs back to their queues")
-        dead.each do |queue, jid, klass|
-          logger.error("sidekiq-limit_fetch: job #{jid} (#{klass}) of queue #{queue} was in progress in dead " \
-                       "processes more than #{LimitFetch.configuration[:max_recoveries]} times: " \
+      def log_reaped(reaped)
+        logger.info("sidekiq-limit_fetch: reaped dead capsule #{reaped.uuid}: freed #{reaped.freed} busy slots, " \
+                    "pushed #{reaped.requeued} in-progress jobs back to their queues")
+        reaped.dead.each do |job|
+          logger.error("sidekiq-limit_fetch: job #{job.jid} (#{job.job_class}) of queue #{job.queue} was in " \
+                       "progress in dead processes more than #{@max_recoveries} times: " \
                        "moved to the dead set as a poison pill")
         end
       end

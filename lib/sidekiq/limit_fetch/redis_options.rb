@@ -18,20 +18,23 @@ module Sidekiq
       # does not support; refused rather than silently ignored.
       UNSUPPORTED_SSL_PARAMS = %i[ca_path cert key].freeze
 
+      # A RedisSettings from a RedisClient::Config.
       def from_client_config(config)
-        {
-          "host" => config.host,
-          "port" => config.port,
-          "path" => config.path,
-          "db" => config.db,
-          "username" => config.username == "default" ? nil : config.username,
-          "password" => config.password,
-          "timeout" => config.read_timeout&.to_f,
-          **tls(config)
-        }
+        params = ssl_params(config)
+        RedisSettings.new(
+          host: config.host,
+          port: config.port,
+          path: config.path,
+          db: config.db,
+          username: config.username == "default" ? nil : config.username,
+          password: config.password,
+          tls: tls_mode(config, params),
+          ca_certs: (File.binread(params[:ca_file]) if config.ssl && params[:ca_file]),
+          timeout: config.read_timeout
+        )
       end
 
-      def tls(config)
+      def ssl_params(config)
         params = (config.ssl_params || {}).transform_keys(&:to_sym)
         unsupported = params.keys & UNSUPPORTED_SSL_PARAMS
         unless unsupported.empty?
@@ -39,11 +42,13 @@ module Sidekiq
                                "(supported: ca_file, verify_mode)"
         end
 
-        {
-          "ssl" => config.ssl == true,
-          "ssl_verify" => params[:verify_mode] != OpenSSL::SSL::VERIFY_NONE,
-          "ca_certs" => (File.binread(params[:ca_file]) if config.ssl && params[:ca_file])
-        }
+        params
+      end
+
+      def tls_mode(config, params)
+        return :off unless config.ssl == true
+
+        params[:verify_mode] == OpenSSL::SSL::VERIFY_NONE ? :insecure : :verify
       end
     end
   end

@@ -62,7 +62,9 @@ RSpec.describe Sidekiq::LimitFetch, "with hostile input" do
   # commands included) are the same for 10 jobs as for 1,000,000.
   it "fetches from a queue of 1,000,000 jobs with the same Redis commands as from one of 10" do
     server = OwnRedisServer.new.start
-    native = described_class::Native.new({"host" => "127.0.0.1", "port" => server.port}, 3600.0, 3)
+    config = RedisClient.config(host: "127.0.0.1", port: server.port)
+    native = described_class::Native.new(described_class::RedisOptions.from_client_config(config),
+      described_class::CapsuleOptions.new(heartbeat_period: 3600, max_recoveries: 3))
     server.with_client do |conn|
       fill = <<~LUA
         local batch = {}

@@ -1,0 +1,95 @@
+//! Builds `Sidekiq::LimitFetch::BeatReport` and its parts (lib/sidekiq/
+//! limit_fetch/beat_report.rb) from the core's `BeatReport`.
+//!
+//! Built here, by calling the Ruby classes' `new` with keyword arguments,
+//! rather than returned as arrays for Ruby to wrap: the members are then
+//! named on both sides of the seam and their order on neither, and a member
+//! renamed on one side only fails at the first beat (Ruby's `missing
+//! keyword`) instead of shifting a value into the wrong field.
+
+use limit_fetch_core::{BeatReport, JobRef, Reaped};
+use magnus::{prelude::*, Error, IntoValue, RArray, RClass, Ruby, Value};
+
+use crate::helpers::{new_data, Pinned};
+
+static BEAT_REPORT: Pinned<RClass> = Pinned::new("BeatReport");
+static REAPED: Pinned<RClass> = Pinned::new("BeatReport::Reaped");
+static JOB_REF: Pinned<RClass> = Pinned::new("BeatReport::JobRef");
+static CORRECTION: Pinned<RClass> = Pinned::new("BeatReport::Correction");
+static ORPHAN: Pinned<RClass> = Pinned::new("BeatReport::Orphan");
+
+pub fn init(namespace: RClass) -> Result<(), Error> {
+    for class in [&BEAT_REPORT, &REAPED, &JOB_REF, &CORRECTION, &ORPHAN] {
+        class.init(namespace)?;
+    }
+    Ok(())
+}
+
+pub fn to_ruby(ruby: &Ruby, report: BeatReport) -> Result<Value, Error> {
+    let reaped = ruby.ary_new_capa(report.reaped.len());
+    for r in report.reaped {
+        reaped.push(reaped_to_ruby(ruby, r)?)?;
+    }
+    let corrected = ruby.ary_new_capa(report.corrected.len());
+    for (key, before, after) in report.corrected {
+        corrected.push(new_data(
+            ruby,
+            CORRECTION.get(ruby)?,
+            &[
+                ("key", key.into_value_with(ruby)),
+                ("before", before.into_value_with(ruby)),
+                ("after", after.into_value_with(ruby)),
+            ],
+        )?)?;
+    }
+    let orphans = ruby.ary_new_capa(report.orphans.len());
+    for (queue, jid) in report.orphans {
+        orphans.push(new_data(
+            ruby,
+            ORPHAN.get(ruby)?,
+            &[
+                ("queue", queue.into_value_with(ruby)),
+                ("jid", jid.into_value_with(ruby)),
+            ],
+        )?)?;
+    }
+    new_data(
+        ruby,
+        BEAT_REPORT.get(ruby)?,
+        &[
+            ("reaped", reaped.as_value()),
+            ("corrected", corrected.as_value()),
+            ("orphans", orphans.as_value()),
+            ("restored", report.restored.into_value_with(ruby)),
+        ],
+    )
+}
+
+fn reaped_to_ruby(ruby: &Ruby, reaped: Reaped) -> Result<Value, Error> {
+    let dead: RArray = ruby.ary_new_capa(reaped.dead.len());
+    for job in reaped.dead {
+        dead.push(job_ref_to_ruby(ruby, job)?)?;
+    }
+    new_data(
+        ruby,
+        REAPED.get(ruby)?,
+        &[
+            ("uuid", reaped.uuid.into_value_with(ruby)),
+            ("freed", reaped.freed.into_value_with(ruby)),
+            ("requeued", reaped.requeued.into_value_with(ruby)),
+            ("dead", dead.as_value()),
+        ],
+    )
+}
+
+fn job_ref_to_ruby(ruby: &Ruby, (queue, jid, class): JobRef) -> Result<Value, Error> {
+    new_data(
+        ruby,
+        JOB_REF.get(ruby)?,
+        &[
+            ("queue", queue.into_value_with(ruby)),
+            ("jid", jid.into_value_with(ruby)),
+            ("job_class", class.into_value_with(ruby)),
+        ],
+    )
+}

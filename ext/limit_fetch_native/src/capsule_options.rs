@@ -1,0 +1,24 @@
+//! Reads `Sidekiq::LimitFetch::CapsuleOptions` (lib/sidekiq/limit_fetch/
+//! capsule_options.rb), checked by Ruby, into the core's `CapsuleOptions`.
+
+use limit_fetch_core::CapsuleOptions;
+use magnus::{Error, RClass, Ruby, Value};
+
+use crate::helpers::data::expect_instance;
+use crate::helpers::{field, seconds, Pinned};
+
+static CLASS: Pinned<RClass> = Pinned::new("CapsuleOptions");
+
+pub fn init(namespace: RClass) -> Result<(), Error> {
+    CLASS.init(namespace)
+}
+
+pub fn from_ruby(ruby: &Ruby, options: Value) -> Result<CapsuleOptions, Error> {
+    let class = CLASS.get(ruby)?;
+    expect_instance(ruby, options, class)?;
+    let period: f64 = field(ruby, options, class, "heartbeat_period")?;
+    Ok(CapsuleOptions {
+        heartbeat_period: seconds(ruby, "heartbeat_period", period)?,
+        max_recoveries: field(ruby, options, class, "max_recoveries")?,
+    })
+}

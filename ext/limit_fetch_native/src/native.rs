@@ -1,0 +1,246 @@
+//! `Sidekiq::LimitFetch::Native`: one capsule's handle on the core.
+//!
+//! Thin by design: convert arguments while holding the GVL, run the core
+//! call without it (see `nogvl`), convert the answer back. The queue names
+//! it takes and gives are bare, without Sidekiq's `queue:` prefix.
+
+use limit_fetch_core::{Capsule, Error as CoreError, Fetched, Interrupt, Wait};
+use magnus::{function, method, prelude::*, Error, RArray, RClass, RString, Ruby, Value};
+
+use crate::errors::to_ruby;
+use crate::helpers::seconds;
+use crate::helpers::symbol_enum::LIMIT_KIND;
+use crate::nogvl::{without_gvl, without_gvl_or};
+use crate::{beat_report, capsule_options, redis_settings, stored_limit};
+
+#[magnus::wrap(class = "Sidekiq::LimitFetch::Native", free_immediately, size)]
+struct Native {
+    capsule: Capsule,
+}
+
+/// Runs an idempotent core call without the GVL. An interrupt Ruby did not
+/// turn into an exception (a signal with a trap that raises nothing, a
+/// child's exit) runs the call again instead of failing it.
+fn call<T>(
+    ruby: &Ruby,
+    work: impl Fn(&Interrupt) -> limit_fetch_core::Result<T>,
+) -> Result<T, Error> {
+    loop {
+        match without_gvl(ruby, &work)? {
+            None | Some(Err(CoreError::Interrupted)) => continue,
+            Some(result) => return result.map_err(|e| to_ruby(ruby, e)),
+        }
+    }
+}
+
+impl Native {
+    /// `settings`: a `RedisSettings`; `options`: a `CapsuleOptions`.
+    fn new(ruby: &Ruby, settings: Value, options: Value) -> Result<Self, Error> {
+        let settings = redis_settings::from_ruby(ruby, settings)?;
+        let options = capsule_options::from_ruby(ruby, options)?;
+        Ok(Self {
+            capsule: Capsule::new(&settings, options),
+        })
+    }
+
+    fn uuid(&self) -> String {
+        self.capsule.uuid().to_owned()
+    }
+
+    /// Round trips this capsule made to Redis so far (for the benchmark).
+    fn round_trips(&self) -> u64 {
+        self.capsule.round_trips()
+    }
+
+    /// `[queue_name, job]` or nil, from bare queue names (see UnitOfWork).
+    /// A pair rather than a `Data`: this is the hot path, one per job, and
+    /// Ruby unpacks it at once (LimitFetch#retrieve_work). When nothing is
+    /// eligible, waits up to `timeout` seconds for a job or a free slot
+    /// (polling every `poll` seconds if Redis cannot notify). An interrupted
+    /// fetch has put its job back.
+    fn fetch(
+        ruby: &Ruby,
+        rb_self: &Self,
+        queues: Vec<String>,
+        timeout: f64,
+        poll: f64,
+    ) -> Result<Option<RArray>, Error> {
+        let wait = Wait {
+            timeout: seconds(ruby, "timeout", timeout)?,
+            poll: seconds(ruby, "poll", poll)?,
+        };
+        let capsule = rb_self.capsule.clone();
+        let mut fetch = capsule
+            .start_fetch(&queues, wait)
+            .map_err(|e| to_ruby(ruby, e))?;
+        // A reply that is already here is taken without releasing the GVL.
+        let now = fetch.try_now().transpose().map_err(|e| to_ruby(ruby, e))?;
+        let fetched = match now {
+            Some(fetched) => fetched,
+            // An interrupt that raised nothing (a signal such as SIGCHLD, with
+            // no trap that raises) must not turn into "no job": wait again for
+            // the same reply. A raise drops `fetch`, which gives back a late job.
+            None => loop {
+                let giver = capsule.clone();
+                let abandon = move |result: limit_fetch_core::Result<Option<Fetched>>| {
+                    if let Ok(Some(fetched)) = result {
+                        giver.give_back(fetched);
+                    }
+                };
+                match without_gvl_or(ruby, |interrupt| fetch.wait(interrupt), abandon)? {
+                    None | Some(Err(CoreError::Interrupted)) => continue,
+                    Some(result) => break result.map_err(|e| to_ruby(ruby, e))?,
+                }
+            },
+        };
+        Ok(fetched.map(|f| {
+            let pair = ruby.ary_new_capa(2);
+            let _ = pair.push(ruby.str_new(&f.queue));
+            let _ = pair.push(ruby.enc_str_new(&f.job, ruby.utf8_encoding()));
+            pair
+        }))
+    }
+
+    /// Marks a fetched job finished; returns at once (see the core's
+    /// `Capsule::acknowledge`). Never fails: an acknowledgement Redis cannot
+    /// take now is sent again later.
+    fn acknowledge(rb_self: &Self, queue: String, job: RString) {
+        // SAFETY: the bytes are copied while the GVL is held.
+        let job = unsafe { job.as_slice() }.to_vec();
+        rb_self.capsule.acknowledge(&queue, job);
+    }
+
+    /// Ends waiting fetches now; later ones do not wait.
+    fn quiet(&self) {
+        self.capsule.quiet();
+    }
+
+    /// Sends pending acknowledgements now.
+    fn flush(ruby: &Ruby, rb_self: &Self) -> Result<(), Error> {
+        let capsule = rb_self.capsule.clone();
+        call(ruby, |interrupt| capsule.flush(interrupt))
+    }
+
+    /// `jobs`: `[[queue_name, job], ...]`.
+    fn requeue(ruby: &Ruby, rb_self: &Self, pairs: RArray) -> Result<(), Error> {
+        let mut jobs = Vec::with_capacity(pairs.len());
+        for i in 0..pairs.len() {
+            let pair: RArray = pairs.entry(i as isize)?;
+            let job: RString = pair.entry(1)?;
+            // SAFETY: the bytes are copied while the GVL is held.
+            jobs.push((pair.entry::<String>(0)?, unsafe { job.as_slice() }.to_vec()));
+        }
+        let capsule = rb_self.capsule.clone();
+        match without_gvl(ruby, |interrupt| capsule.requeue(jobs, interrupt))? {
+            None | Some(Ok(())) | Some(Err(CoreError::Interrupted)) => Ok(()),
+            Some(Err(err)) => Err(to_ruby(ruby, err)),
+        }
+    }
+
+    /// A `BeatReport`.
+    fn beat(ruby: &Ruby, rb_self: &Self) -> Result<Value, Error> {
+        let capsule = rb_self.capsule.clone();
+        let report = call(ruby, |interrupt| capsule.beat(interrupt))?;
+        beat_report::to_ruby(ruby, report)
+    }
+
+    fn register(ruby: &Ruby, rb_self: &Self) -> Result<(), Error> {
+        let capsule = rb_self.capsule.clone();
+        call(ruby, |interrupt| capsule.register(interrupt))
+    }
+
+    fn deregister(ruby: &Ruby, rb_self: &Self, queues: Vec<String>) -> Result<i64, Error> {
+        let capsule = rb_self.capsule.clone();
+        call(ruby, |interrupt| capsule.deregister(&queues, interrupt))
+    }
+
+    fn limit(
+        ruby: &Ruby,
+        rb_self: &Self,
+        queue: String,
+        which: Value,
+    ) -> Result<Option<u64>, Error> {
+        let which = LIMIT_KIND.get(ruby, which)?;
+        let capsule = rb_self.capsule.clone();
+        call(ruby, |interrupt| capsule.limit(&queue, which, interrupt))
+    }
+
+    fn set_limit(
+        ruby: &Ruby,
+        rb_self: &Self,
+        queue: String,
+        which: Value,
+        value: Option<u64>,
+    ) -> Result<(), Error> {
+        let which = LIMIT_KIND.get(ruby, which)?;
+        let capsule = rb_self.capsule.clone();
+        call(ruby, |interrupt| {
+            capsule.set_limit(&queue, which, value, interrupt)
+        })
+    }
+
+    /// `limits`: `[[queue, :limit | :process_limit, Integer], ...]`, written only where unset.
+    fn set_default_limits(ruby: &Ruby, rb_self: &Self, entries: RArray) -> Result<(), Error> {
+        let mut limits = Vec::with_capacity(entries.len());
+        for i in 0..entries.len() {
+            let entry: RArray = entries.entry(i as isize)?;
+            limits.push((
+                entry.entry::<String>(0)?,
+                LIMIT_KIND.get(ruby, entry.entry(1)?)?,
+                entry.entry::<u64>(2)?,
+            ));
+        }
+        let capsule = rb_self.capsule.clone();
+        call(ruby, |interrupt| {
+            capsule.set_default_limits(limits.clone(), interrupt)
+        })
+    }
+
+    /// Both limits of each queue, as stored: `StoredLimit`s.
+    fn stored_limits(ruby: &Ruby, rb_self: &Self, queues: Vec<String>) -> Result<RArray, Error> {
+        let capsule = rb_self.capsule.clone();
+        let limits = call(ruby, |interrupt| capsule.stored_limits(&queues, interrupt))?;
+        let array = ruby.ary_new_capa(limits.len());
+        for limit in limits {
+            array.push(stored_limit::to_ruby(ruby, limit)?)?;
+        }
+        Ok(array)
+    }
+
+    /// `[busy across all capsules, busy in this capsule]`
+    fn busy(ruby: &Ruby, rb_self: &Self, queue: String) -> Result<(u64, u64), Error> {
+        let capsule = rb_self.capsule.clone();
+        call(ruby, |interrupt| capsule.busy(&queue, interrupt))
+    }
+}
+
+/// Runs a Rust panic through the path every core call takes (without the
+/// GVL, caught, raised as `Sidekiq::LimitFetch::Error`), so that the specs
+/// can prove a panic never crosses into Ruby, compacted heap or not.
+/// `without_gvl` directly, not `call`, which retries: under GC stress this
+/// also checks that a body Ruby did not start for a pending interrupt runs.
+fn panic_through_binding(ruby: &Ruby, message: String) -> Result<(), Error> {
+    without_gvl(ruby, |_| -> () { std::panic::panic_any(message) }).map(drop)
+}
+
+pub fn init(ruby: &Ruby, namespace: RClass) -> Result<(), Error> {
+    let class = namespace.define_class("Native", ruby.class_object())?;
+    class.define_singleton_method("new", function!(Native::new, 2))?;
+    class.define_singleton_method("panic_through_binding", function!(panic_through_binding, 1))?;
+    class.define_method("uuid", method!(Native::uuid, 0))?;
+    class.define_method("round_trips", method!(Native::round_trips, 0))?;
+    class.define_method("fetch", method!(Native::fetch, 3))?;
+    class.define_method("quiet", method!(Native::quiet, 0))?;
+    class.define_method("acknowledge", method!(Native::acknowledge, 2))?;
+    class.define_method("flush", method!(Native::flush, 0))?;
+    class.define_method("requeue", method!(Native::requeue, 1))?;
+    class.define_method("beat", method!(Native::beat, 0))?;
+    class.define_method("register", method!(Native::register, 0))?;
+    class.define_method("deregister", method!(Native::deregister, 1))?;
+    class.define_method("limit", method!(Native::limit, 2))?;
+    class.define_method("set_limit", method!(Native::set_limit, 3))?;
+    class.define_method("set_default_limits", method!(Native::set_default_limits, 1))?;
+    class.define_method("busy", method!(Native::busy, 1))?;
+    class.define_method("stored_limits", method!(Native::stored_limits, 1))?;
+    Ok(())
+}

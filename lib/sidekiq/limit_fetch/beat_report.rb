@@ -1,0 +1,30 @@
+# frozen_string_literal: true
+
+module Sidekiq
+  class LimitFetch < BasicFetch
+    # What a heartbeat did besides proving its capsule alive (Native#beat):
+    # dead capsules it reaped (Reaped), busy lists of its own it corrected
+    # (Correction), jobs in its in-progress lists that no thread ran because
+    # the reply of their fetch was lost, pushed back (Orphan), and whether
+    # Redis had lost the capsule's registration (+restored+).
+    BeatReport = Data.define(:reaped, :corrected, :orphans, :restored)
+
+    class BeatReport
+      # A dead capsule: busy slots +freed+, in-progress jobs +requeued+ to
+      # the front of their queues, and the jobs recovered once too often,
+      # now in the dead set (+dead+, JobRefs).
+      Reaped = Data.define(:uuid, :freed, :requeued, :dead)
+
+      # A job by its queue, jid and class ("?" when its payload is not a
+      # JSON object).
+      JobRef = Data.define(:queue, :jid, :job_class)
+
+      # A busy list (+key+) of this capsule's that held +before+ of its
+      # entries, and now +after+.
+      Correction = Data.define(:key, :before, :after)
+
+      # A job of +queue+ pushed back because no thread of this capsule ran it.
+      Orphan = Data.define(:queue, :jid)
+    end
+  end
+end

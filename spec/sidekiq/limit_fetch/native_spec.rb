@@ -1,0 +1,64 @@
+# frozen_string_literal: true
+
+require "digest"
+
+# What comes out of the core is built of the Ruby side's Data classes, read
+# by member name: the heartbeat's report and the stored limits.
+RSpec.describe Sidekiq::LimitFetch::Native, "answers", :binding do
+  # A capsule's core handle with no heartbeat thread: only the example beats.
+  let(:native) do
+    settings = Sidekiq::LimitFetch::RedisOptions.from_client_config(RedisClient.config(url: RedisServer.url))
+    described_class.new(settings, Sidekiq::LimitFetch::CapsuleOptions.new(heartbeat_period: 15, max_recoveries: 1))
+  end
+  let(:report_class) { Sidekiq::LimitFetch::BeatReport }
+
+  it "reports a beat as a BeatReport: reaped capsules, their dead jobs, corrections, orphans, restoration" do
+    native.register
+    # a dead capsule holding a job recovered once already: it goes dead
+    poison = job_payload("a", klass: "PoisonJob")
+    redis.call("SADD", LimitFetchHelpers::CAPSULES_KEY, "dead-one")
+    redis.call("RPUSH", queue_key("a", "busy"), "dead-one")
+    redis.call("LPUSH", in_progress_key("dead-one", "a"), poison)
+    redis.call("SADD", "#{LimitFetchHelpers::KEY_PREFIX}capsule:dead-one:queues", "a")
+    redis.call("HSET", "#{LimitFetchHelpers::KEY_PREFIX}recoveries", Digest::SHA1.hexdigest(poison), 1)
+    # a job in this capsule's in-progress list that it does not hold, booked
+    orphan = job_payload("b")
+    redis.call("LPUSH", in_progress_key(native.uuid, "b"), orphan)
+    redis.call("SADD", "#{LimitFetchHelpers::KEY_PREFIX}capsule:#{native.uuid}:queues", "b")
+    redis.call("RPUSH", queue_key("b", "busy"), native.uuid)
+
+    report = native.beat
+
+    expect(report).to eq(report_class.new(
+      reaped: [report_class::Reaped.new(uuid: "dead-one", freed: 1, requeued: 0,
+        dead: [report_class::JobRef.new(queue: "a", jid: JSON.parse(poison)["jid"], job_class: "PoisonJob")])],
+      corrected: [report_class::Correction.new(key: queue_key("b", "busy"), before: 1, after: 0)],
+      orphans: [report_class::Orphan.new(queue: "b", jid: JSON.parse(orphan)["jid"])],
+      restored: false
+    ))
+    redis.call("FLUSHDB")
+    expect(native.beat).to eq(report_class.new(reaped: [], corrected: [], orphans: [], restored: true))
+  end
+
+  it "reports the stored limits as StoredLimits, kind by symbol, raw text as stored" do
+    native.set_limit("a", :limit, 3)
+    redis.call("SET", queue_key("b", "process_limit"), "abc")
+
+    expect(native.stored_limits(%w[a b])).to eq([
+      ["a", :limit, "3"], ["a", :process_limit, nil], ["b", :limit, nil], ["b", :process_limit, "abc"]
+    ].map do |queue, kind, raw|
+      Sidekiq::LimitFetch::StoredLimit.new(queue: queue, kind: kind, key: queue_key(queue, kind), raw: raw)
+    end)
+  end
+
+  # The binding keeps the classes it reads, builds and raises in statics:
+  # compaction must not move them from under it.
+  it "reads its inputs, builds its answers and raises its errors after the heap was compacted" do
+    GC.verify_compaction_references(expand_heap: true, toward: :empty)
+
+    native.set_limit("a", :limit, 1)
+    expect(native.stored_limits(%w[a]).first).to have_attributes(class: Sidekiq::LimitFetch::StoredLimit, raw: "1")
+    expect(native.beat).to be_a(report_class)
+    expect { described_class.panic_through_binding("boom") }.to raise_error(Sidekiq::LimitFetch::Error, /boom/)
+  end
+end
