@@ -48,10 +48,13 @@ impl Limits {
         let redis = self.redis.clone();
         let key = kind.key(queue);
         run_plain(interrupt, self.timeout, async move {
-            let raw: Option<String> = redis::cmd("GET")
+            // Bytes: a value set by hand need not be UTF-8, and is then as
+            // broken (0) as the fetch script reads it.
+            let raw: Option<Vec<u8>> = redis::cmd("GET")
                 .arg(key)
                 .query_async(&mut redis.conn().await?)
                 .await?;
+            let raw = raw.as_deref().map(String::from_utf8_lossy);
             Ok(crate::limits::parse_stored(raw.as_deref()))
         })
     }

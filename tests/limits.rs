@@ -35,6 +35,21 @@ fn limits_are_set_read_and_removed_without_a_capsule() {
 }
 
 #[test]
+fn a_stored_limit_that_is_not_utf8_reads_as_zero_as_the_fetch_reads_it() {
+    let q = queue("admin-bytes");
+    let limits = Limits::new(&settings());
+    let none = Interrupt::new();
+    let _: () = redis::cmd("SET")
+        .arg(LimitKind::Global.key(&q))
+        .arg(&b"\xff5"[..])
+        .query(&mut support::redis())
+        .unwrap();
+    assert_eq!(limits.limit(&q, LimitKind::Global, &none).unwrap(), Some(0));
+    push(&q, 1);
+    assert_eq!(capsule().fetch(&[q.as_str()], &none).unwrap(), None);
+}
+
+#[test]
 fn default_limits_do_not_overwrite_stored_ones() {
     let (kept, set) = (queue("admin-kept"), queue("admin-default"));
     let limits = Limits::new(&settings());
