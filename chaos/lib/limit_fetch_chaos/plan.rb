@@ -21,9 +21,12 @@ module LimitFetchChaos
     # of --duration elapsed).
     RESTART_AT = 0.5
     # Seconds Redis stays down: longer than an idle fetch waits (2 s) and than
-    # two heartbeat periods, so that every process's fetches and heartbeat
-    # raise, which each must live through.
-    REDIS_DOWN = 5.0
+    # a heartbeat period, so that every process's fetches and heartbeat raise,
+    # which each must live through. Shorter than a heartbeat's expiry (4
+    # periods) less the two periods a capsule may go unbeaten around it: a
+    # longer outage lets heartbeats expire, and the first process to beat
+    # after it reaps live capsules (a limitation in README).
+    REDIS_DOWN = 3.0
     # Seconds after its start that a process's Sidekiq scheduler has made its
     # first cleanup (see app.rb), with a margin: Redis goes down only once
     # every live process is older.
