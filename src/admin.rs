@@ -43,6 +43,14 @@ impl Limits {
         Self { redis, timeout }
     }
 
+    pub(crate) fn redis(&self) -> &Arc<Redis> {
+        &self.redis
+    }
+
+    pub(crate) fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
     /// A limit, read the way the fetch script reads it.
     pub fn limit(&self, queue: &str, kind: LimitKind, interrupt: &Interrupt) -> Result<LimitValue> {
         let redis = self.redis.clone();

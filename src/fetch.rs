@@ -99,6 +99,9 @@ pub struct Fetch {
     /// skipped (nothing can have changed).
     begun: bool,
     pending: Option<(Option<Ticket>, LookPending)>,
+    /// The last look found nothing only because it set aside as many jobs
+    /// as it may (see fetch.lua): the next looks at once.
+    again: bool,
 }
 
 impl Fetch {
@@ -113,6 +116,7 @@ impl Fetch {
             step: Step::Look,
             begun: false,
             pending: None,
+            again: false,
         }
     }
 
@@ -126,6 +130,7 @@ impl Fetch {
             self.step = match self.step {
                 Step::Look => match self.look(interrupt)? {
                     Some(fetched) => return Ok(Some(fetched)),
+                    None if self.look_again() => Step::Look,
                     None if self.over() => return Ok(None),
                     None => self.after_empty_look(),
                 },
@@ -201,6 +206,10 @@ impl Fetch {
                 }
                 Ok(Some(fetched))
             }
+            None if look.more => {
+                self.again = true;
+                Ok(None)
+            }
             None => {
                 if let Some(ticket) = ticket {
                     bell.found_empty(ticket, self.set());
@@ -220,6 +229,10 @@ impl Fetch {
         }
         match self.look(&Interrupt::new()) {
             Ok(Some(fetched)) => Some(Ok(Some(fetched))),
+            Ok(None) if self.look_again() => {
+                self.step = Step::Look;
+                None
+            }
             Ok(None) if self.over() => Some(Ok(None)),
             Ok(None) => {
                 self.step = self.after_empty_look();
@@ -227,6 +240,13 @@ impl Fetch {
             }
             Err(err) => Some(Err(err)),
         }
+    }
+
+    /// Whether to look again at once after a look that found nothing: it
+    /// stopped early (even past the deadline, so that a fetch that does not
+    /// wait still goes past the jobs it set aside), unless quieting.
+    fn look_again(&mut self) -> bool {
+        std::mem::take(&mut self.again) && !self.capsule.doorbell().is_closed()
     }
 
     fn after_empty_look(&self) -> Step {

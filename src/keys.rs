@@ -44,3 +44,32 @@ pub const RECOVERIES: &str = "sidekiq:limit_fetch:recoveries";
 
 /// Sidekiq's dead set, where a job recovered too many times goes.
 pub const DEAD: &str = "dead";
+
+/// A job limit's stored value, set at run time: without one, the default
+/// each job carries applies. A job limit (a job class's, or one key's) is
+/// named by the id its jobs carry (see lib/sidekiq/limit_fetch/job_limits.rb).
+pub fn job_limit(id: &str) -> String {
+    format!("{PREFIX}limit:{id}:limit")
+}
+
+/// A job limit's busy slots: one entry, the capsule's UUID, per running job.
+pub fn job_busy(id: &str) -> String {
+    format!("{PREFIX}limit:{id}:busy")
+}
+
+/// A job limit's parked jobs, oldest last: set aside by a fetch that found
+/// the limit full, sent back to their queues as slots free.
+pub fn parked(id: &str) -> String {
+    format!("{PREFIX}limit:{id}:parked")
+}
+
+/// The job limits a capsule holds slots of (freed if it dies).
+pub fn capsule_limits(uuid: &str) -> String {
+    format!("{PREFIX}capsule:{uuid}:limits")
+}
+
+/// The ids of job limits with parked jobs.
+pub const PARKED: &str = "sidekiq:limit_fetch:parked";
+
+/// Jobs discarded at their limit (`on_limit: :discard`), per class.
+pub const DISCARDED: &str = "sidekiq:limit_fetch:discarded";

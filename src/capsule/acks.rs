@@ -112,6 +112,9 @@ impl Inner {
                 if let Some(f) = &look.fetched {
                     ledger.hold(&f.queue, Digest::of(&f.job));
                 }
+                if !look.discarded.is_empty() {
+                    self.discarded.lock().extend(look.discarded.iter().cloned());
+                }
             }
             // Sent again later: acknowledging is idempotent.
             Err(_) => ledger.acks.splice(0..0, acks).for_each(drop),

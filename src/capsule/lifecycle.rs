@@ -3,9 +3,9 @@
 
 use crate::admin::write_defaults;
 use crate::connection::Conn;
-use crate::keys;
 use crate::reaper::Reaped;
 use crate::runtime::run_plain;
+use crate::{job_limits, keys};
 use crate::{Interrupt, Result};
 
 use super::{Capsule, Inner};
@@ -23,6 +23,9 @@ pub struct BeatReport {
     /// lost its data (or reaped a frozen process). The beat registered the
     /// capsule again and wrote the configured limits where none are set.
     pub restored: bool,
+    /// Parked jobs sent back to their queues because their limit had room
+    /// no release had used (see release.lua).
+    pub released: u64,
 }
 
 impl Capsule {
@@ -37,11 +40,15 @@ impl Capsule {
             let restored = inner.register(&mut conn).await?;
             let (corrected, orphans) = inner.reconcile(&mut conn).await?;
             let reaped = inner.reaper.reap_dead(&mut conn, &inner.uuid).await?;
+            let cursor = *inner.sweep.lock();
+            let (cursor, released) = job_limits::sweep(&mut conn, cursor).await?;
+            *inner.sweep.lock() = cursor;
             Ok(BeatReport {
                 reaped,
                 corrected,
                 orphans,
                 restored,
+                released,
             })
         })
     }

@@ -23,7 +23,7 @@ use crate::doorbell::Doorbell;
 use crate::ledger::Ledger;
 use crate::process::{ForkLocal, Stale};
 use crate::reaper::Reaper;
-use crate::script::fetch::FetchScript;
+use crate::script::fetch::{Discarded, FetchScript};
 use crate::script::{LuaScript, RECONCILE, REQUEUE};
 use crate::{direct, ConnectionSettings, Interrupt, LimitKind, LimitValue, Result};
 
@@ -38,6 +38,9 @@ pub struct CapsuleOptions {
     /// Recoveries from dead capsules a job may have; one more sends it to
     /// the dead set.
     pub max_recoveries: u32,
+    /// Jobs at a full job limit one fetch may set aside (park or discard)
+    /// before it stops and looks again.
+    pub lookahead: u32,
 }
 
 impl Default for CapsuleOptions {
@@ -45,6 +48,7 @@ impl Default for CapsuleOptions {
         Self {
             heartbeat_period: Duration::from_secs(15),
             max_recoveries: 3,
+            lookahead: 100,
         }
     }
 }
@@ -74,6 +78,11 @@ struct Inner {
     requeue: LuaScript,
     reconcile: LuaScript,
     reaper: Reaper,
+    /// Jobs fetches discarded, until the caller takes them to log.
+    discarded: Mutex<Vec<Discarded>>,
+    /// Where the next beat goes on with its sweep of parked jobs' limits
+    /// (`SSCAN` cursor).
+    sweep: Mutex<u64>,
 }
 
 impl Inner {
@@ -112,10 +121,12 @@ impl Capsule {
             heartbeat_ttl: (period * 4.0).ceil().max(1.0) as u64,
             ledger: Mutex::new(ForkLocal::new(Ledger::default(), Stale::Drop)),
             gate: Arc::new(RwLock::new(())),
-            fetch: FetchScript::new(),
+            fetch: FetchScript::new(options.lookahead),
             requeue: LuaScript::new(REQUEUE),
             reconcile: LuaScript::new(RECONCILE),
             reaper: Reaper::new(options.max_recoveries),
+            discarded: Mutex::default(),
+            sweep: Mutex::default(),
         };
         Self {
             inner: Arc::new(inner),
@@ -143,6 +154,16 @@ impl Capsule {
 
     pub(crate) fn timeout(&self) -> Duration {
         self.inner.timeout
+    }
+
+    /// The jobs this capsule's fetches discarded since the last call, to log
+    /// (`on_limit: :discard`).
+    pub fn take_discarded(&self) -> Vec<Discarded> {
+        let mut discarded = self.inner.discarded.lock();
+        if discarded.is_empty() {
+            return Vec::new();
+        }
+        std::mem::take(&mut *discarded)
     }
 
     /// Ends every waiting fetch at once, and makes later ones look without

@@ -7,6 +7,13 @@
 -- stays until acknowledged or pushed back: if the capsule dies, the reaper
 -- returns it to its queue.
 --
+-- A job that carries job limits (its class's, its key's) and finds one at
+-- its limit is set aside: parked, in order, until a slot of that limit
+-- frees and sends it back to the front of its queue; or, if the limit says
+-- so, discarded. The fetch goes on with the next job of the queue, then the
+-- next queues, setting aside at most ARGV[3] jobs; beyond that it stops and
+-- says to look again.
+--
 -- ARGV[1]     the capsule's UUID
 -- ARGV[2]     what the capsule's doorbell needs while fetchers sleep on it:
 --             '0'  nothing;
@@ -19,15 +26,22 @@
 --                  doorbell, after CLIENT CACHING yes). A full queue's own key
 --                  is not read: pushes to it change nothing until a slot or a
 --                  limit does, and those keys are read.
--- ARGV[3]     n, the number of acknowledgements that follow
+-- ARGV[3]     how many jobs the fetch may set aside at most (>= 1)
+-- ARGV[4]     n, the number of acknowledgements that follow
 -- then n triples: queue name, job, SHA1 of the job (hex)
 -- then        queue names, in Sidekiq's order for this fetch (no "queue:" prefix)
--- Returns {queue name, job, 1 if more is eligible else 0} or nil.
+-- Returns nil if it took and set aside nothing, else
+-- {queue name or false, job or false, more, discarded}: more is 1 if another
+-- job is eligible after this one, or, with no job, if it stopped at ARGV[3];
+-- discarded lists {jid, class, job limit id} of each job it discarded.
 local uuid = ARGV[1]
 local mode = ARGV[2]
 local watch = mode == '1'
 local report = watch or mode == '2'
-local acks = tonumber(ARGV[3])
+local lookahead = tonumber(ARGV[3])
+local acks = tonumber(ARGV[4])
+local FIRST_ACK = 5
+local FIRST_QUEUE = FIRST_ACK + 3 * acks
 -- Watched keys this script writes (a write ends their tracking).
 local written = {}
 
@@ -38,10 +52,12 @@ local written = {}
 -- sleeping on it.
 local freed = {}
 local forget = acks > 0 and redis.call('EXISTS', RECOVERIES_KEY) == 1
-for i = 4, 3 + 3 * acks, 3 do
-  local name = ARGV[i]
-  if redis.call('LREM', in_progress_key(uuid, name), 1, ARGV[i + 1]) == 1 then
+for i = FIRST_ACK, FIRST_QUEUE - 1, 3 do
+  local name, job = ARGV[i], ARGV[i + 1]
+  if redis.call('LREM', in_progress_key(uuid, name), 1, job) == 1 then
     freed[name] = (freed[name] or 0) + 1
+    local limits = job_limits(job)
+    if limits then free_job_limits(uuid, limits, written) end
   end
   if forget then redis.call('HDEL', RECOVERIES_KEY, ARGV[i + 2]) end
 end
@@ -72,7 +88,7 @@ local function eligible(name, busy)
 end
 
 if mode == 't' then
-  for i = 4 + 3 * acks, #ARGV do
+  for i = FIRST_QUEUE, #ARGV do
     local name = ARGV[i]
     if eligible(name, busy_key(name)) then redis.call('LLEN', queue_key(name)) end
   end
@@ -88,25 +104,64 @@ local function more_from(first)
   return 0
 end
 
+-- Job limits found at their limit in this fetch, by id: nothing frees a
+-- slot from here on.
+local full = {}
+local aside, discarded = 0, {}
+
+-- The first of a job's limits that is at its limit, if any.
+local function at_limit(limits)
+  for _, limit in ipairs(limits) do
+    if full[limit.id] or redis.call('LLEN', job_busy_key(limit.id)) >= job_limit(limit) then
+      full[limit.id] = true
+      return limit
+    end
+  end
+end
+
+-- Moves the job just taken (first in `inprogress`) aside, for `limit`.
+local function set_aside(inprogress, limit, parsed)
+  if limit.discard then
+    redis.call('LPOP', inprogress)
+    local class = tostring(parsed.wrapped or parsed.class or '?')
+    redis.call('HINCRBY', DISCARDED_KEY, class, 1)
+    discarded[#discarded + 1] = {tostring(parsed.jid or '?'), class, limit.id}
+  else
+    redis.call('LMOVE', inprogress, parked_key(limit.id), 'LEFT', 'LEFT')
+    redis.call('SADD', PARKED_KEY, limit.id)
+  end
+  aside = aside + 1
+end
+
 -- Each key built once per queue: this loop is the hot path.
-for i = 4 + 3 * acks, #ARGV do
+for i = FIRST_QUEUE, #ARGV do
   local name = ARGV[i]
   local busy = busy_key(name)
   if eligible(name, busy) then
     local queue = queue_key(name)
-    local job = redis.call('LMOVE', queue, in_progress_key(uuid, name), 'RIGHT', 'LEFT')
-    if job then
-      written[#written + 1] = queue
-      if (freed[name] or 0) > 0 then
-        -- Takes again a slot it freed: its busy entry stays.
-        freed[name] = freed[name] - 1
-      else
-        redis.call('RPUSH', busy, uuid)
-        written[#written + 1] = busy
+    local inprogress = in_progress_key(uuid, name)
+    local job = redis.call('LMOVE', queue, inprogress, 'RIGHT', 'LEFT')
+    if job then written[#written + 1] = queue end
+    while job do
+      local limits, parsed = job_limits(job)
+      local limit = limits and at_limit(limits)
+      if not limit then
+        if limits then book_job_limits(uuid, limits) end
+        if (freed[name] or 0) > 0 then
+          -- Takes again a slot it freed: its busy entry stays.
+          freed[name] = freed[name] - 1
+        else
+          redis.call('RPUSH', busy, uuid)
+          written[#written + 1] = busy
+        end
+        redis.call('SADD', capsule_queues_key(uuid), name)
+        return done({name, job, report and more_from(i) or 0, discarded})
       end
-      redis.call('SADD', capsule_queues_key(uuid), name)
-      return done({name, job, report and more_from(i) or 0})
+      set_aside(inprogress, limit, parsed)
+      if aside == lookahead then return done({false, false, 1, discarded}) end
+      job = redis.call('LMOVE', queue, inprogress, 'RIGHT', 'LEFT')
     end
   end
 end
+if aside > 0 then return done({false, false, 0, discarded}) end
 return done(nil)

@@ -16,6 +16,13 @@ local function process_limit_key(name) return PREFIX .. 'queue:' .. name .. ':pr
 local function busy_key(name) return PREFIX .. 'queue:' .. name .. ':busy' end
 local function in_progress_key(uuid, name) return PREFIX .. 'capsule:' .. uuid .. ':inprogress:' .. name end
 local function capsule_queues_key(uuid) return PREFIX .. 'capsule:' .. uuid .. ':queues' end
+-- Job limits (a job class's, or a key's) by id: see src/keys.rs.
+local function job_limit_key(id) return PREFIX .. 'limit:' .. id .. ':limit' end
+local function job_busy_key(id) return PREFIX .. 'limit:' .. id .. ':busy' end
+local function parked_key(id) return PREFIX .. 'limit:' .. id .. ':parked' end
+local function capsule_limits_key(uuid) return PREFIX .. 'capsule:' .. uuid .. ':limits' end
+local PARKED_KEY = 'sidekiq:limit_fetch:parked'
+local DISCARDED_KEY = 'sidekiq:limit_fetch:discarded'
 
 -- The largest valid limit, 2^53 - 1: a Lua number holds every integer up to
 -- it exactly. No queue has that many jobs running: a larger one is broken.
@@ -38,6 +45,102 @@ end
 -- Puts a job back first in line: Sidekiq pushes jobs on the left of a queue
 -- and takes them from the right.
 local function push_back(name, job) redis.call('RPUSH', queue_key(name), job) end
+
+-- The job limits a payload carries, each {id =, concurrency =, discard =}
+-- (lib/sidekiq/limit_fetch/job_limits.rb writes them), and the payload
+-- parsed; nil for a job that carries none, which costs one plain find. A
+-- job without a queue to go back to from parking carries none that count.
+local function job_limits(job)
+  if not string.find(job, '"limit_fetch":', 1, true) then return nil end
+  local ok, parsed = pcall(cjson.decode, job)
+  if not ok or type(parsed) ~= 'table' or type(parsed.limit_fetch) ~= 'table'
+    or type(parsed.queue) ~= 'string' then
+    return nil
+  end
+  local limits = {}
+  for _, limit in ipairs(parsed.limit_fetch) do
+    if type(limit) == 'table' and type(limit.id) == 'string' then limits[#limits + 1] = limit end
+  end
+  if #limits == 0 then return nil end
+  return limits, parsed
+end
+
+-- A job limit's value: the one stored for its id (set at run time), else
+-- the default its job carries. Like a stored limit, a broken default reads
+-- as 0.
+local function job_limit(limit)
+  local stored = read_limit(job_limit_key(limit.id))
+  if stored then return stored end
+  local default = limit.concurrency
+  if type(default) == 'number' and default >= 0 and default <= MAX_LIMIT and default % 1 == 0 then
+    return default
+  end
+  return 0
+end
+
+-- Sends up to `n` of a job limit's oldest parked jobs (n > 0; nil: as many
+-- as it has room for) back to the front of their queues, to be fetched
+-- next, the oldest first. Parked jobs carry the limit; the oldest tells its
+-- default. Returns the queues' keys.
+local function release(id, n)
+  local parked = parked_key(id)
+  local oldest = redis.call('LINDEX', parked, -1)
+  if not oldest then
+    redis.call('SREM', PARKED_KEY, id)
+    return {}
+  end
+  local room = 0
+  for _, limit in ipairs(job_limits(oldest) or {}) do
+    if limit.id == id then room = job_limit(limit) - redis.call('LLEN', job_busy_key(id)) end
+  end
+  if n and n < room then room = n end
+  local jobs = {}
+  for _ = 1, room do
+    jobs[#jobs + 1] = redis.call('RPOP', parked)
+    if not jobs[#jobs] then
+      jobs[#jobs] = nil
+      break
+    end
+  end
+  if #jobs > 0 and redis.call('EXISTS', parked) == 0 then redis.call('SREM', PARKED_KEY, id) end
+  local queues = {}
+  for i = #jobs, 1, -1 do
+    -- Only jobs with a queue are parked (see job_limits): anything else was
+    -- written by hand, and goes where Sidekiq shows it, not nowhere.
+    local ok, parsed = pcall(cjson.decode, jobs[i])
+    if ok and type(parsed) == 'table' and type(parsed.queue) == 'string' then
+      local queue = queue_key(parsed.queue)
+      redis.call('RPUSH', queue, jobs[i])
+      queues[#queues + 1] = queue
+    else
+      redis.call('ZADD', DEAD_KEY, 0, jobs[i])
+    end
+  end
+  return queues
+end
+
+-- Books a slot of each of a job's limits for the capsule taking it.
+local function book_job_limits(uuid, limits)
+  for _, limit in ipairs(limits) do
+    redis.call('RPUSH', job_busy_key(limit.id), uuid)
+    redis.call('SADD', capsule_limits_key(uuid), limit.id)
+  end
+end
+
+-- Frees the slots of a job's limits that the capsule booked for it (the job
+-- ended or went back), and sends for each the oldest parked job to be
+-- fetched next if it has room. Appends the keys it wrote to `written`.
+local function free_job_limits(uuid, limits, written)
+  for _, limit in ipairs(limits) do
+    local busy = job_busy_key(limit.id)
+    if redis.call('LREM', busy, 1, uuid) == 1 then
+      if not redis.call('LPOS', busy, uuid) then
+        redis.call('SREM', capsule_limits_key(uuid), limit.id)
+      end
+      for _, queue in ipairs(release(limit.id, 1)) do written[#written + 1] = queue end
+    end
+  end
+end
 
 -- The jid and class of a job, for logs: '?' for what its payload lacks, or
 -- for all of it when it is not a JSON object.

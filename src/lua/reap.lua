@@ -15,7 +15,8 @@
 -- ARGV[3]    how many recoveries a job may have before it is declared dead
 -- ARGV[4]    now, in seconds (the dead set's score)
 -- Returns nil if there was nothing to do, else
--- {slots freed, jobs pushed back, {{queue, jid, class} of each dead job}}.
+-- {slots freed (queues' and job limits'), jobs pushed back,
+--  {{queue, jid, class} of each dead job}}.
 local uuid = ARGV[1]
 local clean = ARGV[2] == '1'
 local max_recoveries = tonumber(ARGV[3])
@@ -29,6 +30,13 @@ local freed = 0
 for i = 3, #KEYS do
   freed = freed + redis.call('LREM', KEYS[i], 0, uuid)
 end
+-- Its job limits' slots, each sending parked jobs it has room for back.
+local limits = capsule_limits_key(uuid)
+for _, id in ipairs(redis.call('SMEMBERS', limits)) do
+  freed = freed + redis.call('LREM', job_busy_key(id), 0, uuid)
+  release(id)
+end
+redis.call('DEL', limits)
 
 local pushed, dead = 0, {}
 for _, name in ipairs(redis.call('SMEMBERS', capsule_queues_key(uuid))) do

@@ -4,8 +4,9 @@
 --
 -- * A job in an in-progress list that the capsule does not hold (the reply
 --   of its fetch was lost) goes back to the front of its queue.
--- * The capsule's busy entries per queue are set to the number of jobs it
---   holds (a lost release, a booking lost to a Redis restart).
+-- * The capsule's busy entries per queue, and per job limit, are set to the
+--   number of jobs it holds (a lost release, a booking lost to a Redis
+--   restart).
 --
 -- ARGV[1]  the capsule's UUID
 -- then per queue: queue name, n, and the SHA1 (hex) of each of its n jobs
@@ -29,6 +30,10 @@ for _, name in ipairs(redis.call('SMEMBERS', capsule_queues_key(uuid))) do
   held[name] = held[name] or {count = 0, digests = {}}
 end
 
+-- Per job limit, the jobs carrying it that the capsule holds.
+local booked = {}
+for _, id in ipairs(redis.call('SMEMBERS', capsule_limits_key(uuid))) do booked[id] = 0 end
+
 local changes, pushed = {}, {}
 for name, mine in pairs(held) do
   local inprogress = in_progress_key(uuid, name)
@@ -38,6 +43,9 @@ for name, mine in pairs(held) do
     local d = redis.sha1hex(job)
     if (mine.digests[d] or 0) > 0 then
       mine.digests[d] = mine.digests[d] - 1
+      for _, limit in ipairs(job_limits(job) or {}) do
+        booked[limit.id] = (booked[limit.id] or 0) + 1
+      end
     else
       redis.call('LREM', inprogress, -1, job)
       push_back(name, job)
@@ -52,6 +60,25 @@ for name, mine in pairs(held) do
   elseif entries < mine.count then
     for _ = entries + 1, mine.count do redis.call('RPUSH', busy, uuid) end
     table.insert(changes, {busy, entries, mine.count})
+  end
+end
+
+-- The same for job limits; a slot freed may let a parked job go.
+for id, count in pairs(booked) do
+  local busy = job_busy_key(id)
+  local entries = #redis.call('LPOS', busy, uuid, 'COUNT', 0)
+  if entries > count then
+    redis.call('LREM', busy, entries - count, uuid)
+    table.insert(changes, {busy, entries, count})
+    release(id)
+  elseif entries < count then
+    for _ = entries + 1, count do redis.call('RPUSH', busy, uuid) end
+    table.insert(changes, {busy, entries, count})
+  end
+  if count > 0 then
+    redis.call('SADD', capsule_limits_key(uuid), id)
+  else
+    redis.call('SREM', capsule_limits_key(uuid), id)
   end
 end
 return {changes, pushed}

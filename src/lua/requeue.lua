@@ -1,5 +1,5 @@
 -- Pushes jobs a capsule holds back to the front of their queues and frees
--- their slots, in one atomic step.
+-- their slots (their queues' and their job limits'), in one atomic step.
 --
 -- A job missing from the in-progress list is pushed back all the same (Redis
 -- may have lost its data: running it twice beats losing it), but frees no
@@ -8,11 +8,14 @@
 -- ARGV[1]  the capsule's UUID
 -- then pairs: queue name, job
 local uuid = ARGV[1]
+local written = {}
 for i = 2, #ARGV, 2 do
   local name, job = ARGV[i], ARGV[i + 1]
   push_back(name, job)
   if redis.call('LREM', in_progress_key(uuid, name), 1, job) == 1 then
     redis.call('LREM', busy_key(name), 1, uuid)
+    local limits = job_limits(job)
+    if limits then free_job_limits(uuid, limits, written) end
   end
 end
 return #ARGV

@@ -16,30 +16,58 @@ pub struct Fetched {
     pub job: Vec<u8>,
 }
 
+/// A job a fetch dropped because one of its limits was full and said
+/// `on_limit: :discard`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Discarded {
+    pub jid: String,
+    pub class: String,
+    /// The id of the job limit that was full.
+    pub limit: String,
+}
+
 /// What one run of the fetch script found.
 #[derive(Debug, Default)]
 pub(crate) struct Look {
     pub(crate) fetched: Option<Fetched>,
-    /// Another job is eligible for this capsule after this one.
+    /// With a job: another is eligible for this capsule after it. Without:
+    /// the look stopped after setting aside as many jobs as it may, and the
+    /// next may find one.
     pub(crate) more: bool,
+    pub(crate) discarded: Vec<Discarded>,
+    /// The script took, parked or discarded a job.
+    wrote: bool,
 }
 
+type Reply = (
+    Option<String>,
+    Option<Vec<u8>>,
+    i64,
+    Vec<(String, String, String)>,
+);
+
 impl Look {
-    /// The script's reply: `{queue, job, more}` or nil.
+    /// The script's reply: `{queue or false, job or false, more, discarded}`
+    /// or nil (see fetch.lua).
     pub(crate) fn from_value(value: Value) -> Result<Self> {
-        let reply: Option<(String, Vec<u8>, i64)> = decode(value)?;
-        Ok(match reply {
-            Some((queue, job, more)) => Look {
-                fetched: Some(Fetched { queue, job }),
-                more: more == 1,
-            },
-            None => Look::default(),
+        let Some((queue, job, more, discarded)) = decode::<Option<Reply>>(value)? else {
+            return Ok(Look::default());
+        };
+        Ok(Look {
+            fetched: queue.zip(job).map(|(queue, job)| Fetched { queue, job }),
+            more: more == 1,
+            discarded: discarded
+                .into_iter()
+                .map(|(jid, class, limit)| Discarded { jid, class, limit })
+                .collect(),
+            wrote: true,
         })
     }
 
-    /// Nothing taken and nothing acknowledged: the script wrote no key.
+    /// Nothing taken or set aside, nothing acknowledged: the script wrote
+    /// no key.
     fn wrote_nothing(&self, acks: &[Ack]) -> bool {
-        acks.is_empty() && self.fetched.is_none()
+        acks.is_empty() && !self.wrote
     }
 }
 
@@ -98,18 +126,28 @@ impl Mode {
 }
 
 /// fetch.lua, with its arguments built in one place.
-pub(crate) struct FetchScript(LuaScript);
+pub(crate) struct FetchScript {
+    script: LuaScript,
+    /// How many jobs one run may set aside at most, as an argument.
+    lookahead: Vec<u8>,
+}
 
 impl FetchScript {
-    pub(crate) fn new() -> Self {
-        Self(LuaScript::new(FETCH))
+    /// `lookahead`: how many jobs at a full job limit one run may set aside
+    /// before it stops (at least 1).
+    pub(crate) fn new(lookahead: u32) -> Self {
+        Self {
+            script: LuaScript::new(FETCH),
+            lookahead: lookahead.max(1).to_string().into_bytes(),
+        }
     }
 
     /// The script's arguments (see fetch.lua's header).
-    fn args(uuid: &str, mode: Mode, acks: &[Ack], queues: &[String]) -> Vec<Vec<u8>> {
-        let mut args: Vec<Vec<u8>> = Vec::with_capacity(3 + acks.len() * 3 + queues.len());
+    fn args(&self, uuid: &str, mode: Mode, acks: &[Ack], queues: &[String]) -> Vec<Vec<u8>> {
+        let mut args: Vec<Vec<u8>> = Vec::with_capacity(4 + acks.len() * 3 + queues.len());
         args.push(uuid.as_bytes().to_vec());
         args.push(mode.arg().to_vec());
+        args.push(self.lookahead.clone());
         args.push(acks.len().to_string().into_bytes());
         for ack in acks {
             args.push(ack.queue.as_bytes().to_vec());
@@ -129,7 +167,8 @@ impl FetchScript {
         acks: &[Ack],
         queues: &[String],
     ) -> Vec<u8> {
-        self.0.packed(send, &Self::args(uuid, mode, acks, queues))
+        self.script
+            .packed(send, &self.args(uuid, mode, acks, queues))
     }
 
     /// Runs the script on the capsule's tracking connection. A `Plain` run
@@ -146,7 +185,7 @@ impl FetchScript {
         acks: &[Ack],
         queues: &[String],
     ) -> Result<Look> {
-        let args = Self::args(uuid, mode, acks, queues);
+        let args = self.args(uuid, mode, acks, queues);
         let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
         let mut conn = redis.writer().await?;
         if matches!(mode, Mode::Watch | Mode::Track) {
@@ -155,7 +194,7 @@ impl FetchScript {
         }
         let keys: &[&str] = &[];
         let mut replies = self
-            .0
+            .script
             .run_after(&mut conn, &mode.before(), keys, &args[..])
             .await?;
         let reply = replies.pop().unwrap_or(Value::Nil);

@@ -24,6 +24,7 @@ pub(crate) const FETCH: &str = script!("fetch.lua");
 pub(crate) const REAP: &str = script!("reap.lua");
 pub(crate) const RECONCILE: &str = script!("reconcile.lua");
 pub(crate) const REQUEUE: &str = script!("requeue.lua");
+pub(crate) const RELEASE: &str = script!("release.lua");
 
 pub(crate) struct LuaScript {
     body: &'static str,

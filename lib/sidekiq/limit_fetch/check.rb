@@ -25,6 +25,13 @@ module Sidekiq
         invalid(name, "a non-negative Integer", value)
       end
 
+      # An Integer from 1 to +max+.
+      def positive_integer(name, value, max: 10_000)
+        return value if value.is_a?(Integer) && value.between?(1, max)
+
+        invalid(name, "an Integer from 1 to #{max}", value)
+      end
+
       # A String, or nil when +optional+. A +secret+ is named by its class
       # only, never shown.
       def string(name, value, optional: false, secret: false)

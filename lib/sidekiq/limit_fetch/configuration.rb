@@ -14,7 +14,11 @@ module Sidekiq
       heartbeat_period: 15,
       # Times a job may be recovered from dead processes; one more and it is
       # a poison pill that goes to the dead set.
-      max_recoveries: 3
+      max_recoveries: 3,
+      # Jobs at a full class or key limit one fetch may park (or discard)
+      # before it stops and looks again: bounds the time one fetch holds
+      # Redis when a hot key has a long backlog.
+      lookahead: 100
     }.freeze
 
     @configuration = DEFAULTS.dup

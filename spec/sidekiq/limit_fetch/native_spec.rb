@@ -8,7 +8,7 @@ RSpec.describe Sidekiq::LimitFetch::Native, "answers", :binding do
   # A capsule's core handle with no heartbeat thread: only the example beats.
   let(:native) do
     settings = Sidekiq::LimitFetch::RedisOptions.from_client_config(RedisClient.config(url: RedisServer.url))
-    described_class.new(settings, Sidekiq::LimitFetch::CapsuleOptions.new(heartbeat_period: 15, max_recoveries: 1))
+    described_class.new(settings, Sidekiq::LimitFetch::CapsuleOptions.new(heartbeat_period: 15, max_recoveries: 1, lookahead: 100))
   end
   let(:report_class) { Sidekiq::LimitFetch::BeatReport }
 

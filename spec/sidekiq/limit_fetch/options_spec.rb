@@ -40,12 +40,13 @@ RSpec.describe Sidekiq::LimitFetch, "options" do
 
       expect(described_class::DEFAULTS.keys).to match_array(members)
       expect(described_class::Configuration.capsule_options(described_class::DEFAULTS))
-        .to eq(described_class::CapsuleOptions.new(heartbeat_period: 15.0, max_recoveries: 3))
+        .to eq(described_class::CapsuleOptions.new(heartbeat_period: 15.0, max_recoveries: 3, lookahead: 100))
       expect(described_class::Configuration.fetch_options(described_class::DEFAULTS))
         .to eq(described_class::FetchOptions.new(fetch_timeout: 2.0, poll_range: 0.4..0.5))
     end
 
-    {heartbeat_period: [0, -1, "3", nil, Float::NAN, Float::INFINITY], max_recoveries: [-1, 2.5, "3", nil]}
+    {heartbeat_period: [0, -1, "3", nil, Float::NAN, Float::INFINITY], max_recoveries: [-1, 2.5, "3", nil],
+     lookahead: [0, -1, 10_001, 2.5, "3", nil]}
       .each do |option, values|
         values.each do |bad|
           it "rejects #{option} #{bad.inspect} with an ArgumentError naming it, at boot, writing nothing" do
@@ -59,14 +60,14 @@ RSpec.describe Sidekiq::LimitFetch, "options" do
 
   describe Sidekiq::LimitFetch::CapsuleOptions do
     it "holds the period as Float seconds" do
-      options = described_class.new(heartbeat_period: 3, max_recoveries: 0)
+      options = described_class.new(heartbeat_period: 3, max_recoveries: 0, lookahead: 1)
 
-      expect([options.heartbeat_period, options.max_recoveries]).to eq([3.0, 0])
+      expect([options.heartbeat_period, options.max_recoveries, options.lookahead]).to eq([3.0, 0, 1])
     end
 
     it "raises on a missing or unknown member" do
       expect { described_class.new(heartbeat_period: 3) }.to raise_error(ArgumentError, /max_recoveries/)
-      expect { described_class.new(heartbeat_period: 3, max_recoveries: 1, extra: 1) }
+      expect { described_class.new(heartbeat_period: 3, max_recoveries: 1, lookahead: 1, extra: 1) }
         .to raise_error(ArgumentError, /extra/)
     end
   end
@@ -149,7 +150,7 @@ RSpec.describe Sidekiq::LimitFetch, "options" do
 
   describe Sidekiq::LimitFetch::Native do
     let(:settings) { Sidekiq::LimitFetch::RedisOptions.from_client_config(RedisClient.config(url: RedisServer.url)) }
-    let(:options) { Sidekiq::LimitFetch::CapsuleOptions.new(heartbeat_period: 15, max_recoveries: 3) }
+    let(:options) { Sidekiq::LimitFetch::CapsuleOptions.new(heartbeat_period: 15, max_recoveries: 3, lookahead: 100) }
 
     it "takes only the typed settings and options" do
       expect { described_class.new({"host" => "127.0.0.1", "port" => 6379}, options) }

@@ -1,0 +1,133 @@
+//! Job limits administration: a job class's limit, or one key's, read and
+//! set by id at run time (a console, a control plane). The fetch script
+//! enforces them and parks what they hold back; setting one sends the
+//! parked jobs it now has room for back to their queues at once, and each
+//! heartbeat sweeps a few limits with parked jobs for room freed any other
+//! way (see release.lua).
+
+use std::sync::LazyLock;
+
+use crate::admin::Limits;
+use crate::connection::Conn;
+use crate::runtime::run_plain;
+use crate::script::{LuaScript, RELEASE};
+use crate::{keys, Interrupt, LimitValue, Result};
+
+static RELEASE_SCRIPT: LazyLock<LuaScript> = LazyLock::new(|| LuaScript::new(RELEASE));
+
+/// How many limits with parked jobs one heartbeat checks (`SSCAN` COUNT).
+const SWEEP: u64 = 100;
+
+/// A job limit as Redis holds it now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobLimitState {
+    pub id: String,
+    /// Set at run time; `None`: each job's own default applies.
+    pub stored: LimitValue,
+    /// Jobs carrying it that run now (their slots, across every capsule).
+    pub running: u64,
+    /// Jobs set aside until it has room.
+    pub parked: u64,
+}
+
+impl Limits {
+    /// Each of `ids` as Redis holds it now, in one round trip.
+    pub fn job_limits<S: AsRef<str>>(
+        &self,
+        ids: &[S],
+        interrupt: &Interrupt,
+    ) -> Result<Vec<JobLimitState>> {
+        let ids: Vec<String> = ids.iter().map(|id| id.as_ref().to_owned()).collect();
+        let redis = self.redis().clone();
+        run_plain(interrupt, self.timeout(), async move {
+            let mut pipe = redis::pipe();
+            for id in &ids {
+                pipe.cmd("GET").arg(keys::job_limit(id));
+                pipe.cmd("LLEN").arg(keys::job_busy(id));
+                pipe.cmd("LLEN").arg(keys::parked(id));
+            }
+            let replies: Vec<(Option<Vec<u8>>, u64, u64)> = if ids.is_empty() {
+                Vec::new()
+            } else {
+                let flat: Vec<redis::Value> = pipe.query_async(&mut redis.conn().await?).await?;
+                flat.chunks(3)
+                    .map(|c| redis::from_redis_value(&redis::Value::Array(c.to_vec())))
+                    .collect::<redis::RedisResult<_>>()?
+            };
+            Ok(ids
+                .into_iter()
+                .zip(replies)
+                .map(|(id, (raw, running, parked))| {
+                    let raw = raw.as_deref().map(String::from_utf8_lossy);
+                    JobLimitState {
+                        id,
+                        stored: crate::limits::parse_stored(raw.as_deref()),
+                        running,
+                        parked,
+                    }
+                })
+                .collect())
+        })
+    }
+
+    /// Stores a job limit's value (`None`: back to each job's default), and
+    /// sends the parked jobs it now has room for back to their queues.
+    /// Returns how many it sent.
+    pub fn set_job_limit(&self, id: &str, value: LimitValue, interrupt: &Interrupt) -> Result<u64> {
+        let redis = self.redis().clone();
+        let id = id.to_owned();
+        run_plain(interrupt, self.timeout(), async move {
+            let mut conn = redis.writer().await?;
+            let cmd = match value {
+                Some(v) => redis::cmd("SET").arg(keys::job_limit(&id)).arg(v).clone(),
+                None => redis::cmd("DEL").arg(keys::job_limit(&id)).clone(),
+            };
+            cmd.query_async::<()>(&mut *conn).await?;
+            release(&mut conn, &[id]).await
+        })
+    }
+
+    /// The ids of the job limits with running or parked jobs: those some
+    /// registered capsule holds a slot of, and those with parked jobs.
+    pub fn active_job_limits(&self, interrupt: &Interrupt) -> Result<Vec<String>> {
+        let redis = self.redis().clone();
+        run_plain(interrupt, self.timeout(), async move {
+            let mut conn = redis.conn().await?;
+            let capsules: Vec<String> = redis::cmd("SMEMBERS")
+                .arg(keys::CAPSULES)
+                .query_async(&mut conn)
+                .await?;
+            let mut sunion = redis::cmd("SUNION");
+            sunion.arg(keys::PARKED);
+            for uuid in &capsules {
+                sunion.arg(keys::capsule_limits(uuid));
+            }
+            let mut ids: Vec<String> = sunion.query_async(&mut conn).await?;
+            ids.sort();
+            Ok(ids)
+        })
+    }
+}
+
+/// Sends the parked jobs of `ids` their limits have room for back to their
+/// queues; returns how many.
+pub(crate) async fn release(conn: &mut Conn, ids: &[String]) -> Result<u64> {
+    if ids.is_empty() {
+        return Ok(0);
+    }
+    RELEASE_SCRIPT.invoke(conn, &[] as &[&str], ids).await
+}
+
+/// One heartbeat's part of the sweep of limits with parked jobs: checks the
+/// next few from `cursor` (0: start over); returns the cursor to go on
+/// from and how many jobs it sent back.
+pub(crate) async fn sweep(conn: &mut Conn, cursor: u64) -> Result<(u64, u64)> {
+    let (next, ids): (u64, Vec<String>) = redis::cmd("SSCAN")
+        .arg(keys::PARKED)
+        .arg(cursor)
+        .arg("COUNT")
+        .arg(SWEEP)
+        .query_async(conn)
+        .await?;
+    Ok((next, release(conn, &ids).await?))
+}

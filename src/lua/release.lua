@@ -1,0 +1,14 @@
+-- Sends the parked jobs of each job limit given that it has room for (its
+-- limit was raised or reset, or a slot freed without a release: a deploy,
+-- a hand-edited key) back to the front of their queues, oldest first, and
+-- forgets limits with nothing parked. Run after a limit changes at run
+-- time, and by every heartbeat over a few limits with parked jobs at a
+-- time, so that no parked job waits for a slot that is already free.
+--
+-- ARGV  job limit ids
+-- Returns the number of jobs sent back.
+local sent = 0
+for _, id in ipairs(ARGV) do
+  sent = sent + #release(id)
+end
+return sent

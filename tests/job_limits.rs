@@ -1,0 +1,385 @@
+//! Job limits (a class's, a key's), against a real Redis, with no Ruby: the
+//! fetch parks a job whose limit is full and takes the next, and every way a
+//! slot frees sends the oldest parked job back to the front of its queue.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use limit_fetch_core::{keys, Capsule, CapsuleOptions, Fetched, Interrupt, Limits};
+use redis::Commands;
+use support::{capsule, queue, redis, settings};
+
+/// Tests that beat take turns with each other and with tests of exact order:
+/// a beat reaps any capsule whose heartbeat is missing, and its sweep sends
+/// back parked jobs of any limit with room, even while a release is on its
+/// way (the fetch then parks the extra job again, behind).
+static BEATING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn turn() -> std::sync::MutexGuard<'static, ()> {
+    BEATING.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A job of `queue` as Sidekiq's client pushes it, carrying `limits`:
+/// (id, default, discard).
+fn job(queue: &str, jid: &str, limits: &[(&str, u64, bool)]) -> String {
+    let limits: Vec<String> = limits
+        .iter()
+        .map(|(id, concurrency, discard)| {
+            let discard = if *discard { r#","discard":true"# } else { "" };
+            format!(r#"{{"id":"{id}","concurrency":{concurrency}{discard}}}"#)
+        })
+        .collect();
+    format!(
+        r#"{{"class":"SyncJob","args":[1],"queue":"{queue}","jid":"{jid}","limit_fetch":[{}]}}"#,
+        limits.join(",")
+    )
+}
+
+fn push_jobs(queue: &str, jobs: &[String]) {
+    let mut conn = redis();
+    for job in jobs {
+        let _: () = conn.lpush(keys::queue(queue), job).unwrap();
+    }
+}
+
+fn jid(fetched: &Fetched) -> String {
+    let text = String::from_utf8_lossy(&fetched.job);
+    text.split(r#""jid":""#)
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+fn fetch(capsule: &Capsule, queues: &[&str]) -> Option<String> {
+    capsule
+        .fetch(queues, &Interrupt::new())
+        .unwrap()
+        .map(|f| jid(&f))
+}
+
+fn fetch_job(capsule: &Capsule, queues: &[&str]) -> Fetched {
+    capsule
+        .fetch(queues, &Interrupt::new())
+        .unwrap()
+        .expect("a job")
+}
+
+fn parked(id: &str) -> i64 {
+    redis().llen(keys::parked(id)).unwrap()
+}
+
+fn running(id: &str) -> i64 {
+    redis().llen(keys::job_busy(id)).unwrap()
+}
+
+/// A job limit id no other test uses.
+fn id(label: &str) -> String {
+    format!("key:SyncJob#{label}-{}", uuid::Uuid::new_v4())
+}
+
+#[test]
+fn a_full_key_parks_its_job_and_the_fetch_takes_the_next_then_a_finished_job_sends_it_back_first() {
+    let _turn = turn();
+    let q = queue("keyed");
+    let (k1, k2) = (id("k1"), id("k2"));
+    push_jobs(
+        &q,
+        &[
+            job(&q, "a1", &[(&k1, 1, false)]),
+            job(&q, "a2", &[(&k1, 1, false)]),
+            job(&q, "b1", &[(&k2, 1, false)]),
+            job(&q, "plain", &[]),
+        ],
+    );
+    let c = capsule();
+    let first = fetch_job(&c, &[&q]);
+    assert_eq!(jid(&first), "a1");
+    assert_eq!(
+        fetch(&c, &[&q]).as_deref(),
+        Some("b1"),
+        "a2 parked, b1 next"
+    );
+    assert_eq!((parked(&k1), running(&k1), running(&k2)), (1, 1, 1));
+    let members: Vec<String> = redis().smembers(keys::PARKED).unwrap();
+    assert!(members.contains(&k1));
+    // a1 ends: its acknowledgement, riding on the next fetch, sends a2 back
+    // to the front of the queue, ahead of the job that was next.
+    c.acknowledge(&q, first.job);
+    assert_eq!(fetch(&c, &[&q]).as_deref(), Some("a2"));
+    assert_eq!((parked(&k1), running(&k1)), (0, 1));
+    let members: Vec<String> = redis().smembers(keys::PARKED).unwrap();
+    assert!(!members.contains(&k1), "no parked jobs, no entry");
+    assert_eq!(fetch(&c, &[&q]).as_deref(), Some("plain"));
+    assert_eq!(fetch(&c, &[&q]), None);
+}
+
+#[test]
+fn a_class_limit_holds_across_capsules_and_a_job_carrying_two_limits_books_both() {
+    let _turn = turn();
+    let q = queue("class");
+    let class = format!("class:ExportJob-{}", uuid::Uuid::new_v4());
+    let key = id("tenant");
+    let jobs: Vec<String> = (0..5)
+        .map(|i| {
+            job(
+                &q,
+                &format!("e{i}"),
+                &[(&class, 2, false), (&key, 5, false)],
+            )
+        })
+        .collect();
+    push_jobs(&q, &jobs);
+    let (a, b) = (capsule(), capsule());
+    a.register(&Interrupt::new()).unwrap();
+    b.register(&Interrupt::new()).unwrap();
+    assert_eq!(fetch(&a, &[&q]).as_deref(), Some("e0"));
+    assert_eq!(fetch(&b, &[&q]).as_deref(), Some("e1"));
+    assert_eq!(fetch(&a, &[&q]), None);
+    assert_eq!(fetch(&b, &[&q]), None);
+    assert_eq!((running(&class), running(&key), parked(&class)), (2, 2, 3));
+    // Raised at run time: the parked jobs it has room for go back at once.
+    let limits = Limits::new(&settings());
+    let sent = limits
+        .set_job_limit(&class, Some(4), &Interrupt::new())
+        .unwrap();
+    assert_eq!(sent, 2);
+    assert_eq!(fetch(&b, &[&q]).as_deref(), Some("e2"), "oldest first");
+    assert_eq!(fetch(&a, &[&q]).as_deref(), Some("e3"));
+    assert_eq!(fetch(&a, &[&q]), None);
+    let states = limits
+        .job_limits(&[class.as_str(), key.as_str()], &Interrupt::new())
+        .unwrap();
+    assert_eq!(
+        states
+            .iter()
+            .map(|s| (s.stored, s.running, s.parked))
+            .collect::<Vec<_>>(),
+        vec![(Some(4), 4, 1), (None, 4, 0)]
+    );
+    let active = limits.active_job_limits(&Interrupt::new()).unwrap();
+    assert!(active.contains(&class) && active.contains(&key));
+    // Paused: the parked job stays parked.
+    limits
+        .set_job_limit(&class, Some(0), &Interrupt::new())
+        .unwrap();
+    assert_eq!(parked(&class), 1);
+    // Back to the jobs' default (2): still full.
+    assert_eq!(
+        limits
+            .set_job_limit(&class, None, &Interrupt::new())
+            .unwrap(),
+        0
+    );
+    assert_eq!(fetch(&a, &[&q]), None);
+    a.deregister(&[q.as_str()], &Interrupt::new()).unwrap();
+    b.deregister(&[q.as_str()], &Interrupt::new()).unwrap();
+    assert_eq!((running(&class), running(&key)), (0, 0));
+}
+
+#[test]
+fn a_fetch_sets_aside_at_most_its_lookahead_per_look_and_looks_again_past_a_hot_key() {
+    let q = queue("hot");
+    let hot = id("hot");
+    let mut jobs: Vec<String> = (0..10)
+        .map(|i| job(&q, &format!("h{i}"), &[(&hot, 1, false)]))
+        .collect();
+    jobs.push(job(&q, "cold", &[(&id("cold"), 1, false)]));
+    push_jobs(&q, &jobs);
+    let c = Capsule::new(
+        &settings(),
+        CapsuleOptions {
+            lookahead: 3,
+            ..CapsuleOptions::default()
+        },
+    );
+    assert_eq!(fetch(&c, &[&q]).as_deref(), Some("h0"));
+    let trips = c.round_trips();
+    assert_eq!(fetch(&c, &[&q]).as_deref(), Some("cold"));
+    // Nine parked, three a look: three looks, and the fourth takes "cold".
+    assert_eq!(c.round_trips() - trips, 4);
+    assert_eq!(parked(&hot), 9);
+}
+
+#[test]
+fn a_discarding_limit_drops_the_job_counts_it_and_reports_it_to_log() {
+    let q = queue("discard");
+    let k = id("webhook");
+    push_jobs(
+        &q,
+        &[
+            job(&q, "w1", &[(&k, 1, true)]),
+            job(&q, "w2", &[(&k, 1, true)]),
+        ],
+    );
+    let c = capsule();
+    let before: i64 = redis().hget(keys::DISCARDED, "SyncJob").unwrap_or_default();
+    let first = fetch_job(&c, &[&q]);
+    assert_eq!(fetch(&c, &[&q]), None);
+    let discarded = c.take_discarded();
+    assert_eq!(discarded.len(), 1);
+    assert_eq!(
+        (discarded[0].jid.as_str(), discarded[0].class.as_str()),
+        ("w2", "SyncJob")
+    );
+    assert_eq!(discarded[0].limit, k);
+    assert!(c.take_discarded().is_empty());
+    let after: i64 = redis().hget(keys::DISCARDED, "SyncJob").unwrap();
+    assert_eq!(after - before, 1);
+    assert_eq!(
+        (parked(&k), redis().llen::<_, i64>(keys::queue(&q)).unwrap()),
+        (0, 0)
+    );
+    // A later one runs once the first has ended.
+    c.acknowledge(&q, first.job);
+    push_jobs(&q, &[job(&q, "w3", &[(&k, 1, true)])]);
+    assert_eq!(fetch(&c, &[&q]).as_deref(), Some("w3"));
+}
+
+#[test]
+fn requeue_frees_the_jobs_limits_and_sends_a_parked_job_back() {
+    let _turn = turn();
+    let q = queue("requeue");
+    let k = id("rq");
+    push_jobs(
+        &q,
+        &[
+            job(&q, "r1", &[(&k, 1, false)]),
+            job(&q, "r2", &[(&k, 1, false)]),
+        ],
+    );
+    let c = capsule();
+    let first = fetch_job(&c, &[&q]);
+    assert_eq!(fetch(&c, &[&q]), None);
+    assert_eq!(parked(&k), 1);
+    c.requeue(vec![(q.clone(), first.job)], &Interrupt::new())
+        .unwrap();
+    assert_eq!((running(&k), parked(&k)), (0, 0));
+    let capsule_limits: i64 = redis().scard(keys::capsule_limits(c.uuid())).unwrap();
+    assert_eq!(capsule_limits, 0);
+    let mut got = vec![fetch(&c, &[&q]).unwrap()];
+    assert_eq!(fetch(&c, &[&q]), None, "one at a time");
+    assert_eq!(got, vec!["r2"], "the parked job went back first");
+    c.acknowledge(&q, held_job(&c, &q, &got[0]));
+    got.push(fetch(&c, &[&q]).unwrap());
+    assert_eq!(got, vec!["r2", "r1"]);
+}
+
+/// The job `jid` that `c` holds, from its in-progress list.
+fn held_job(c: &Capsule, q: &str, jid: &str) -> Vec<u8> {
+    let jobs: Vec<Vec<u8>> = redis()
+        .lrange(keys::in_progress(c.uuid(), q), 0, -1)
+        .unwrap();
+    jobs.into_iter()
+        .find(|j| String::from_utf8_lossy(j).contains(&format!(r#""jid":"{jid}""#)))
+        .expect("held")
+}
+
+#[test]
+fn reaping_a_dead_capsule_frees_its_key_slots_and_sends_parked_jobs_back() {
+    let _turn = turn();
+    let q = queue("reap");
+    let k = id("reap");
+    push_jobs(
+        &q,
+        &[
+            job(&q, "d1", &[(&k, 1, false)]),
+            job(&q, "d2", &[(&k, 1, false)]),
+        ],
+    );
+    let none = Interrupt::new();
+    let (victim, survivor) = (capsule(), capsule());
+    victim.register(&none).unwrap();
+    survivor.register(&none).unwrap();
+    assert_eq!(fetch(&victim, &[&q]).as_deref(), Some("d1"));
+    assert_eq!(fetch(&survivor, &[&q]), None);
+    assert_eq!(parked(&k), 1);
+    let _: () = redis().del(keys::heartbeat(victim.uuid())).unwrap();
+    let report = survivor.beat(&none).unwrap();
+    let reaped = report
+        .reaped
+        .iter()
+        .find(|r| r.uuid == victim.uuid())
+        .expect("reaped");
+    assert_eq!(reaped.requeued, 1);
+    assert_eq!((running(&k), parked(&k)), (0, 0));
+    let left: bool = redis().exists(keys::capsule_limits(victim.uuid())).unwrap();
+    assert!(!left);
+    // Both back, the dead capsule's job first: it had started.
+    assert_eq!(fetch(&survivor, &[&q]).as_deref(), Some("d1"));
+    assert_eq!(fetch(&survivor, &[&q]), None);
+    assert_eq!(parked(&k), 1, "d2 parked again behind d1");
+    survivor.deregister(&[q.as_str()], &none).unwrap();
+    assert_eq!((running(&k), parked(&k)), (0, 0));
+}
+
+#[test]
+fn a_beat_restores_a_lost_booking_and_sends_back_parked_jobs_with_room() {
+    let _turn = turn();
+    let q = queue("heal");
+    let k = id("heal");
+    push_jobs(
+        &q,
+        &[
+            job(&q, "h1", &[(&k, 1, false)]),
+            job(&q, "h2", &[(&k, 1, false)]),
+        ],
+    );
+    let none = Interrupt::new();
+    let c = capsule();
+    c.register(&none).unwrap();
+    let first = fetch_job(&c, &[&q]);
+    assert_eq!(fetch(&c, &[&q]), None);
+    // Lost to a Redis restart: the beat books it again.
+    let _: () = redis().del(keys::job_busy(&k)).unwrap();
+    let report = c.beat(&none).unwrap();
+    assert!(report.corrected.contains(&(keys::job_busy(&k), 0, 1)));
+    assert_eq!((running(&k), parked(&k)), (1, 1));
+    // A slot freed with no release (a hand edit): a later beat's sweep sends
+    // the parked job back.
+    let _: () = redis().del(keys::job_busy(&k)).unwrap();
+    let _: () = redis().srem(keys::capsule_limits(c.uuid()), &k).unwrap();
+    let _: () = redis().del(keys::in_progress(c.uuid(), &q)).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut released = 0;
+    while parked(&k) > 0 {
+        assert!(Instant::now() < deadline, "never released");
+        released += c.beat(&none).unwrap().released;
+    }
+    assert_eq!(released, 1);
+    drop(first);
+    c.deregister(&[q.as_str()], &none).unwrap();
+}
+
+#[test]
+fn keys_of_finished_jobs_leave_nothing_behind_in_redis() {
+    let q = queue("idle");
+    let ids: Vec<String> = (0..50).map(|i| id(&format!("idle{i}"))).collect();
+    let jobs: Vec<String> = ids
+        .iter()
+        .enumerate()
+        .flat_map(|(i, k)| [0, 1].map(|n| job(&q, &format!("{i}-{n}"), &[(k, 1, false)])))
+        .collect();
+    push_jobs(&q, &jobs);
+    let c = capsule();
+    let none = Interrupt::new();
+    let mut done = 0;
+    while done < jobs.len() {
+        let fetched = c.fetch(&[q.as_str()], &none).unwrap().expect("a job");
+        c.acknowledge(&q, fetched.job);
+        done += 1;
+    }
+    c.flush(&none).unwrap();
+    let mut conn = redis();
+    for k in &ids {
+        for key in [keys::job_busy(k), keys::parked(k), keys::job_limit(k)] {
+            assert!(!conn.exists::<_, bool>(&key).unwrap(), "{key} left behind");
+        }
+    }
+    let parked_ids: Vec<String> = conn.smembers(keys::PARKED).unwrap();
+    assert!(ids.iter().all(|k| !parked_ids.contains(k)));
+    assert!(!conn
+        .exists::<_, bool>(keys::capsule_limits(c.uuid()))
+        .unwrap());
+}
