@@ -9,6 +9,7 @@ require "sidekiq/limit_fetch"
 # when every in-flight job has finished or been pushed back.
 Sidekiq.configure_server do |config|
   config[:fetch_class] = Sidekiq::LimitFetch
+  config.client_middleware { |chain| chain.add Sidekiq::LimitFetch::ClientMiddleware }
 
   config.on(:startup) do
     config.capsules.each_value { |capsule| Sidekiq::LimitFetch.setup(capsule) }
@@ -22,4 +23,10 @@ Sidekiq.configure_server do |config|
   config.on(:exit) do
     config.capsules.each_value { |capsule| Sidekiq::LimitFetch.shutdown(capsule) }
   end
+end
+
+# Jobs carry their class's and key's limits from the moment they are pushed,
+# by clients and by servers (jobs push jobs): see ClientMiddleware.
+Sidekiq.configure_client do |config|
+  config.client_middleware { |chain| chain.add Sidekiq::LimitFetch::ClientMiddleware }
 end

@@ -101,7 +101,8 @@ impl Limits {
         })
     }
 
-    /// Sets (or with `None` removes) a limit; the next fetch obeys it.
+    /// Sets (or with `None` removes) a limit; the next fetch obeys it. A
+    /// job limit's parked jobs it now has room for go back at once.
     pub fn set_limit(
         &self,
         queue: &str,
@@ -109,6 +110,9 @@ impl Limits {
         value: LimitValue,
         interrupt: &Interrupt,
     ) -> Result<()> {
+        if kind == LimitKind::Job {
+            return self.set_job_limit(queue, value, interrupt).map(drop);
+        }
         let redis = self.redis.clone();
         let key = kind.key(queue);
         run_plain(interrupt, self.timeout, async move {

@@ -1,12 +1,15 @@
 use crate::keys;
 
-/// Which of a queue's two limits.
+/// Which limit: one of a queue's two, or a job limit (see job_limits.rs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LimitKind {
     /// Jobs of the queue in progress across every process on this Redis.
     Global,
     /// Jobs of the queue in progress in one capsule.
     Process,
+    /// Jobs carrying the job limit (a class's, a key's) in progress across
+    /// every process, named by its id rather than a queue.
+    Job,
 }
 
 /// A limit as stored: `None` means unlimited.
@@ -17,6 +20,7 @@ impl LimitKind {
         match self {
             LimitKind::Global => keys::limit(queue),
             LimitKind::Process => keys::process_limit(queue),
+            LimitKind::Job => keys::job_limit(queue),
         }
     }
 }

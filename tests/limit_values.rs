@@ -23,6 +23,7 @@ fn book(capsule: &Capsule, q: &str, kind: LimitKind, n: u64) {
     let owner = match kind {
         LimitKind::Global => "another-capsule",
         LimitKind::Process => capsule.uuid(),
+        LimitKind::Job => unreachable!("the fetch's job limits are pinned in job_limits.rs"),
     };
     for _ in 0..n {
         let _: () = redis().rpush(keys::busy(q), owner).unwrap();
@@ -43,7 +44,7 @@ fn the_core_reads_every_stored_value_as_the_table_says() {
     let none = Interrupt::new();
     let mut mismatches = Vec::new();
     for (raw, reads_as) in limit_values() {
-        for kind in [LimitKind::Global, LimitKind::Process] {
+        for kind in [LimitKind::Global, LimitKind::Process, LimitKind::Job] {
             let q = queue("values");
             store(&q, kind, &raw);
             let read = capsule.limit(&q, kind, &none).unwrap();

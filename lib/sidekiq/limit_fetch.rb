@@ -11,10 +11,14 @@ require "sidekiq/limit_fetch/capsule_options"
 require "sidekiq/limit_fetch/fetch_options"
 require "sidekiq/limit_fetch/beat_report"
 require "sidekiq/limit_fetch/stored_limit"
+require "sidekiq/limit_fetch/limits"
+require "sidekiq/limit_fetch/job_limit_id"
+require "sidekiq/limit_fetch/job_limits"
 # after the classes the binding reads and builds: it pins them as it loads
 require "sidekiq/limit_fetch/limit_fetch_native"
 require "sidekiq/limit_fetch/configuration"
-require "sidekiq/limit_fetch/limits"
+require "sidekiq/limit_fetch/job_limit"
+require "sidekiq/limit_fetch/client_middleware"
 require "sidekiq/limit_fetch/redis_options"
 require "sidekiq/limit_fetch/broken_limits"
 require "sidekiq/limit_fetch/heartbeat"
@@ -63,7 +67,8 @@ module Sidekiq
 
     # Blocks up to :fetch_timeout when nothing is eligible, without the GVL.
     def retrieve_work
-      queue, job = @client.fetch(UnitOfWork.queue_names(queues_cmd), wait: true)
+      queue, job, discarded = @client.fetch(UnitOfWork.queue_names(queues_cmd), wait: true)
+      log_discarded(discarded) if discarded
       UnitOfWork.fetched(queue, job, config) if queue
     end
 
@@ -76,6 +81,15 @@ module Sidekiq
       logger.info("Pushed #{inprogress.size} jobs back to Redis")
     rescue => e
       logger.warn("Failed to requeue #{inprogress.size} jobs: #{e.message}")
+    end
+
+    private
+
+    # Jobs dropped at a full limit declared `on_limit: :discard`.
+    def log_discarded(discarded)
+      discarded.each do |jid, job_class, limit|
+        logger.info("sidekiq-limit_fetch: discarded #{job_class} #{jid}: #{limit} was at its limit")
+      end
     end
   end
 end

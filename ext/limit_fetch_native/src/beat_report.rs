@@ -61,6 +61,7 @@ pub fn to_ruby(ruby: &Ruby, report: BeatReport) -> Result<Value, Error> {
             ("corrected", corrected.as_value()),
             ("orphans", orphans.as_value()),
             ("restored", report.restored.into_value_with(ruby)),
+            ("released", report.released.into_value_with(ruby)),
         ],
     )
 }

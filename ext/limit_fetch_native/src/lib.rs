@@ -1,6 +1,7 @@
 //! Ruby binding of `limit_fetch_core`.
 //!
-//! One file per Ruby class the binding defines (`native.rs`), reads
+//! One file per Ruby class the binding defines (`native.rs`,
+//! `native_limits.rs`), reads
 //! (`redis_settings.rs`, `capsule_options.rs`) or builds (`beat_report.rs`,
 //! `stored_limit.rs`, `errors.rs`), each with its own `init`; the Ruby side
 //! defines and checks the shapes (lib/sidekiq/limit_fetch/). This file only
@@ -11,6 +12,7 @@ mod capsule_options;
 mod errors;
 mod helpers;
 mod native;
+mod native_limits;
 mod nogvl;
 mod redis_settings;
 mod stored_limit;
@@ -29,5 +31,6 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     capsule_options::init(namespace)?;
     beat_report::init(namespace)?;
     stored_limit::init(namespace)?;
-    native::init(ruby, namespace)
+    native::init(ruby, namespace)?;
+    native_limits::init(ruby, namespace)
 }

@@ -4,33 +4,18 @@
 //! call without it (see `nogvl`), convert the answer back. The queue names
 //! it takes and gives are bare, without Sidekiq's `queue:` prefix.
 
-use limit_fetch_core::{Capsule, Error as CoreError, Fetched, Interrupt, Wait};
+use limit_fetch_core::{Capsule, Error as CoreError, Fetched, Wait};
 use magnus::{function, method, prelude::*, Error, RArray, RClass, RString, Ruby, Value};
 
 use crate::errors::to_ruby;
 use crate::helpers::seconds;
 use crate::helpers::symbol_enum::LIMIT_KIND;
-use crate::nogvl::{without_gvl, without_gvl_or};
+use crate::nogvl::{call, without_gvl, without_gvl_or};
 use crate::{beat_report, capsule_options, redis_settings, stored_limit};
 
 #[magnus::wrap(class = "Sidekiq::LimitFetch::Native", free_immediately, size)]
 struct Native {
     capsule: Capsule,
-}
-
-/// Runs an idempotent core call without the GVL. An interrupt Ruby did not
-/// turn into an exception (a signal with a trap that raises nothing, a
-/// child's exit) runs the call again instead of failing it.
-fn call<T>(
-    ruby: &Ruby,
-    work: impl Fn(&Interrupt) -> limit_fetch_core::Result<T>,
-) -> Result<T, Error> {
-    loop {
-        match without_gvl(ruby, &work)? {
-            None | Some(Err(CoreError::Interrupted)) => continue,
-            Some(result) => return result.map_err(|e| to_ruby(ruby, e)),
-        }
-    }
 }
 
 impl Native {
@@ -52,9 +37,12 @@ impl Native {
         self.capsule.round_trips()
     }
 
-    /// `[queue_name, job]` or nil, from bare queue names (see UnitOfWork).
-    /// A pair rather than a `Data`: this is the hot path, one per job, and
-    /// Ruby unpacks it at once (LimitFetch#retrieve_work). When nothing is
+    /// `[queue_name, job]` or nil, from bare queue names (see UnitOfWork),
+    /// with a third element `[[jid, class, job limit id], ...]` when fetches
+    /// of this capsule discarded jobs at their limit since the last call
+    /// (then `[nil, nil, [...]]` if no job came). An Array rather than a
+    /// `Data`: this is the hot path, one per job, and Ruby unpacks it at
+    /// once (LimitFetch#retrieve_work). When nothing is
     /// eligible, waits up to `timeout` seconds for a job or a free slot
     /// (polling every `poll` seconds if Redis cannot notify). An interrupted
     /// fetch has put its job back.
@@ -93,12 +81,29 @@ impl Native {
                 }
             },
         };
-        Ok(fetched.map(|f| {
-            let pair = ruby.ary_new_capa(2);
-            let _ = pair.push(ruby.str_new(&f.queue));
-            let _ = pair.push(ruby.enc_str_new(&f.job, ruby.utf8_encoding()));
-            pair
-        }))
+        let discarded = capsule.take_discarded();
+        if fetched.is_none() && discarded.is_empty() {
+            return Ok(None);
+        }
+        let reply = ruby.ary_new_capa(3);
+        match fetched {
+            Some(f) => {
+                reply.push(ruby.str_new(&f.queue))?;
+                reply.push(ruby.enc_str_new(&f.job, ruby.utf8_encoding()))?;
+            }
+            None => {
+                reply.push(ruby.qnil())?;
+                reply.push(ruby.qnil())?;
+            }
+        }
+        if !discarded.is_empty() {
+            let list = ruby.ary_new_capa(discarded.len());
+            for d in discarded {
+                list.push((d.jid, d.class, d.limit))?;
+            }
+            reply.push(list)?;
+        }
+        Ok(Some(reply))
     }
 
     /// Marks a fetched job finished; returns at once (see the core's

@@ -10,11 +10,11 @@ use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::null_mut;
 
-use limit_fetch_core::Interrupt;
+use limit_fetch_core::{Error as CoreError, Interrupt};
 use magnus::{Error, Ruby};
 use rb_sys::{rb_thread_call_without_gvl2, rb_thread_check_ints, Qnil};
 
-use crate::errors::panic_error;
+use crate::errors::{panic_error, to_ruby};
 
 struct Call<'a, F, T> {
     work: Option<F>,
@@ -105,5 +105,20 @@ where
         None => Ok(None),
         Some(Ok(value)) => Ok(Some(value)),
         Some(Err(panic)) => Err(panic_error(ruby, panic)),
+    }
+}
+
+/// Runs an idempotent core call without the GVL. An interrupt Ruby did not
+/// turn into an exception (a signal with a trap that raises nothing, a
+/// child's exit) runs the call again instead of failing it.
+pub fn call<T>(
+    ruby: &Ruby,
+    work: impl Fn(&Interrupt) -> limit_fetch_core::Result<T>,
+) -> Result<T, Error> {
+    loop {
+        match without_gvl(ruby, &work)? {
+            None | Some(Err(CoreError::Interrupted)) => continue,
+            Some(result) => return result.map_err(|e| to_ruby(ruby, e)),
+        }
     }
 }

@@ -5,9 +5,11 @@ module Sidekiq
     # What a heartbeat did besides proving its capsule alive (Native#beat):
     # dead capsules it reaped (Reaped), busy lists of its own it corrected
     # (Correction), jobs in its in-progress lists that no thread ran because
-    # the reply of their fetch was lost, pushed back (Orphan), and whether
-    # Redis had lost the capsule's registration (+restored+).
-    BeatReport = Data.define(:reaped, :corrected, :orphans, :restored)
+    # the reply of their fetch was lost, pushed back (Orphan), whether Redis
+    # had lost the capsule's registration (+restored+), and how many parked
+    # jobs it sent back to their queues because their limit had room that
+    # no finished job had passed on (+released+).
+    BeatReport = Data.define(:reaped, :corrected, :orphans, :restored, :released)
 
     class BeatReport
       # A dead capsule: busy slots +freed+, in-progress jobs +requeued+ to

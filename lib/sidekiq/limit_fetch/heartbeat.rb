@@ -70,6 +70,10 @@ module Sidekiq
       end
 
       def log(report)
+        if report.released.positive?
+          logger.info("sidekiq-limit_fetch: sent #{report.released} parked jobs back to their queues: their limits " \
+                      "had room (raised outside Sidekiq::LimitFetch::JobLimit, or a default raised by a deploy)")
+        end
         if report.restored
           logger.warn("sidekiq-limit_fetch: Redis had lost this capsule's registration (restart without " \
                       "persistence?); registered again and rewrote the configured limits that were missing")

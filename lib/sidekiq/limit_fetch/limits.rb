@@ -38,30 +38,44 @@ module Sidekiq
         end
       end
 
-      def invalid(queue, value, kind)
-        raise ArgumentError, "invalid #{kind} for queue #{queue.to_s.inspect}: #{value.inspect} " \
+      def invalid(name, value, kind)
+        what = kind == :job_limit ? "job limit #{name.to_s.inspect}" : "#{kind} for queue #{name.to_s.inspect}"
+        raise ArgumentError, "invalid #{what}: #{value.inspect} " \
                              "(expected a non-negative Integer up to #{MAX}, or nil for no limit)"
       end
 
-      # [[queue, kind, Integer], ...] for the capsule's queues; raises on bad input.
+      # [[queue, kind, Integer], ...] for the capsule's queues, and
+      # [["class:Name", :job_limit, Integer], ...] for `:class_limits`; raises
+      # on bad input.
       def configured(capsule)
-        KINDS.flat_map do |option, kind|
-          table = capsule[option] || {}
-          unless table.is_a?(Hash)
-            raise ArgumentError, ":#{option} must be a Hash of queue => limit, got #{table.inspect}"
-          end
-
-          table.filter_map do |queue, value|
+        queue_limits = KINDS.flat_map do |option, kind|
+          table(capsule, option, "queue").filter_map do |queue, value|
             value = coerce(queue, value, kind)
             [queue.to_s, kind, value] unless value.nil?
           end
         end
+        queue_limits + class_limits(capsule)
+      end
+
+      def class_limits(capsule)
+        table(capsule, :class_limits, "job class").filter_map do |job_class, value|
+          id = JobLimitId.of_class(job_class)
+          value = coerce(id, value, :job_limit)
+          [id, :job_limit, value] unless value.nil?
+        end
+      end
+
+      def table(capsule, option, what)
+        table = capsule[option] || {}
+        return table if table.is_a?(Hash)
+
+        raise ArgumentError, ":#{option} must be a Hash of #{what} => limit, got #{table.inspect}"
       end
 
       # Queues with limits that no capsule of this process works on.
       def unserved(capsule, entries)
         served = capsule.config.capsules.each_value.flat_map(&:queues)
-        entries.map(&:first).uniq - served
+        entries.filter_map { |name, kind| name unless kind == :job_limit }.uniq - served
       end
     end
   end

@@ -8,7 +8,8 @@ RSpec.describe Sidekiq::LimitFetch::Native, "answers", :binding do
   # A capsule's core handle with no heartbeat thread: only the example beats.
   let(:native) do
     settings = Sidekiq::LimitFetch::RedisOptions.from_client_config(RedisClient.config(url: RedisServer.url))
-    described_class.new(settings, Sidekiq::LimitFetch::CapsuleOptions.new(heartbeat_period: 15, max_recoveries: 1, lookahead: 100))
+    options = Sidekiq::LimitFetch::CapsuleOptions.new(heartbeat_period: 15, max_recoveries: 1, lookahead: 100)
+    described_class.new(settings, options)
   end
   let(:report_class) { Sidekiq::LimitFetch::BeatReport }
 
@@ -34,10 +35,11 @@ RSpec.describe Sidekiq::LimitFetch::Native, "answers", :binding do
         dead: [report_class::JobRef.new(queue: "a", jid: JSON.parse(poison)["jid"], job_class: "PoisonJob")])],
       corrected: [report_class::Correction.new(key: queue_key("b", "busy"), before: 1, after: 0)],
       orphans: [report_class::Orphan.new(queue: "b", jid: JSON.parse(orphan)["jid"])],
-      restored: false
+      restored: false,
+      released: 0
     ))
     redis.call("FLUSHDB")
-    expect(native.beat).to eq(report_class.new(reaped: [], corrected: [], orphans: [], restored: true))
+    expect(native.beat).to eq(report_class.new(reaped: [], corrected: [], orphans: [], restored: true, released: 0))
   end
 
   it "reports the stored limits as StoredLimits, kind by symbol, raw text as stored" do

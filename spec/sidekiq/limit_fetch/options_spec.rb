@@ -164,7 +164,7 @@ RSpec.describe Sidekiq::LimitFetch, "options" do
       native = described_class.new(settings, options)
 
       expect { native.limit("a", :global) }
-        .to raise_error(ArgumentError, /unknown limit kind :global \(expected :limit or :process_limit\)/)
+        .to raise_error(ArgumentError, /unknown limit kind :global \(expected :limit or :process_limit or :job_limit\)/)
     end
   end
 end

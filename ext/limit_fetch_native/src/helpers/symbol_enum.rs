@@ -11,12 +11,14 @@ pub struct SymbolEnum<T: 'static> {
     table: &'static [(&'static str, T)],
 }
 
-/// `Sidekiq::LimitFetch::Limits::KINDS`' values: a queue's two limits.
+/// `Sidekiq::LimitFetch::Limits::KINDS`' values: a queue's two limits, and
+/// a job limit (a class's) by id.
 pub const LIMIT_KIND: SymbolEnum<LimitKind> = SymbolEnum {
     what: "limit kind",
     table: &[
         ("limit", LimitKind::Global),
         ("process_limit", LimitKind::Process),
+        ("job_limit", LimitKind::Job),
     ],
 };
 

@@ -1,0 +1,79 @@
+# frozen_string_literal: true
+
+module Sidekiq
+  class LimitFetch < BasicFetch
+    # One job limit, a class's or a key's, read and changed at run time from
+    # any process (a console, a deploy task), with no capsule: a change holds
+    # in every process at their next fetch, and parked jobs it makes room
+    # for go back to their queues at once.
+    #
+    #   Sidekiq::LimitFetch::JobLimit.for(SyncJob, key: tenant.id).limit = 3 # premium tenant
+    #   Sidekiq::LimitFetch::JobLimit.for(SyncJob, key: tenant.id).reset      # back to the default
+    #   Sidekiq::LimitFetch::JobLimit.for(ExportJob).running
+    #   Sidekiq::LimitFetch::JobLimit.active                                  # with running or parked jobs
+    class JobLimit
+      attr_reader :id
+
+      class << self
+        # The class limit of +job_class+, or with +key:+ that key's limit
+        # (with +queue:+ for a class whose keys are per queue). The class's
+        # `sidekiq_options limit_fetch:` gives its group and default.
+        def for(job_class, key: nil, queue: nil)
+          declaration = JobLimits.declared(job_class)
+          id = key.nil? ? JobLimitId.of_class(job_class.to_s) : declaration.key_id(key, queue)
+          new(id, default: declaration.default_for(id))
+        end
+
+        # Every job limit with running or parked jobs, by id.
+        def active
+          native.active_job_limits.map { |id| new(id) }
+        end
+
+        def native
+          @native ||= NativeLimits.new(RedisOptions.for(Sidekiq.default_configuration))
+        end
+      end
+
+      # +default+: the limit when none is stored, if known (the jobs carry it).
+      def initialize(id, default: nil)
+        @id = id
+        @default = default
+      end
+
+      # The limit the next fetch applies: the stored one, else the default.
+      def limit
+        stored || @default
+      end
+
+      # Stores +value+ (an Integer; 0 pauses) for every process.
+      def limit=(value)
+        JobLimit.native.set_job_limit(id, Limits.coerce(id, value, :job_limit))
+      end
+
+      # Back to the jobs' default.
+      def reset
+        JobLimit.native.set_job_limit(id, nil)
+      end
+
+      # The limit set at run time, or nil.
+      def stored = state[1]
+
+      # Jobs carrying it that run now, across every process.
+      def running = state[2]
+
+      # Jobs set aside until it has room.
+      def parked = state[3]
+
+      def to_h
+        _, stored, running, parked = state
+        {id: id, limit: stored || @default, stored: stored, running: running, parked: parked}
+      end
+
+      private
+
+      def state
+        JobLimit.native.job_limits([id]).first
+      end
+    end
+  end
+end
