@@ -13,6 +13,7 @@ require "sidekiq/limit_fetch/beat_report"
 require "sidekiq/limit_fetch/stored_limit"
 require "sidekiq/limit_fetch/limits"
 require "sidekiq/limit_fetch/job_limit_id"
+require "sidekiq/limit_fetch/job_key"
 require "sidekiq/limit_fetch/job_limits"
 # after the classes the binding reads and builds: it pins them as it loads
 require "sidekiq/limit_fetch/limit_fetch_native"

@@ -20,9 +20,6 @@ module Sidekiq
       OPTIONS = %i[concurrency key class_concurrency group per_queue on_limit].freeze
       ON_LIMIT = %i[park discard].freeze
 
-      # A key longer than this, in bytes, is refused: keys name Redis keys.
-      MAX_KEY_BYTES = 1024
-      KEY_TYPES = [String, Symbol, Integer].freeze
 
       attr_reader :class_name
 
@@ -61,7 +58,7 @@ module Sidekiq
       def key_id(key, queue = nil)
         invalid(:key, "declared to look a key up", key) unless @key
         invalid(:queue, "given: keys are per queue", queue) if @per_queue && queue.nil?
-        JobLimitId.of_key(@scope, checked_key(key), scope_queue(queue))
+        JobLimitId.of_key(@scope, JobKey.checked(class_name, key), scope_queue(queue))
       end
 
       # The default of the limit +id+, nil if not this class's.
@@ -95,19 +92,7 @@ module Sidekiq
         rescue => e
           raise ArgumentError, "sidekiq-limit_fetch: the key of #{class_name} raised #{e.class}: #{e.message}"
         end
-        checked_key(key) unless key.nil?
-      end
-
-      # Keys are text of any characters: a String, Symbol or Integer, valid
-      # in its encoding, up to MAX_KEY_BYTES in UTF-8.
-      def checked_key(key)
-        invalid("a key", "a String, Symbol, Integer or nil", key.class) unless KEY_TYPES.any? { key.is_a?(_1) }
-        key = key.to_s.encode(Encoding::UTF_8)
-        return key if key.bytesize <= MAX_KEY_BYTES
-
-        invalid("a key", "at most #{MAX_KEY_BYTES} bytes", "#{key.bytesize} bytes")
-      rescue EncodingError
-        invalid("a key", "text valid in its encoding", "invalid bytes")
+        JobKey.checked(class_name, key) unless key.nil?
       end
 
       def checked_hash(options)

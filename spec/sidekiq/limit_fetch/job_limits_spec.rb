@@ -1,0 +1,148 @@
+# frozen_string_literal: true
+
+# Job limits (a class's, a key's) with real Sidekiq: jobs pushed through
+# Sidekiq's client (the middleware computes what they carry), run by embedded
+# Sidekiq instances, each Sidekiq::Config standing for one process. The jobs
+# record, from inside, the most of each class and key that ran at once.
+RSpec.describe Sidekiq::LimitFetch, "job limits" do
+  let(:queue) { LimitFetchSpec::KeyedJobs::QUEUE }
+  let(:export_label) { LimitFetchSpec::KeyedJobs.class_label(LimitFetchSpec::ExportJob) }
+
+  def key_label(key) = LimitFetchSpec::KeyedJobs.key_label(key)
+
+  def payloads
+    redis.call("LRANGE", "queue:#{queue}", 0, -1).map { |job| JSON.parse(job) }
+  end
+
+  def job_limit_keys
+    redis.call("KEYS", "#{LimitFetchHelpers::KEY_PREFIX}limit:*")
+  end
+
+  def wait_for_done(jids, timeout: 30)
+    wait_until(timeout: timeout, message: -> { "#{jids.size} jobs done, #{done_jids.size} are" }) do
+      done_jids.size >= jids.size
+    end
+    expect(done_jids.sort).to eq(jids.sort) # each exactly once
+  end
+
+  it "carries each job's limits in its payload, computed at push" do
+    LimitFetchSpec::ExportJob.perform_async(0)
+    LimitFetchSpec::SyncJob.perform_async("tenant ünï", 0)
+
+    expect(payloads.map { |job| job["limit_fetch"] }).to contain_exactly(
+      [{"id" => "class:LimitFetchSpec::ExportJob", "concurrency" => 2}],
+      [{"id" => "key:LimitFetchSpec::SyncJob#tenant ünï", "concurrency" => 1}]
+    )
+  end
+
+  it "keeps a class limit and each key's limit across processes, and leaves nothing behind" do
+    jids = Array.new(16) { LimitFetchSpec::ExportJob.perform_async(0.05) }
+    tenants = %w[a b c d]
+    jids += tenants.flat_map { |tenant| Array.new(6) { LimitFetchSpec::SyncJob.perform_async(tenant, 0.05) } }
+    Array.new(3) { build_config(queues: [queue], concurrency: 4) }.each { |config| start_embedded(config) }
+
+    wait_for_done(jids)
+
+    expect(max_running(export_label)).to eq(2)
+    expect(tenants.map { |tenant| max_running(key_label(tenant)) }).to all(eq(1))
+    wait_until(message: "the job limits' keys to go") { job_limit_keys.empty? }
+  end
+
+  it "raises one tenant's limit at run time while its jobs run, and holds the others to the default" do
+    slow = Array.new(12) { LimitFetchSpec::SyncJob.perform_async("premium", 0.15) }
+    others = Array.new(4) { LimitFetchSpec::SyncJob.perform_async("basic", 0.05) }
+    start_embedded(build_config(queues: [queue], concurrency: 6))
+    premium = described_class::JobLimit.for(LimitFetchSpec::SyncJob, key: "premium")
+    wait_until(message: "premium jobs to be parked") { premium.parked.positive? }
+    expect(premium.limit).to eq(1)
+
+    premium.limit = 3
+
+    wait_for_done(slow + others)
+    expect(max_running(key_label("premium"))).to eq(3)
+    expect(max_running(key_label("basic"))).to eq(1)
+    expect(premium.to_h).to include(limit: 3, stored: 3, running: 0, parked: 0)
+    premium.reset
+    expect([premium.stored, premium.limit]).to eq([nil, 1])
+  end
+
+  it "discards a duplicate for an ID that is running, logs and counts it, and runs a later one" do
+    start_embedded(build_config(queues: [queue], concurrency: 3))
+    first = LimitFetchSpec::WebhookJob.perform_async(7, "first")
+    wait_until(message: "the first webhook to run") { running(key_label("webhook-7")) == 1 }
+    duplicate = LimitFetchSpec::WebhookJob.perform_async(7, "never")
+    wait_until(message: "the duplicate to be discarded") { spec_log.string.include?(duplicate) }
+
+    open_gate("first")
+    wait_for_done([first])
+    later = LimitFetchSpec::WebhookJob.perform_async(7, "later")
+    open_gate("later")
+
+    wait_for_done([first, later])
+    expect(spec_log.string).to include("discarded LimitFetchSpec::WebhookJob #{duplicate}: " \
+                                       "key:LimitFetchSpec::WebhookJob#7 was at its limit")
+    expect(redis.call("HGET", "#{LimitFetchHelpers::KEY_PREFIX}discarded", "LimitFetchSpec::WebhookJob")).to eq("1")
+  end
+
+  it "lists the job limits with running or parked jobs, and writes class_limits where Redis has none" do
+    config = build_config(queues: [queue], concurrency: 2)
+    config[:class_limits] = {"LimitFetchSpec::ExportJob" => 1}
+    export = described_class::JobLimit.for(LimitFetchSpec::ExportJob)
+    jids = Array.new(3) { LimitFetchSpec::ExportJob.perform_async(0.3) }
+    start_embedded(config)
+
+    wait_until(message: "an export to run and two to be parked") { export.running == 1 && export.parked == 2 }
+    expect(described_class::JobLimit.active.map(&:id)).to eq(["class:LimitFetchSpec::ExportJob"])
+    expect(export.to_h).to eq(id: export.id, limit: 1, stored: 1, running: 1, parked: 2)
+    wait_for_done(jids)
+    expect(max_running(export_label)).to eq(1)
+    expect(described_class::JobLimit.active).to be_empty
+  end
+
+  describe "bad declarations and keys" do
+    def job_class(options)
+      klass = stub_const("BadJob", Class.new { include Sidekiq::Job })
+      klass.sidekiq_options limit_fetch: options
+      klass
+    end
+
+    it "makes the push raise, naming the class, when the key callable raises" do
+      klass = job_class(key: ->(id) { id }, concurrency: 1)
+
+      expect { klass.perform_async(1, 2) }
+        .to raise_error(ArgumentError, /the key of BadJob raised ArgumentError: wrong number of arguments/)
+      expect(queue_length("default")).to eq(0)
+    end
+
+    it "refuses a key over 1024 bytes, or of another type, and takes any text" do
+      klass = job_class(key: ->(key) { key })
+
+      expect { klass.perform_async("k" * 10_240) }.to raise_error(ArgumentError, /BadJob.*at most 1024 bytes/)
+      expect { klass.perform_async([1]) }.to raise_error(ArgumentError, /BadJob.*a String, Symbol, Integer or nil/)
+      klass.perform_async("ключ #1 ✓")
+      expect(payloads_of("default").last["limit_fetch"])
+        .to eq([{"id" => "key:BadJob#ключ #1 ✓", "concurrency" => 1}])
+    end
+
+    it "puts no key limit on a job whose key is nil" do
+      job_class(key: ->(_) {}).perform_async(nil)
+
+      expect(payloads_of("default").last).not_to have_key("limit_fetch")
+    end
+
+    it "refuses an unknown option or a bad value, naming the class and the option" do
+      expect { job_class(concurency: 2).perform_async }.to raise_error(ArgumentError, /BadJob.*\[:concurency\]/)
+      expect { job_class(concurrency: -1).perform_async }.to raise_error(ArgumentError, /BadJob.*concurrency/)
+      expect { job_class({}).perform_async }.to raise_error(ArgumentError, /BadJob.*concurrency must be given/)
+      expect { job_class(concurrency: 1, on_limit: :wait).perform_async }
+        .to raise_error(ArgumentError, /BadJob.*on_limit/)
+      expect { job_class(concurrency: 1, group: "x").perform_async }.to raise_error(ArgumentError, /group.*key:/)
+      expect { job_class(key: ->(k) { k }, group: "a#b").perform_async(1) }.to raise_error(ArgumentError, /group/)
+      expect(queue_length("default")).to eq(0)
+    end
+
+    def payloads_of(queue)
+      redis.call("LRANGE", "queue:#{queue}", 0, -1).reverse.map { |job| JSON.parse(job) }
+    end
+  end
+end
