@@ -20,7 +20,6 @@ module Sidekiq
       OPTIONS = %i[concurrency key class_concurrency group per_queue on_limit].freeze
       ON_LIMIT = %i[park discard].freeze
 
-
       attr_reader :class_name
 
       def initialize(class_name, options)
