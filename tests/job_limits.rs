@@ -36,6 +36,15 @@ fn job(queue: &str, jid: &str, limits: &[(&str, u64, bool)]) -> String {
     )
 }
 
+/// A fresh queue and key with two jobs of that key (limit 1), `<label>1`
+/// and `<label>2`, in push order.
+fn two_jobs_of_one_key(label: &str) -> (String, String) {
+    let (q, k) = (queue(label), id(label));
+    let jobs = [1, 2].map(|n| job(&q, &format!("{label}{n}"), &[(&k, 1, false)]));
+    push_jobs(&q, &jobs);
+    (q, k)
+}
+
 fn push_jobs(queue: &str, jobs: &[String]) {
     let mut conn = redis();
     for job in jobs {
@@ -240,15 +249,7 @@ fn a_discarding_limit_drops_the_job_counts_it_and_reports_it_to_log() {
 #[test]
 fn requeue_frees_the_jobs_limits_and_sends_a_parked_job_back() {
     let _turn = turn();
-    let q = queue("requeue");
-    let k = id("rq");
-    push_jobs(
-        &q,
-        &[
-            job(&q, "r1", &[(&k, 1, false)]),
-            job(&q, "r2", &[(&k, 1, false)]),
-        ],
-    );
+    let (q, k) = two_jobs_of_one_key("r");
     let c = capsule();
     let first = fetch_job(&c, &[&q]);
     assert_eq!(fetch(&c, &[&q]), None);
@@ -279,15 +280,7 @@ fn held_job(c: &Capsule, q: &str, jid: &str) -> Vec<u8> {
 #[test]
 fn reaping_a_dead_capsule_frees_its_key_slots_and_sends_parked_jobs_back() {
     let _turn = turn();
-    let q = queue("reap");
-    let k = id("reap");
-    push_jobs(
-        &q,
-        &[
-            job(&q, "d1", &[(&k, 1, false)]),
-            job(&q, "d2", &[(&k, 1, false)]),
-        ],
-    );
+    let (q, k) = two_jobs_of_one_key("d");
     let none = Interrupt::new();
     let (victim, survivor) = (capsule(), capsule());
     victim.register(&none).unwrap();
@@ -317,15 +310,7 @@ fn reaping_a_dead_capsule_frees_its_key_slots_and_sends_parked_jobs_back() {
 #[test]
 fn a_beat_restores_a_lost_booking_and_sends_back_parked_jobs_with_room() {
     let _turn = turn();
-    let q = queue("heal");
-    let k = id("heal");
-    push_jobs(
-        &q,
-        &[
-            job(&q, "h1", &[(&k, 1, false)]),
-            job(&q, "h2", &[(&k, 1, false)]),
-        ],
-    );
+    let (q, k) = two_jobs_of_one_key("h");
     let none = Interrupt::new();
     let c = capsule();
     c.register(&none).unwrap();

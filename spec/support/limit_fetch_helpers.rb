@@ -223,6 +223,15 @@ module LimitFetchHelpers
     end
   end
 
+  # Waits until the jobs have recorded as many done as +jids+, then checks
+  # that each ran exactly once.
+  def wait_for_done(jids, timeout: 30)
+    wait_until(timeout: timeout, message: -> { "#{jids.size} jobs done, #{done_jids.size} are" }) do
+      done_jids.size >= jids.size
+    end
+    expect(done_jids.sort).to eq(jids.sort)
+  end
+
   # Checks the block keeps returning something truthy for +seconds+.
   def holds_for?(seconds, interval: 0.05)
     deadline = monotonic_now + seconds

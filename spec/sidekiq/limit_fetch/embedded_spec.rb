@@ -3,13 +3,6 @@
 # Real Sidekiq (Sidekiq::Embedded: launcher, managers, processors) fetching
 # through Sidekiq::LimitFetch. Each Sidekiq::Config stands for one process.
 RSpec.describe Sidekiq::LimitFetch, "running embedded Sidekiq" do
-  def wait_for_done(jids, timeout: 30)
-    wait_until(timeout: timeout, message: -> { "#{jids.size} jobs done, #{done_jids.size} are" }) do
-      done_jids.size >= jids.size
-    end
-    expect(done_jids.sort).to eq(jids.sort) # each exactly once
-  end
-
   it "keeps a global limit across processes" do
     # A process that keeps its slots busy takes a freed one again at once,
     # while the others poll: with 2 threads the first cannot hold all 3.

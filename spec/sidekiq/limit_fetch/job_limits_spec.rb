@@ -18,13 +18,6 @@ RSpec.describe Sidekiq::LimitFetch, "job limits" do
     redis.call("KEYS", "#{LimitFetchHelpers::KEY_PREFIX}limit:*")
   end
 
-  def wait_for_done(jids, timeout: 30)
-    wait_until(timeout: timeout, message: -> { "#{jids.size} jobs done, #{done_jids.size} are" }) do
-      done_jids.size >= jids.size
-    end
-    expect(done_jids.sort).to eq(jids.sort) # each exactly once
-  end
-
   it "carries each job's limits in its payload, computed at push" do
     LimitFetchSpec::ExportJob.perform_async(0)
     LimitFetchSpec::SyncJob.perform_async("tenant ünï", 0)
