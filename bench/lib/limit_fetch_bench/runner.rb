@@ -35,7 +35,7 @@ module LimitFetchBench
     end
 
     def start_servers
-      @redis = RedisServer.new(@dir).start
+      @redis = LimitFetchTools::RedisServer.new(dir: @dir).start
       say "redis-server #{@redis.version} on port #{@redis.port}"
       return unless @options.section?("delayed")
 
@@ -59,13 +59,13 @@ module LimitFetchBench
 
       jobs = @plan.jobs(step.section, step.variant)
       spec = spec.merge("kind" => "throughput", "jobs" => jobs, "timeout" => timeout(step.variant, jobs))
-      ChildProcess.measure(spec, log: log, timeout: spec["timeout"] + 60)
+      Measurement.run(spec, log: log, timeout: spec["timeout"] + 60)
     end
 
     def idle(spec, log)
       trickle = Trickle.new(@redis.url, @options.idle_seconds)
       spec = spec.merge("kind" => "idle", "seconds" => @options.idle_seconds)
-      ChildProcess.measure(spec, log: log, timeout: (@options.idle_seconds * 2) + 60, &trickle.method(:call))
+      Measurement.run(spec, log: log, timeout: (@options.idle_seconds * 2) + 60, &trickle.method(:call))
     end
 
     def timeout(variant, jobs) = 60 + (jobs * [Variant[variant].job_seconds, 0.005].max)
@@ -74,7 +74,7 @@ module LimitFetchBench
       spec = fetch_spec(log)
       say "fetch cost: filling #{spec["deep"]} jobs and #{spec["wide"]} queues, then " \
           "#{spec["runs"]} x 4 scenarios x 3 variants x #{spec["iterations"]} calls"
-      ChildProcess.measure(spec, log: log, timeout: 300 + (spec["runs"] * 12 * spec["iterations"] * 0.01))
+      Measurement.run(spec, log: log, timeout: 300 + (spec["runs"] * 12 * spec["iterations"] * 0.01))
     end
 
     def fetch_spec(log)
