@@ -36,8 +36,10 @@ module LimitFetchBench
 end
 
 require "limit_fetch_bench/stats"
+require "limit_fetch_bench/twin"
 require "limit_fetch_bench/variant"
 require "limit_fetch_bench/options"
+require "limit_fetch_bench/baseline"
 require "limit_fetch_bench/delay_proxy"
 require "limit_fetch_bench/measurement"
 require "limit_fetch_bench/pusher"
