@@ -16,8 +16,8 @@ require_relative "../app/ledger"
 # their process was killed (or Redis restarted) under them, that no limit was
 # exceeded, and that nothing was left behind in Redis.
 #
-# It reuses bin/demo's pieces (LimitFetchDemo): the app directory, child
-# processes and the Redis server.
+# It reuses bin/demo's pieces (LimitFetchDemo: the app directory) and the
+# tools' (LimitFetchTools: child processes, the Redis server).
 module LimitFetchChaos
   REPO = LimitFetchDemo::REPO
   ROOT = File.join(REPO, "chaos")

@@ -9,7 +9,7 @@ require_relative "../support/own_redis_server"
 # process must live through it and go on once Redis is back.
 RSpec.describe "a sidekiq process through a Redis outage", :e2e do
   # AOF, so that the queue and the limits outlive the restart.
-  let(:server) { OwnRedisServer.new(args: ["--appendonly", "yes", "--appendfsync", "always"]) }
+  let(:server) { OwnRedisServer.new(aof: true) }
   let(:app) { SidekiqApp.new }
 
   # The spec's own view of Redis is the process's server, not the suite's.

@@ -5,11 +5,12 @@ require "fileutils"
 require "open3"
 require "tmpdir"
 require "yaml"
+require_relative "../../tools/lib/limit_fetch_tools"
 
 # A throwaway app for the end-to-end specs: a Gemfile using this repository
 # by path, an app.rb that requires the gem and the TrackedJob, and one
 # config/<name>.yml per kind of process. Processes are real `bundle exec
-# sidekiq` commands.
+# sidekiq` commands (LimitFetchTools::ChildProcess: a process group each).
 class SidekiqApp
   REPO_ROOT = File.expand_path("../..", __dir__)
 
@@ -48,10 +49,8 @@ class SidekiqApp
       "APP_ENV" => "production"
     }
     log_path = File.join(dir, "log", "#{name}.log")
-    pid = Bundler.with_unbundled_env do
-      Process.spawn(env, "bundle", "exec", "sidekiq", "-C", config, "-r", "./app.rb",
-        chdir: dir, in: File::NULL, out: log_path, err: %i[child out], pgroup: true)
-    end
+    pid = LimitFetchTools::ChildProcess.spawn(env, "bundle", "exec", "sidekiq", "-C", config, "-r", "./app.rb",
+      log: log_path, chdir: dir)
     SidekiqProcess.new(name, pid, log_path).tap { |process| @processes << process }
   end
 
@@ -107,7 +106,7 @@ class SidekiqApp
 
   def bundle_install
     env = {"BUNDLE_GEMFILE" => File.join(dir, "Gemfile")}
-    output, status = Bundler.with_unbundled_env do
+    output, status = LimitFetchTools.unbundled do
       Open3.capture2e(env, "bundle", "install", "--local", "--quiet", chdir: dir)
     end
     raise "bundle install --local failed in #{dir}:\n#{output}" unless status.success?
@@ -126,36 +125,24 @@ class SidekiqProcess
   end
 
   def alive?
-    return false if @status
-
-    reaped = Process.waitpid2(pid, Process::WNOHANG)
-    @status = reaped[1] if reaped
+    @status ||= LimitFetchTools::ChildProcess.ended(pid)
     @status.nil?
   end
 
+  # To the process itself, not its group.
   def signal(name)
     Process.kill(name, pid)
   end
 
   # Waits up to +timeout+ seconds for the process to exit; its status or nil.
   def wait(timeout)
-    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + timeout
-    while alive?
-      return nil if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
-
-      sleep 0.05
-    end
+    @status = LimitFetchTools::ChildProcess.wait(pid, timeout: timeout) if alive?
     @status
   end
 
   # SIGKILL to its whole process group, then reap it.
   def kill!
-    return unless alive?
-
-    Process.kill("KILL", -pid)
-    wait(10)
-  rescue Errno::ESRCH
-    nil
+    @status = LimitFetchTools::ChildProcess.kill(pid) if alive?
   end
 
   def log

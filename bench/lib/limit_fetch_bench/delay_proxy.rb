@@ -38,7 +38,7 @@ module LimitFetchBench
     end
 
     def stop
-      ChildProcess.stop(@pid) if @pid
+      LimitFetchTools::ChildProcess.stop([@pid], timeout: 5) if @pid
       @pid = nil
     end
 

@@ -18,13 +18,14 @@ module LimitFetchBench
       @spec = spec
       @probe = RedisProbe.new(spec["redis_url"])
       @scenarios = FetchScenario.all(deep: spec["deep"], wide: spec["wide"])
+      @variants = FetchVariant.all.select { !spec["limit_fetch_only"] || _1.limit_fetch? }
       @capsules = {}
     end
 
     def run
       @scenarios.each { fill(_1) }
       runs = (1..@spec["runs"]).flat_map do |round|
-        @scenarios.product(FetchVariant.all).map { measure(*_1).merge("round" => round) }
+        @scenarios.product(@variants).map { measure(*_1).merge("round" => round) }
       end
       {"runs" => runs, "iterations" => @spec["iterations"]}.merge(labels)
     ensure
@@ -35,7 +36,7 @@ module LimitFetchBench
 
     def labels
       {"scenarios" => @scenarios.to_h { [_1.key, _1.label] },
-       "variants" => FetchVariant.all.to_h { [_1.key, _1.label] }}
+       "variants" => @variants.to_h { [_1.key, _1.label] }}
     end
 
     def fill(scenario)

@@ -7,6 +7,7 @@ module LimitFetchBench
     def initialize(summary)
       @summary = summary
       @meta = summary["meta"]
+      @rev = @meta.dig("baseline", "rev")
     end
 
     def render
@@ -26,15 +27,24 @@ module LimitFetchBench
         logging at WARN. LimitFetch with its defaults: an idle fetch blocks up to `fetch_timeout` (2 s) on the \
         doorbell (`poll_range` #{range(@meta["poll_range"])} s applies only where Redis refuses CLIENT TRACKING). \
         #{options["runs"]} runs of every variant, alternated run by run; medians, (min–max) over the runs; \
-        × = ratio to BasicFetch's median from this invocation. Run time #{format("%.0f", @meta["seconds"])} s.
+        × = ratio to BasicFetch's median from this invocation. Run time #{format("%.0f", @meta["seconds"])} s.#{baseline}
       MD
+    end
+
+    def baseline
+      return "" unless @rev
+
+      base = @meta["baseline"]
+      "\n\nBaseline: the variants marked @#{@rev} load the gem built from `#{base["ref"]}` (#{@rev}, " \
+        "\"#{base["subject"]}\"), their runs alternated with this checkout's; × @#{@rev} = this checkout's median " \
+        "over theirs (for latency and fetch time, lower is better)."
     end
 
     def throughput(section)
       rows = @summary[section]
       return nil if rows.empty?
 
-      [title(section), "", Table.throughput(rows)].join("\n")
+      [title(section), "", Table.throughput(rows, @rev)].join("\n")
     end
 
     def title(section)
@@ -59,7 +69,7 @@ module LimitFetchBench
        "Single no-op jobs pushed at random 20–80 ms gaps into the empty queue for " \
        "#{@meta["options"]["idle_seconds"]} s per run; latency = job start − push time (p50/p95/p99 over all runs' " \
        "jobs). Idle cost over #{@meta["options"]["idle_seconds"]} s with nothing queued.", "",
-       Table.idle(@summary["idle"])].join("\n")
+       Table.idle(@summary["idle"], @rev)].join("\n")
     end
 
     def fetch_cost
@@ -70,7 +80,7 @@ module LimitFetchBench
        "is acknowledged and pushed back between calls (untimed). µs per call: median of the runs' medians " \
        "(min–max; means and p99 are in latest.json); Redis cmds: commands Redis ran for one fetch (those inside the " \
        "gem's script included); Redis µs: time Redis spent in BRPOP or the gem's EVALSHA.", "",
-       Table.fetch_cost(@summary["fetch_cost"])].join("\n")
+       Table.fetch_cost(@summary["fetch_cost"], @rev)].join("\n")
     end
 
     def limits

@@ -3,21 +3,21 @@
 module LimitFetchBench
   # Command-line options of bin/bench.
   Options = Data.define(:jobs, :delayed_jobs, :slow_jobs, :runs, :idle_seconds, :fetch_iterations,
-    :deep_queue, :wide_queues, :delay_us, :sections, :output, :quick)
+    :deep_queue, :wide_queues, :delay_us, :sections, :output, :quick, :baseline)
 
   class Options
     SECTIONS = %w[throughput delayed idle fetch].freeze
 
     DEFAULTS = {jobs: 50_000, delayed_jobs: nil, slow_jobs: 1_500, runs: 5, idle_seconds: 10.0,
                 fetch_iterations: 2_000, deep_queue: 1_000_000, wide_queues: 200, delay_us: 500,
-                sections: SECTIONS, output: RESULTS, quick: false}.freeze
+                sections: SECTIONS, output: RESULTS, quick: false, baseline: nil}.freeze
 
     QUICK = {jobs: 5_000, slow_jobs: 500, runs: 3, idle_seconds: 3.0, fetch_iterations: 500}.freeze
 
     BANNER = "Usage: bin/bench [options]\n\nMeasures Sidekiq::LimitFetch against Sidekiq's BasicFetch on a Redis " \
              "of its own and writes\nbench/results/latest.{json,md,png}.\n\n"
 
-    # [key, switch, type, description]
+    # [key, switch, type, description lines...]
     FLAGS = [
       [:jobs, "--jobs N", Integer, "no-op jobs per throughput run (default 50000; --quick 5000)"],
       [:delayed_jobs, "--delayed-jobs N", Integer, "no-op jobs per run with ~1 ms added RTT (default jobs / 5)"],
@@ -28,7 +28,9 @@ module LimitFetchBench
       [:deep_queue, "--deep-queue N", Integer, "jobs queued for the deep fetch cost (default 1000000)"],
       [:wide_queues, "--wide-queues N", Integer, "queues of the wide fetch cost (default 200)"],
       [:delay_us, "--delay-us US", Integer, "added delay each way through the proxy, us (default 500)"],
-      [:output, "--output DIR", String, "where to write latest.{json,md,png} (default bench/results)"]
+      [:output, "--output DIR", String, "where to write latest.{json,md,png} (default bench/results)"],
+      [:baseline, "--baseline REV", String, "also every LimitFetch variant with the gem of git revision REV",
+       "(built in tmp/bench-baseline), alternated with this checkout's; ratios to it"]
     ].freeze
 
     def self.parse(argv)

@@ -8,7 +8,7 @@ module LimitFetchBench
     def line(run)
       case run["section"]
       when "idle" then idle(run)
-      when "fetch" then "fetch cost: #{run["runs"].size} measurements"
+      when "fetch" then "fetch cost#{" @#{run["build"]}" if run["build"]}: #{run["runs"].size} measurements"
       else throughput(run)
       end
     end

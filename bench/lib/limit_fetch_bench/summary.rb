@@ -2,7 +2,8 @@
 
 module LimitFetchBench
   # Everything one invocation measured, aggregated per variant: medians,
-  # min-max over the runs and ratios to BasicFetch from the same invocation;
+  # min-max over the runs and ratios to BasicFetch from the same invocation
+  # (and, with a baseline revision, of each LimitFetch variant to its twin);
   # the limit check of every run; and the raw runs.
   class Summary
     ROUND_TRIPS = "Client round trips, counted where the clients make them. Sidekiq's redis-client (BasicFetch, " \
@@ -13,17 +14,18 @@ module LimitFetchBench
                   "Redis commands per job: every call in INFO commandstats over the window, including the " \
                   "commands scripts and MULTI blocks run, divided by the jobs."
 
-    def initialize(runs, options:, proxy:, redis_version:, seconds:)
+    # `setup`: what the runner started, for the meta: "redis" (its version),
+    # "proxy" (DelayProxy#to_h) and "baseline" (Baseline#to_h), or nil.
+    def initialize(runs, options:, setup:, seconds:)
       @runs = runs
       @options = options
-      @proxy = proxy
-      @redis_version = redis_version
+      @setup = setup
       @seconds = seconds
     end
 
     def to_h
       {"meta" => meta, "throughput" => throughput("throughput"), "delayed" => throughput("delayed"),
-       "idle" => idle, "fetch_cost" => FetchCostSummary.new(fetch_run).to_h,
+       "idle" => idle, "fetch_cost" => FetchCostSummary.new(fetch_runs, rev).to_h,
        "limit_checks" => LimitCheck.all(@runs), "runs" => @runs}
     end
 
@@ -31,30 +33,38 @@ module LimitFetchBench
 
     def meta
       {"date" => Time.now.utc.iso8601, "seconds" => @seconds.round(1), "cpus" => Etc.nprocessors,
-       "ruby" => RUBY_DESCRIPTION, "sidekiq" => Sidekiq::VERSION, "redis" => @redis_version,
+       "ruby" => RUBY_DESCRIPTION, "sidekiq" => Sidekiq::VERSION, "redis" => @setup["redis"],
        "gem" => Sidekiq::LimitFetch::VERSION, "poll_range" => poll_range, "options" => options,
-       "proxy" => @proxy&.to_h, "round_trip_counting" => ROUND_TRIPS}
+       "proxy" => @setup["proxy"], "baseline" => @setup["baseline"], "round_trip_counting" => ROUND_TRIPS}
     end
 
     def options = @options.to_h.except(:output).transform_keys(&:to_s)
 
     def poll_range = @runs.filter_map { _1["poll_range"] }.first
 
-    def fetch_run = @runs.find { _1["section"] == "fetch" }
+    def fetch_runs = @runs.select { _1["section"] == "fetch" }
+
+    def rev = @setup["baseline"]&.fetch("rev")
+
+    # The runs of the variant's twin (none for a twin, or for BasicFetch,
+    # which has none).
+    def twin_runs(groups, variant) = rev && groups[variant.twin(rev).key]
 
     def of(section) = @runs.select { _1["section"] == section }.group_by { _1["variant"] }
 
     def throughput(section)
       groups = of(section)
       groups.to_h do |key, runs|
-        base = groups[Variant[key].baseline]
-        [key, ThroughputSummary.new(Variant[key], runs, base).to_h]
+        variant = Variant[key]
+        [key, ThroughputSummary.new(variant, runs, groups[variant.baseline], twin_runs(groups, variant)).to_h]
       end
     end
 
     def idle
       groups = of("idle")
-      groups.to_h { |key, runs| [key, IdleSummary.new(Variant[key], runs, groups["basic"]).to_h] }
+      groups.to_h do |key, runs|
+        [key, IdleSummary.new(Variant[key], runs, groups["basic"], twin_runs(groups, Variant[key])).to_h]
+      end
     end
   end
 end

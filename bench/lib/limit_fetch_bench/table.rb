@@ -1,7 +1,9 @@
 # frozen_string_literal: true
 
 module LimitFetchBench
-  # Markdown tables of the summary's sections.
+  # Markdown tables of the summary's sections. `rev`: with --baseline, the
+  # baseline's revision; a column (a note, for the fetch cost) then gives
+  # each LimitFetch variant's ratio to its twin.
   module Table
     THROUGHPUT = [
       "variant", "jobs/s", "×", "round trips/job (Ruby + Rust)", "Redis cmds/job", "Ruby CPU µs/job",
@@ -20,7 +22,13 @@ module LimitFetchBench
       lines.map { "| #{_1.join(" | ")} |" }.join("\n")
     end
 
-    def throughput(variants) = render(THROUGHPUT, variants.values.map { throughput_row(_1) })
+    # The twin's ratio as the column after the one at `index`, with --baseline.
+    def with_rev(cells, index, rev, value) = rev ? cells.dup.insert(index + 1, value) : cells
+
+    def throughput(variants, rev = nil)
+      rows = variants.values.map { with_rev(throughput_row(_1), 2, rev, ratio(_1["rev_ratio"])) }
+      render(with_rev(THROUGHPUT, 2, rev, "× @#{rev}"), rows)
+    end
 
     def throughput_row(row)
       [row["label"], spread(row["jobs_per_s"], "%.0f"), ratio(row["ratio"]), round_trips(row),
@@ -36,7 +44,10 @@ module LimitFetchBench
         ruby: row["round_trips"]["ruby"], rust: row["round_trips"]["rust"])
     end
 
-    def idle(variants) = render(IDLE, variants.values.map { idle_row(_1) })
+    def idle(variants, rev = nil)
+      rows = variants.values.map { with_rev(idle_row(_1), 2, rev, ratio(_1["p50_rev_ratio"])) }
+      render(with_rev(IDLE, 2, rev, "p50 × @#{rev}"), rows)
+    end
 
     def idle_row(row)
       [row["label"], percentiles(row["latency_ms"]), ratio(row["p50_ratio"]),
@@ -49,16 +60,21 @@ module LimitFetchBench
       values ? values.values.map { num(_1, "%.2f") }.join(" / ") : "–"
     end
 
-    def fetch_cost(scenarios)
+    def fetch_cost(scenarios, rev = nil)
       labels = scenarios.values.first["variants"].values.map { _1["label"] }
       head = ["scenario"] + labels.map { "#{_1}: µs/call" } + FETCH_COST_TAIL
-      render(head, scenarios.values.map { fetch_cost_row(_1) })
+      render(head, scenarios.values.map { fetch_cost_row(_1, rev) })
     end
 
-    def fetch_cost_row(row)
+    def fetch_cost_row(row, rev)
       cells = row["variants"].values
-      [row["label"]] + cells.map { "#{spread(_1["p50_us"], "%.0f")} #{ratio(_1["ratio"])}" } +
+      [row["label"]] + cells.map { fetch_cost_cell(_1, rev) } +
         [joined(cells, "commands_per_call", "%.0f"), joined(cells, "redis_us_per_call", "%.1f")]
+    end
+
+    def fetch_cost_cell(cell, rev)
+      text = "#{spread(cell["p50_us"], "%.0f")} #{ratio(cell["ratio"])}"
+      cell["rev_ratio"] ? "#{text} (#{ratio(cell["rev_ratio"])} @#{rev})" : text
     end
 
     def joined(cells, key, fmt) = cells.map { num(_1[key], fmt) }.join(" / ")

@@ -13,7 +13,7 @@ module LimitFetchBench
     end
 
     def call(stdin, stdout, deadline)
-      return unless ChildProcess.read_until(stdout, "READY", deadline)
+      return unless Measurement.read_until(stdout, "READY", deadline)
 
       stdin.puts "PUSHED #{push}"
       stdin.flush

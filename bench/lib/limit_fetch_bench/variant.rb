@@ -3,13 +3,23 @@
 module LimitFetchBench
   # One configuration of the embedded Sidekiq under test: its fetch class, the
   # limit of its queue (nil: none), its concurrency and how long a job takes.
-  # `baseline` names the BasicFetch variant its ratios compare with.
-  Variant = Data.define(:key, :label, :fetch, :limit, :concurrency, :job_seconds, :baseline)
+  # `baseline` names the BasicFetch variant its ratios compare with. `build`:
+  # nil for the gem of this checkout, else the revision whose gem its runs
+  # load (bin/bench --baseline; see Twin).
+  Variant = Data.define(:key, :label, :fetch, :limit, :concurrency, :job_seconds, :baseline, :build)
 
   class Variant
     QUEUE = "default"
 
-    def self.[](key) = ALL.fetch(key)
+    def self.[](key)
+      key, rev = Twin.split(key)
+      rev ? ALL.fetch(key).twin(rev) : ALL.fetch(key)
+    end
+
+    def initialize(build: nil, **) = super
+
+    # The same variant with the gem of revision `rev`.
+    def twin(rev) = with(key: Twin.key(key, rev), label: Twin.label(label, rev), build: rev)
 
     def limit_fetch? = fetch == :limit_fetch
 

@@ -34,16 +34,16 @@ module LimitFetchChaos
     # Raises Failure if a process exited that the run did not kill.
     def check!
       @live.each do |worker|
-        status = LimitFetchDemo::ChildProcess.ended(worker.pid) or next
+        status = LimitFetchTools::ChildProcess.ended(worker.pid) or next
         raise Failure, "Sidekiq process #{worker.name} exited by itself (#{status}):\n" \
-                       "#{LimitFetchDemo.tail(worker.log)}"
+                       "#{LimitFetchTools.tail(worker.log)}"
       end
     end
 
     # kill -9 a random process, then start its replacement; returns both.
     def kill_one
       victim = @live.delete(@plan.victim(@live))
-      LimitFetchDemo::ChildProcess.kill(victim.pid)
+      LimitFetchTools::ChildProcess.kill(victim.pid)
       @ended[victim.name] = LimitFetchChaos.now_ns # it is reaped: it runs nothing any more
       @killed << victim.name
       [victim, spawn.tap { @live << _1 }]
@@ -67,7 +67,7 @@ module LimitFetchChaos
     # after Sidekiq's timeout plus a margin (they were then killed).
     def stop
       pids = @live.to_h { [_1.pid, _1.name] }
-      unclean = LimitFetchDemo::ChildProcess.stop(pids.keys, timeout: 30)
+      unclean = LimitFetchTools::ChildProcess.stop(pids.keys, timeout: 30)
       at = LimitFetchChaos.now_ns
       @live.each { @ended[_1.name] = at }
       @live = []
@@ -92,7 +92,7 @@ module LimitFetchChaos
        fetch: log.match?(/\(Sidekiq::LimitFetch::ConnectionError\)$/)}
     end
 
-    def tails = @live.map { |worker| "#{worker.log}:\n#{LimitFetchDemo.tail(worker.log)}" }.join
+    def tails = @live.map { |worker| "#{worker.log}:\n#{LimitFetchTools.tail(worker.log)}" }.join
 
     private
 
@@ -108,7 +108,7 @@ module LimitFetchChaos
       log = @app.log(name)
       env = {"BUNDLE_GEMFILE" => @app.gemfile, "REDIS_URL" => @redis_url, "CHAOS_WORKER" => name,
              "CHAOS_HEARTBEAT_PERIOD" => Plan::HEARTBEAT_PERIOD.to_s}
-      pid = LimitFetchDemo::ChildProcess.spawn(env, "bundle", "exec", "sidekiq", "-C", "config/sidekiq.yml",
+      pid = LimitFetchTools::ChildProcess.spawn(env, "bundle", "exec", "sidekiq", "-C", "config/sidekiq.yml",
         "-r", "./app.rb", log: log, chdir: @app.dir)
       Worker.new(name: name, pid: pid, log: log, started: LimitFetchChaos.monotonic)
     end

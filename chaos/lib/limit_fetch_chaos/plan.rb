@@ -31,12 +31,6 @@ module LimitFetchChaos
     # first cleanup (see app.rb), with a margin: Redis goes down only once
     # every live process is older.
     SCHEDULER_WAIT = 8.0
-    # AOF with an fsync before every write is answered: whatever Redis told a
-    # job or the gem it had written survives the restart, even a crash, so a
-    # lost job or slot is the gem's doing, never the persistence's. (A SIGTERM
-    # flushes the AOF anyway; `everysec` would lose up to a second on a crash.)
-    # No RDB snapshots: the restart loads the AOF alone.
-    PERSISTENCE = ["--appendonly", "yes", "--appendfsync", "always", "--save", ""].freeze
 
     extend Forwardable
 

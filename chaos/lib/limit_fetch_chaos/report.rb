@@ -88,7 +88,7 @@ module LimitFetchChaos
       {processes: Plan::PROCESSES, concurrency: @plan.concurrency, queues: @plan.queues, limits: @plan.limits,
        process_limits: @plan.process_limits, heartbeat_period: Plan::HEARTBEAT_PERIOD,
        job_ms: Plan::JOB_MILLIS.minmax, kill_every_s: Plan::KILL_EVERY.minmax, redis_down_s: Plan::REDIS_DOWN,
-       redis: Plan::PERSISTENCE.map { _1.empty? ? '""' : _1 }.join(" "),
+       redis: LimitFetchTools::RedisServer::AOF.map { _1.empty? ? '""' : _1 }.join(" "),
        **@plan.options.to_h.slice(:jobs, :duration, :seed)}
     end
 

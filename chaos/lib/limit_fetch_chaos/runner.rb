@@ -45,9 +45,13 @@ module LimitFetchChaos
     end
 
     # The run's Redis, and a Sidekiq configuration of the driver's own that
-    # talks to it (the driver pushes the jobs and reads the ledger).
+    # talks to it (the driver pushes the jobs and reads the ledger). AOF with
+    # an fsync before every write is answered: whatever Redis told a job or
+    # the gem it had written survives the restart, so a lost job or slot is
+    # the gem's doing, never the persistence's. No RDB snapshots: the restart
+    # loads the AOF alone.
     def start_redis(dir)
-      @redis = LimitFetchDemo::RedisServer.new(dir, persistence: Plan::PERSISTENCE).start
+      @redis = LimitFetchTools::RedisServer.new(dir: dir, aof: true).start
       @sidekiq = Sidekiq::Config.new.tap do |config|
         config.redis = {url: @redis.url}
         config.logger.level = :warn

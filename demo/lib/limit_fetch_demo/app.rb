@@ -47,7 +47,7 @@ module LimitFetchDemo
     end
 
     def bundle(*)
-      LimitFetchDemo.unbundled { Open3.capture2e({"BUNDLE_GEMFILE" => gemfile}, "bundle", *, chdir: dir) }
+      LimitFetchTools.unbundled { Open3.capture2e({"BUNDLE_GEMFILE" => gemfile}, "bundle", *, chdir: dir) }
     end
   end
 end

@@ -48,7 +48,7 @@ module LimitFetchDemo
     end
 
     def start_redis(dir)
-      @redis = RedisServer.new(dir).start
+      @redis = LimitFetchTools::RedisServer.new(dir: dir).start
       Sidekiq.configure_client do |config|
         config.redis = {url: @redis.url}
         config.logger.level = :warn

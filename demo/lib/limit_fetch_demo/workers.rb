@@ -20,7 +20,7 @@ module LimitFetchDemo
 
     # Waits until every process has registered with Sidekiq (it is then fetching).
     def wait_until_running(timeout:)
-      LimitFetchDemo.wait_for("the Sidekiq processes did not start", timeout: timeout) do
+      LimitFetchTools.wait_for("the Sidekiq processes did not start", timeout: timeout) do
         check!
         Sidekiq::ProcessSet.new.size >= @workers.size
       end
@@ -29,18 +29,18 @@ module LimitFetchDemo
     # Raises Failure if a process has exited.
     def check!
       @workers.each do |worker|
-        status = ChildProcess.ended(worker.pid) or next
+        status = LimitFetchTools::ChildProcess.ended(worker.pid) or next
         raise Failure, "Sidekiq process #{worker.name} exited (#{status})"
       end
     end
 
     def stop
-      ChildProcess.stop(@workers.map(&:pid), timeout: 15)
+      LimitFetchTools::ChildProcess.stop(@workers.map(&:pid), timeout: 15)
     end
 
     # The end of each process's log, to show when something went wrong.
     def logs
-      @workers.map { |worker| "#{worker.log}:\n#{LimitFetchDemo.tail(worker.log)}" }.join
+      @workers.map { |worker| "#{worker.log}:\n#{LimitFetchTools.tail(worker.log)}" }.join
     end
 
     private
@@ -48,8 +48,8 @@ module LimitFetchDemo
     def spawn(name)
       log = @app.log(name)
       env = {"BUNDLE_GEMFILE" => @app.gemfile, "REDIS_URL" => @redis_url, "DEMO_WORKER" => name}
-      pid = ChildProcess.spawn(env, "bundle", "exec", "sidekiq", "-C", "config/sidekiq.yml", "-r", "./app.rb",
-        log: log, chdir: @app.dir)
+      pid = LimitFetchTools::ChildProcess.spawn(env, "bundle", "exec", "sidekiq", "-C", "config/sidekiq.yml",
+        "-r", "./app.rb", log: log, chdir: @app.dir)
       Worker.new(name: name, pid: pid, log: log)
     end
   end

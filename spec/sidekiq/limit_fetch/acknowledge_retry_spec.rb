@@ -9,7 +9,7 @@ require_relative "../../support/own_redis_server"
 RSpec.describe Sidekiq::LimitFetch, "an acknowledgement that could not reach Redis" do
   # Persists only when told to (SHUTDOWN SAVE), into its own directory, and
   # comes back on the same port and directory with what it saved.
-  let(:server) { OwnRedisServer.new(args: ["--save", "", "--dbfilename", "dump.rdb"]).start }
+  let(:server) { OwnRedisServer.new.start }
 
   after do
     cleanup_limit_fetch # while the server still runs

@@ -75,14 +75,14 @@ RSpec.describe Sidekiq::LimitFetch, "connection options" do
   end
 
   it "authenticates with a password given in the URL" do
-    server = own_server(args: %w[--requirepass s3cret-in-url], password: "s3cret-in-url")
+    server = own_server(password: "s3cret-in-url")
     capsule = capsule_with({url: server.url(userinfo: ":s3cret-in-url")})
 
     server.with_client { |conn| expect_working(capsule, conn) }
   end
 
   it "authenticates with a `password:` option" do
-    server = own_server(args: %w[--requirepass s3cret-option], password: "s3cret-option")
+    server = own_server(password: "s3cret-option")
     capsule = capsule_with({url: server.url, password: "s3cret-option"})
 
     server.with_client { |conn| expect_working(capsule, conn) }
@@ -92,7 +92,7 @@ RSpec.describe Sidekiq::LimitFetch, "connection options" do
     # The default user has another password: only user "lf" with its own
     # password gets in, so a client that dropped the username fails.
     def acl_server
-      server = own_server(args: %w[--requirepass default-pw], password: "default-pw")
+      server = own_server(password: "default-pw")
       server.with_client { |conn| conn.call("ACL", "SETUSER", "lf", "on", ">lf-pw", "~*", "&*", "+@all") }
       server
     end
@@ -211,7 +211,7 @@ RSpec.describe Sidekiq::LimitFetch, "connection options" do
   end
 
   describe "with wrong credentials" do
-    let(:server) { own_server(args: %w[--requirepass right-pw], password: "right-pw") }
+    let(:server) { own_server(password: "right-pw") }
 
     # The error setup raises: one of the gem's, naming the cause, and neither
     # it nor the log shows the password.

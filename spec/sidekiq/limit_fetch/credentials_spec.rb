@@ -18,7 +18,7 @@ RSpec.describe Sidekiq::LimitFetch, "credentials" do
   # that give it.
   def server_and_options(how, secret)
     password = how == :acl_user ? "default-pw" : secret
-    @server = OwnRedisServer.new(args: ["--requirepass", password], password: password).start
+    @server = OwnRedisServer.new(password: password).start
     @acl_user = [how == :acl_user, secret]
     add_acl_user
     case how

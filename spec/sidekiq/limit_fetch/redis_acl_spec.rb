@@ -17,7 +17,7 @@ RSpec.describe Sidekiq::LimitFetch, "under a minimal Redis ACL" do
     line.split.map { |rule| rule.start_with?(">") ? ">#{password}" : rule }
   end
 
-  let(:server) { OwnRedisServer.new(args: %w[--requirepass default-pw], password: "default-pw").start }
+  let(:server) { OwnRedisServer.new(password: "default-pw").start }
 
   # The spec's own connection (the default user), on database 1.
   def admin(&)
