@@ -79,7 +79,7 @@ module LimitFetchBench
        "`retrieve_work` called directly on a fetcher, #{@meta["options"]["fetch_iterations"]} calls per run; the job " \
        "is acknowledged and pushed back between calls (untimed). µs per call: median of the runs' medians " \
        "(min–max; means and p99 are in latest.json); Redis cmds: commands Redis ran for one fetch (those inside the " \
-       "gem's script included); Redis µs: time Redis spent in BRPOP or the gem's EVALSHA.", "",
+       "gem's script included); Redis µs: time Redis spent in BRPOP or the gem's FCALL.", "",
        Table.fetch_cost(@summary["fetch_cost"], @rev)].join("\n")
     end
 
