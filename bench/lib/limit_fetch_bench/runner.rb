@@ -74,7 +74,8 @@ module LimitFetchBench
       return idle(spec, log) if step.section == "idle"
 
       jobs = @plan.jobs(step.section, step.variant)
-      spec = spec.merge("kind" => "throughput", "jobs" => jobs, "timeout" => timeout(step.variant, jobs))
+      spec = spec.merge("kind" => Variant[step.variant].workload&.to_s || "throughput", "jobs" => jobs,
+        "hot_jobs" => @options.hot_jobs, "keys" => @options.keys, "timeout" => timeout(step.variant, jobs))
       Measurement.run(spec, log: log, timeout: spec["timeout"] + 60)
     end
 
