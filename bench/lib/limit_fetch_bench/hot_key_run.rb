@@ -51,17 +51,20 @@ module LimitFetchBench
     end
 
     def measure(sidekiq)
-      sampler = ParkedSampler.new(@spec["redis_url"], parked_key)
       window = Window.new(@probe).open
       @tracker.origin = LimitFetchBench.monotonic
-      sampler.start
+      sampler = ParkedSampler.new(@spec["redis_url"], parked_key).start
       sidekiq.start
-      finished = @recorder.done_within?(@spec["timeout"])
+      wait_until_done
       measured = window.close
       sampler.stop
-      raise Failure, "#{@recorder.done} of #{@jobs} jobs done after #{@spec["timeout"]} s" unless finished
-
       measured.merge("max_parked" => sampler.max, "sampler_calls" => sampler.calls)
+    end
+
+    def wait_until_done
+      return if @recorder.done_within?(@spec["timeout"])
+
+      raise Failure, "#{@recorder.done} of #{@jobs} jobs done after #{@spec["timeout"]} s"
     end
 
     def parked_key
@@ -70,18 +73,24 @@ module LimitFetchBench
     end
 
     def result(measured)
+      commands = measured["commands"]
+      commands = commands.merge("llen" => commands.fetch("llen", 0) - measured["sampler_calls"])
+      measured.merge(tenants, per_executed(measured, commands), "commands" => commands, "jobs" => @jobs,
+        "executed" => @tracker.executed, "dropped" => @recorder.dropped, "rescheduled" => @recorder.rescheduled)
+    end
+
+    def tenants
+      hot = KeyedVariants::HOT_TENANT
+      {"hot_max_running" => @tracker.max_running(hot), "hot_limit" => hot_limit,
+       "cold_max_running" => @tracker.max_running_except(hot),
+       "cold_first_start_s" => @tracker.first_starts_except(hot)}
+    end
+
+    def per_executed(measured, commands)
       executed = @tracker.executed
-      commands = measured["commands"].merge("llen" => measured["commands"].fetch("llen", 0) - measured["sampler_calls"])
-      measured.merge(
-        "jobs" => @jobs, "executed" => executed, "dropped" => @recorder.dropped, "rescheduled" => @recorder.rescheduled,
-        "jobs_per_s" => @jobs / measured["seconds"], "executed_per_s" => executed / measured["seconds"],
-        "hot_max_running" => @tracker.max_running(KeyedVariants::HOT_TENANT), "hot_limit" => hot_limit,
-        "cold_max_running" => @tracker.max_running_except(KeyedVariants::HOT_TENANT),
-        "cold_first_start_s" => @tracker.first_starts_except(KeyedVariants::HOT_TENANT), "commands" => commands,
-        "commands_per_executed_job" => commands.values.sum.fdiv(executed),
-        "round_trips_per_executed_job" => measured["round_trips"].values.sum.fdiv(executed),
-        "redis_cpu_us_per_executed_job" => measured["redis_cpu_s"] * 1e6 / executed
-      )
+      {"jobs_per_s" => @jobs / measured["seconds"], "commands_per_executed_job" => commands.values.sum.fdiv(executed),
+       "round_trips_per_executed_job" => measured["round_trips"].values.sum.fdiv(executed),
+       "redis_cpu_us_per_executed_job" => measured["redis_cpu_s"] * 1e6 / executed}
     end
 
     # The hot tenant's limit, where the variant has one.

@@ -6,8 +6,10 @@ module LimitFetchBench
   # one), the hot-key workload per variant, and what distinct keys left in
   # Redis.
   class KeyedSummary
-    HOT_MEDIANS = %w[executed dropped rescheduled commands_per_executed_job round_trips_per_executed_job
-      redis_cpu_us_per_executed_job].freeze
+    HOT_MEDIANS = %w[
+      executed dropped rescheduled commands_per_executed_job round_trips_per_executed_job redis_cpu_us_per_executed_job
+    ].freeze
+    MOST = %w[hot_max_running cold_max_running max_parked].freeze
 
     def initialize(runs)
       @groups = runs.select { _1["section"] == "keyed" }.group_by { _1["variant"] }
@@ -34,15 +36,22 @@ module LimitFetchBench
     def present(keys) = keys.select { @groups[_1] }
 
     def hot_row(variant, runs)
-      firsts = runs.flat_map { _1["cold_first_start_s"] }
       {"label" => variant.label, "runs" => runs.size, "jobs" => runs.first["jobs"],
-       "seconds" => Stats.spread(runs.map { _1["seconds"] }), "vs_none" => speed(runs, "hot_none"),
-       "vs_queue2" => speed(runs, "hot_queue2"),
-       "cold_first_start_s" => {"p50" => Stats.percentile(firsts, 50), "p99" => Stats.percentile(firsts, 99)},
-       "run_p99_s" => Stats.spread(runs.map { Stats.percentile(_1["cold_first_start_s"], 99) }),
-       "hot_max_running" => runs.map { _1["hot_max_running"] }.max, "hot_limit" => runs.first["hot_limit"],
-       "cold_max_running" => runs.map { _1["cold_max_running"] }.max, "max_parked" => runs.map { _1["max_parked"] }.max}
-        .merge(HOT_MEDIANS.to_h { |key| [key, Stats.median(runs.map { _1[key] })] })
+       "hot_limit" => runs.first["hot_limit"], "seconds" => Stats.spread(runs.map { _1["seconds"] }),
+       "vs_none" => speed(runs, "hot_none"), "vs_queue2" => speed(runs, "hot_queue2")}
+        .merge(first_starts(runs), most(runs), medians(runs))
+    end
+
+    def most(runs) = MOST.to_h { |key| [key, runs.map { _1[key] }.max] }
+
+    def medians(runs) = HOT_MEDIANS.to_h { |key| [key, Stats.median(runs.map { _1[key] })] }
+
+    # The other tenants' first starts: percentiles over all runs' tenants,
+    # and the spread of the runs' p99.
+    def first_starts(runs)
+      firsts = runs.flat_map { _1["cold_first_start_s"] }
+      {"cold_first_start_s" => {"p50" => Stats.percentile(firsts, 50), "p99" => Stats.percentile(firsts, 99)},
+       "run_p99_s" => Stats.spread(runs.map { Stats.percentile(_1["cold_first_start_s"], 99) })}
     end
 
     # Median time until every job was done, of `other`'s runs over these:

@@ -17,25 +17,29 @@ module LimitFetchBench
     def hot(rows) = Table.render(HOT, rows.values.map { hot_row(_1) })
 
     def hot_row(row)
-      first = row["cold_first_start_s"]
       [row["label"], Table.spread(row["seconds"], "%.2f"),
        "#{Table.ratio(row["vs_none"])} / #{Table.ratio(row["vs_queue2"])}",
-       "#{row["executed"]} (#{row["dropped"]} / #{row["rescheduled"]})",
-       "#{Table.num(first["p50"], "%.2f")} / #{Table.num(first["p99"], "%.2f")}",
-       "#{row["hot_max_running"]} / #{row["hot_limit"] || "–"}", row["max_parked"],
-       Table.num(row["commands_per_executed_job"], "%.1f"), Table.num(row["round_trips_per_executed_job"], "%.2f"),
+       "#{row["executed"]} (#{row["dropped"]} / #{row["rescheduled"]})", first_start(row["cold_first_start_s"]),
+       most(row), row["max_parked"]] + costs(row)
+    end
+
+    def most(row) = "#{row["hot_max_running"]} / #{row["hot_limit"] || "–"}"
+
+    def first_start(first) = "#{Table.num(first["p50"], "%.2f")} / #{Table.num(first["p99"], "%.2f")}"
+
+    def costs(row)
+      [Table.num(row["commands_per_executed_job"], "%.1f"), Table.num(row["round_trips_per_executed_job"], "%.2f"),
        Table.num(row["redis_cpu_us_per_executed_job"], "%.0f")]
     end
 
     def keys(row)
       before = row["before"]
       after = row["after"]
-      Table.render(KEYS, [
-        ["Redis used_memory, bytes", before["used_memory"], after["used_memory"]],
-        ["keys", before["key_count"], after["key_count"]],
-        ["job limit keys (sidekiq:limit_fetch:limit:*)", before["limit_keys"], after["limit_keys"]],
-        ["ids in the parked set", before["parked_members"], after["parked_members"]]
-      ])
+      rows = [["Redis used_memory, bytes", before["used_memory"], after["used_memory"]],
+              ["keys", before["key_count"], after["key_count"]],
+              ["job limit keys (sidekiq:limit_fetch:limit:*)", before["limit_keys"], after["limit_keys"]],
+              ["ids in the parked set", before["parked_members"], after["parked_members"]]]
+      Table.render(KEYS, rows)
     end
   end
 end

@@ -16,9 +16,11 @@ module LimitFetchBench
     COLD_PER_TENANT = 10
     COLD_JOBS = COLD_TENANTS * COLD_PER_TENANT
 
-    def self.variant(key, label, fetch, workload, keyed: false, limit: nil, guard: nil, baseline: nil)
-      Variant.new(key:, label:, fetch:, limit:, concurrency: 10, job_seconds: 0, baseline:, workload:, keyed:,
-        guard:)
+    DEFAULTS = {limit: nil, concurrency: 10, job_seconds: 0, baseline: nil}.freeze
+
+    # `options`: keyed, limit, guard, baseline.
+    def self.variant(key, label, fetch, workload, **options)
+      Variant.new(key:, label:, fetch:, workload:, **DEFAULTS.merge(options))
     end
 
     ALL = [

@@ -29,11 +29,16 @@ module LimitFetchBench
       sidekiq.stop
       raise Failure, "#{@recorder.done} of #{jobs} jobs done after #{@spec["timeout"]} s" unless finished
 
-      new_keys = after.delete("keys") - before.delete("keys")
-      {"jobs" => jobs, "before" => before, "after" => after, "new_keys" => new_keys.size, "new_key_names" => new_keys.first(20)}
+      result(jobs, before, after)
     end
 
     private
+
+    def result(jobs, before, after)
+      added = after.delete("keys") - before.delete("keys")
+      {"jobs" => jobs, "before" => before, "after" => after, "new_keys" => added.size,
+       "new_key_names" => added.first(20)}
+    end
 
     def push
       pusher = KeyedPusher.new(@spec["redis_url"])

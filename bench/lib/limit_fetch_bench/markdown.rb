@@ -100,7 +100,10 @@ module LimitFetchBench
     end
 
     def exceeded(bad, total)
-      runs = bad.map { "#{_1["section"]} #{_1["variant"]} run #{_1["round"]}: #{_1["max_in_flight"] || _1["max_running"]}" }
+      runs = bad.map do |check|
+        "#{check["section"]} #{check["variant"]} run #{check["round"]}: " \
+          "#{check["max_in_flight"] || check["max_running"]}"
+      end
       "**#{bad.size} of #{total} limited runs exceeded their limit (#{bad.first["limit"]}):** #{runs.join("; ")}."
     end
 

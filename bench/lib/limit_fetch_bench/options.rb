@@ -10,7 +10,8 @@ module LimitFetchBench
 
     DEFAULTS = {jobs: 50_000, delayed_jobs: nil, slow_jobs: 1_500, runs: 5, idle_seconds: 10.0,
                 fetch_iterations: 2_000, deep_queue: 1_000_000, wide_queues: 200, delay_us: 500,
-                hot_jobs: 100_000, keys: 10_000, sections: SECTIONS, output: RESULTS, quick: false, baseline: nil}.freeze
+                hot_jobs: 100_000, keys: 10_000, sections: SECTIONS, output: RESULTS, quick: false,
+                baseline: nil}.freeze
 
     QUICK = {jobs: 5_000, slow_jobs: 500, runs: 3, idle_seconds: 3.0, fetch_iterations: 500, hot_jobs: 10_000}.freeze
 
@@ -65,7 +66,9 @@ module LimitFetchBench
       opts.on("--only LIST", Array, "sections to run: #{SECTIONS.join(",")} (default: all)") do |list|
         values[:sections] = sections(list)
       end
-      opts.on("--quick", "5000 jobs, 500 slow jobs, 3 s windows, 500 fetch iterations, 10000 hot jobs") { values[:quick] = _1 }
+      opts.on("--quick", "5000 jobs, 500 slow jobs, 3 s windows, 500 fetch iterations, 10000 hot jobs") do |quick|
+        values[:quick] = quick
+      end
       opts.on("-h", "--help", "show this help") { exit puts(opts) || 0 }
     end
 
