@@ -95,7 +95,7 @@ module LimitFetchBench
 
     # The hot tenant's limit, where the variant has one.
     def hot_limit
-      return TenantJob.get_sidekiq_options["limit_fetch"][:concurrency] if @variant.keyed
+      return TenantJob::LIMIT if @variant.keyed
       return @variant.limit if @variant.limit
       return SeedReschedule::LIMIT if @variant.guard == :reschedule
 

@@ -16,7 +16,7 @@ module LimitFetchBench
       runs.select { _1["section"] == "keyed" && _1["variant"] == "hot_gem" }.map do |run|
         {"section" => "keyed", "variant" => run["variant"], "round" => run["round"],
          "queue" => "key #{KeyedVariants::HOT_TENANT}", "max_in_flight" => nil, "max_running" => run["hot_max_running"],
-         "limit" => run["hot_limit"], "ok" => run["hot_max_running"] <= run["hot_limit"]}
+         "limit" => run["hot_limit"], "ok" => run["hot_max_running"] <= run["hot_limit"].to_i}
       end
     end
 

@@ -20,7 +20,9 @@ module LimitFetchBench
     include Sidekiq::Job
     include TenantJobs
 
-    sidekiq_options limit_fetch: {key: ->(tenant) { tenant }, concurrency: 2}
+    LIMIT = 2
+
+    sidekiq_options limit_fetch: {key: ->(tenant) { tenant }, concurrency: LIMIT}
   end
 
   class UnkeyedTenantJob
