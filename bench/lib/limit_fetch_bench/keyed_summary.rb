@@ -31,7 +31,7 @@ module LimitFetchBench
       end
     end
 
-    def hot = present(KeyedVariants::HOT).to_h { [_1, hot_row(Variant[_1], @groups[_1])] }
+    def hot = present(KeyedVariants::HOT + KeyedVariants::SEEDS).to_h { [_1, hot_row(Variant[_1], @groups[_1])] }
 
     def present(keys) = keys.select { @groups[_1] }
 

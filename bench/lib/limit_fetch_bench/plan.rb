@@ -10,8 +10,9 @@ module LimitFetchBench
   # process that alternates its variants itself; with a baseline, one such
   # process per round and build, in the same order. `build`: nil for this
   # checkout's gem, else the baseline's revision. The keyed section's
-  # variants have no twins (a baseline may predate job limits); what its
-  # distinct keys leave in Redis is counted once, in the first round.
+  # variants have no twins (a baseline may predate job limits); the seeds'
+  # approaches and what its distinct keys leave in Redis run in the first
+  # round only (KeyedVariants::ONCE).
   class Plan
     Step = Data.define(:section, :variant, :round, :build)
 
@@ -31,7 +32,7 @@ module LimitFetchBench
     end
 
     def variants(section, round)
-      return KeyedVariants::DISTINCT + KeyedVariants::HOT + (round == 1 ? ["keys"] : []) if section == "keyed"
+      return keyed(round) if section == "keyed"
 
       keys = section == "idle" ? Variant::IDLE : Variant::THROUGHPUT
       return keys unless @rev
@@ -58,6 +59,8 @@ module LimitFetchBench
 
       (1..@options.runs).flat_map { |round| pair(nil, @rev, round).map { Step.new("fetch", nil, round, _1) } }
     end
+
+    def keyed(round) = KeyedVariants::DISTINCT + KeyedVariants::HOT + (round == 1 ? KeyedVariants::ONCE : [])
 
     def pair(current, twin, round) = round.odd? ? [current, twin] : [twin, current]
   end
