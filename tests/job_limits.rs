@@ -124,6 +124,52 @@ fn a_full_key_parks_its_job_and_the_fetch_takes_the_next_then_a_finished_job_sen
     assert_eq!(fetch(&c, &[&q]), None);
 }
 
+/// The writes Redis reports on `key` (keyspace notifications) while `f`
+/// runs: what would wake a fetcher sleeping on it.
+fn writes_to<F: FnOnce()>(key: &str, f: F) -> Vec<String> {
+    let mut conn = redis();
+    let _: () = redis::cmd("CONFIG")
+        .arg(&["SET", "notify-keyspace-events", "Kl"])
+        .query(&mut conn)
+        .unwrap();
+    let mut pubsub = conn.as_pubsub();
+    pubsub.psubscribe(format!("__keyspace@*__:{key}")).unwrap();
+    pubsub
+        .set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    f();
+    let mut events = Vec::new();
+    while let Ok(message) = pubsub.get_message() {
+        events.push(message.get_payload::<String>().unwrap());
+    }
+    events
+}
+
+#[test]
+fn a_parked_job_that_the_acknowledging_fetch_takes_never_touches_its_queue() {
+    let _turn = turn();
+    let (q, k) = two_jobs_of_one_key("held");
+    let other = queue("held-other");
+    let c = capsule();
+    let first = fetch_job(&c, &[&q]);
+    assert_eq!(fetch(&c, &[&q]), None, "held2 parked");
+    assert_eq!(parked(&k), 1);
+    // Taken by the fetch its release rides on: the queue's key is not
+    // written, so no fetcher sleeping on it wakes for nothing.
+    c.acknowledge(&q, first.job);
+    let mut second = None;
+    let events = writes_to(&keys::queue(&q), || second = Some(fetch_job(&c, &[&q])));
+    assert_eq!(second.as_ref().map(jid).as_deref(), Some("held2"));
+    assert_eq!(events, Vec::<String>::new());
+    // Released by a fetch from other queues: pushed to the front of its own.
+    push_jobs(&q, &[job(&q, "held3", &[(&k, 1, false)])]);
+    assert_eq!(fetch(&c, &[&q]), None, "held3 parked");
+    c.acknowledge(&q, second.unwrap().job);
+    assert_eq!(fetch(&c, &[&other]), None);
+    assert_eq!((parked(&k), running(&k)), (0, 0));
+    assert_eq!(fetch(&c, &[&q]).as_deref(), Some("held3"));
+}
+
 #[test]
 fn a_class_limit_holds_across_capsules_and_a_job_carrying_two_limits_books_both() {
     let _turn = turn();

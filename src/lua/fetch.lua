@@ -49,20 +49,37 @@ local written = {}
 -- job gone and frees no second slot. The slots freed, per queue, are
 -- released at the end, unless a job of the same queue takes them again
 -- here: its busy list is then not written at all, and rings no fetcher
--- sleeping on it.
+-- sleeping on it. Likewise the parked jobs the acknowledgements send back
+-- are held, by queue name, and pushed to their queues at the end, unless
+-- this fetch takes them (see release in the prelude).
 local freed = {}
+local held = {}
 local forget = acks > 0 and redis.call('EXISTS', RECOVERIES_KEY) == 1
 for i = FIRST_ACK, FIRST_QUEUE - 1, 3 do
   local name, job = ARGV[i], ARGV[i + 1]
   if redis.call('LREM', in_progress_key(uuid, name), 1, job) == 1 then
     freed[name] = (freed[name] or 0) + 1
     local limits = job_limits(job)
-    if limits then free_job_limits(uuid, limits, written) end
+    if limits then free_job_limits(uuid, limits, written, held) end
   end
   if forget then redis.call('HDEL', RECOVERIES_KEY, ARGV[i + 2]) end
 end
 
+-- Pushes the held jobs this fetch did not take to the front of their
+-- queues, as release would have: the last held goes first.
+local function push_held()
+  for name, jobs in pairs(held) do
+    if #jobs > 0 then
+      local queue = queue_key(name)
+      for _, job in ipairs(jobs) do redis.call('RPUSH', queue, job) end
+      written[#written + 1] = queue
+    end
+    held[name] = nil
+  end
+end
+
 local function done(reply)
+  push_held()
   for name, n in pairs(freed) do
     if n > 0 then
       local busy = busy_key(name)
@@ -119,7 +136,27 @@ local function at_limit(limits)
   end
 end
 
+-- The job at the front of queue `name`, moved into the capsule's
+-- in-progress list `inprogress`: the last job held for it, else its queue's
+-- own (whose key is then written).
+local moved = {}
+local function take(name, queue, inprogress)
+  local waiting = held[name]
+  if waiting and #waiting > 0 then
+    local job = table.remove(waiting)
+    redis.call('LPUSH', inprogress, job)
+    return job
+  end
+  local job = redis.call('LMOVE', queue, inprogress, 'RIGHT', 'LEFT')
+  if job and not moved[name] then
+    moved[name] = true
+    written[#written + 1] = queue
+  end
+  return job
+end
+
 -- Moves the job just taken (first in `inprogress`) aside, for `limit`.
+local parked = {}
 local function set_aside(inprogress, limit, parsed)
   if limit.discard then
     redis.call('LPOP', inprogress)
@@ -128,7 +165,10 @@ local function set_aside(inprogress, limit, parsed)
     discarded[#discarded + 1] = {tostring(parsed.jid or '?'), class, limit.id}
   else
     redis.call('LMOVE', inprogress, parked_key(limit.id), 'LEFT', 'LEFT')
-    redis.call('SADD', PARKED_KEY, limit.id)
+    if not parked[limit.id] then
+      parked[limit.id] = true
+      redis.call('SADD', PARKED_KEY, limit.id)
+    end
   end
   aside = aside + 1
 end
@@ -140,8 +180,7 @@ for i = FIRST_QUEUE, #ARGV do
   if eligible(name, busy) then
     local queue = queue_key(name)
     local inprogress = in_progress_key(uuid, name)
-    local job = redis.call('LMOVE', queue, inprogress, 'RIGHT', 'LEFT')
-    if job then written[#written + 1] = queue end
+    local job = take(name, queue, inprogress)
     while job do
       local limits, parsed = job_limits(job)
       local limit = limits and at_limit(limits)
@@ -155,11 +194,12 @@ for i = FIRST_QUEUE, #ARGV do
           written[#written + 1] = busy
         end
         redis.call('SADD', capsule_queues_key(uuid), name)
+        push_held()
         return done({name, job, report and more_from(i) or 0, discarded})
       end
       set_aside(inprogress, limit, parsed)
       if aside == lookahead then return done({false, false, 1, discarded}) end
-      job = redis.call('LMOVE', queue, inprogress, 'RIGHT', 'LEFT')
+      job = take(name, queue, inprogress)
     end
   end
 end

@@ -82,8 +82,12 @@ end
 -- Sends up to `n` of a job limit's oldest parked jobs (n > 0; nil: as many
 -- as it has room for) back to the front of their queues, to be fetched
 -- next, the oldest first. Parked jobs carry the limit; the oldest tells its
--- default. Returns the queues' keys.
-local function release(id, n)
+-- default. Returns the queues' keys it wrote. With `held` (a table), jobs
+-- are not pushed but appended to held[queue name], in the order they would
+-- have been pushed: the fetch takes them from there, so that a job it
+-- takes at once never writes its queue, which would wake idle fetchers for
+-- nothing, and pushes the rest when it ends (see fetch.lua).
+local function release(id, n, held)
   local parked = parked_key(id)
   local oldest = redis.call('LINDEX', parked, -1)
   if not oldest then
@@ -110,9 +114,15 @@ local function release(id, n)
     -- written by hand, and goes where Sidekiq shows it, not nowhere.
     local ok, parsed = pcall(cjson.decode, jobs[i])
     if ok and type(parsed) == 'table' and type(parsed.queue) == 'string' then
-      local queue = queue_key(parsed.queue)
-      redis.call('RPUSH', queue, jobs[i])
-      queues[#queues + 1] = queue
+      if held then
+        local waiting = held[parsed.queue] or {}
+        waiting[#waiting + 1] = jobs[i]
+        held[parsed.queue] = waiting
+      else
+        local queue = queue_key(parsed.queue)
+        redis.call('RPUSH', queue, jobs[i])
+        queues[#queues + 1] = queue
+      end
     else
       redis.call('ZADD', DEAD_KEY, 0, jobs[i])
     end
@@ -130,15 +140,16 @@ end
 
 -- Frees the slots of a job's limits that the capsule booked for it (the job
 -- ended or went back), and sends for each the oldest parked job to be
--- fetched next if it has room. Appends the keys it wrote to `written`.
-local function free_job_limits(uuid, limits, written)
+-- fetched next if it has room. Appends the keys it wrote to `written`;
+-- `held`: see release.
+local function free_job_limits(uuid, limits, written, held)
   for _, limit in ipairs(limits) do
     local busy = job_busy_key(limit.id)
     if redis.call('LREM', busy, 1, uuid) == 1 then
       if not redis.call('LPOS', busy, uuid) then
         redis.call('SREM', capsule_limits_key(uuid), limit.id)
       end
-      for _, queue in ipairs(release(limit.id, 1)) do written[#written + 1] = queue end
+      for _, queue in ipairs(release(limit.id, 1, held)) do written[#written + 1] = queue end
     end
   end
 end
