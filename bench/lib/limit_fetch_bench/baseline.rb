@@ -8,10 +8,13 @@ module LimitFetchBench
   # end; its extension is compiled there as bin/bench compiles this
   # checkout's, but into target/bench-baseline, so that this checkout's build
   # is untouched and the next baseline builds incrementally. The measuring
-  # processes of its variants load its lib/ (see bench/run_one.rb).
+  # processes of its variants load its lib/ (see bench/run_one.rb). The
+  # keyed section's variants have twins only if its gem has job limits
+  # (job_limits?; main has them since 7ae496d).
   class Baseline
     DIR = File.join(REPO, "tmp", "bench-baseline")
     TARGET = File.join(REPO, "target", "bench-baseline")
+    JOB_LIMITS = File.join("lib", "sidekiq", "limit_fetch", "job_limits.rb")
 
     attr_reader :ref, :rev
 
@@ -21,18 +24,34 @@ module LimitFetchBench
 
     def lib = File.join(DIR, "lib")
 
+    # Whether its gem has job limits (sidekiq_options limit_fetch:), which
+    # the keyed section's workloads need; known once exported.
+    def job_limits? = @job_limits
+
+    # Whether the keyed section's variants get twins: if it runs, only with
+    # job limits; without, bin/bench says so (once) and runs it without.
+    def keyed_twins?(options)
+      return false unless options.section?("keyed")
+      return true if job_limits?
+
+      warn "bin/bench: --baseline #{@ref} (#{@rev}) has no job limits (no #{JOB_LIMITS}; main has them since " \
+           "7ae496d): the keyed section runs without twins"
+      false
+    end
+
     # Exports and compiles; the build's output goes to `log`.
     def build(log)
       @rev = git("rev-parse", "--verify", "--short", "#{@ref}^{commit}").strip
       @subject = git("log", "-1", "--format=%s", @rev).strip
       export
+      @job_limits = File.file?(File.join(DIR, JOB_LIMITS))
       compile(log)
       self
     end
 
     def remove = FileUtils.rm_rf(DIR)
 
-    def to_h = {"ref" => @ref, "rev" => @rev, "subject" => @subject}
+    def to_h = {"ref" => @ref, "rev" => @rev, "subject" => @subject, "job_limits" => @job_limits}
 
     private
 

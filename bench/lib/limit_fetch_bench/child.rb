@@ -32,10 +32,13 @@ module LimitFetchBench
   # conversation with the driver; anything else written there (a default
   # Sidekiq logger, say) goes to standard error, the run's log. LimitFetch
   # runs with the defaults users get; poll_range and fetch_timeout are set to
-  # their defaults explicitly and reported.
+  # their defaults explicitly and reported. The keyed section's runs need
+  # a gem with job limits (a baseline's may predate them: bin/bench
+  # --baseline gives such a one's keyed variants no twins).
   module Child
     RUNS = {"throughput" => ThroughputRun, "idle" => IdleRun, "fetch" => FetchCostRun,
             "distinct" => KeyedThroughputRun, "hot" => HotKeyRun, "keys" => KeysRun}.freeze
+    KEYED = %w[distinct hot keys].freeze
 
     class << self
       # Where the driver reads READY and RESULT lines.
@@ -47,12 +50,20 @@ module LimitFetchBench
     def main(argv)
       spec = JSON.parse(argv.fetch(0))
       install
+      job_limits!(spec)
       result = RUNS.fetch(spec.fetch("kind")).new(spec).run
       Child.protocol.puts "RESULT #{JSON.generate(result)}"
       0
     rescue Failure => e
       warn "bin/bench: #{e.message}"
       1
+    end
+
+    def job_limits!(spec)
+      return if !KEYED.include?(spec["kind"]) || defined?(Sidekiq::LimitFetch::JobLimits)
+
+      raise Failure, "#{spec["variant"]}: the gem loaded from #{spec["lib"] || "this checkout's lib"} has no job " \
+                     "limits (Sidekiq::LimitFetch::JobLimits), which the keyed section needs"
     end
 
     def install

@@ -3,7 +3,9 @@
 module LimitFetchBench
   # The keyed section of the Markdown report: distinct keys against no key,
   # the hot-key workload (the gem, without job limits, and the seeds'
-  # approaches), and what distinct keys leave in Redis.
+  # approaches), and what distinct keys leave in Redis. With --baseline, the
+  # twins of the gem's variants and each variant's ratios to its twin, if
+  # the baseline had job limits (else a note that it had none).
   class KeyedMarkdown
     HOT_TEXT =
       "%<hot>d no-op jobs of one tenant (key limit 2) queued ahead of %<cold>d " \
@@ -18,28 +20,50 @@ module LimitFetchBench
       "drops a job whose tenant's lock (SET NX) is taken. Per executed job: Redis commands (INFO commandstats, " \
       "the parked-list sampler's LLEN left out), client round trips, Redis CPU."
 
-    def initialize(keyed, options)
+    REV_TEXT =
+      "× @%<rev>s = this checkout's figure over its twin's: %<throughput>s, then%<first>s Redis commands (cmds) " \
+      "and round trips (RT) per %<job>s (medians; lower is better). The twins' × are to the baseline's own variants."
+
+    # `baseline`: the summary's meta "baseline", or nil.
+    def initialize(keyed, options, baseline = nil)
       @keyed = keyed
       @options = options
+      @baseline = baseline
+      @rev = baseline["rev"] if baseline && baseline["job_limits"]
     end
 
-    def render = [distinct, hot, keys].compact.join("\n\n")
+    def render = [no_twins, distinct, hot, keys].compact.join("\n\n")
 
     private
+
+    def no_twins
+      return nil if @baseline.nil? || @rev
+
+      "The keyed variants have no twins: the baseline's gem (#{@baseline["rev"]}) has no job limits."
+    end
+
+    def rev_text(throughput, job, first = "")
+      @rev ? " #{format(REV_TEXT, rev: @rev, throughput: throughput, first: first, job: job)}" : ""
+    end
 
     def distinct
       return nil if @keyed["distinct"].empty?
 
       ["## Job limits: a distinct key per job", "",
        "#{@options["jobs"]} no-op jobs per run, each with a key of its own (limit 1 per key: never contended) or " \
-       "with none, both on LimitFetch, alternated; × = ratio to the jobs with no key.", "",
-       Table.throughput(@keyed["distinct"])].join("\n")
+       "with none, both on LimitFetch, alternated; × = ratio to the jobs with no key.#{rev_text("jobs/s", "job")}", "",
+       KeyedTable.distinct(@keyed["distinct"], @rev)].join("\n")
     end
 
     def hot
       return nil if @keyed["hot"].empty?
 
-      ["## Job limits: a hot key", "", hot_text, "", KeyedTable.hot(@keyed["hot"])].join("\n")
+      ["## Job limits: a hot key", "", hot_text + hot_rev_text, "", KeyedTable.hot(@keyed["hot"], @rev)]
+        .join("\n")
+    end
+
+    def hot_rev_text
+      rev_text("throughput (jobs / time until all done)", "executed job", " the other tenants' first start p50 / p99,")
     end
 
     def hot_text

@@ -4,15 +4,24 @@ module LimitFetchBench
   # The keyed section over its runs: the distinct-key throughput (as the
   # throughput section's, the keyed variant's ratio taken to the unkeyed
   # one), the hot-key workload per variant, and what distinct keys left in
-  # Redis.
+  # Redis. With a baseline (`rev`) whose twins ran, each of this checkout's
+  # variants that has one is followed by it, and gains its ratios to it
+  # (this checkout's figure over the twin's): "rev_ratio", of throughputs,
+  # as the other sections'; "commands_rev_ratio" and "round_trips_rev_ratio",
+  # per job (per executed job, for the hot key); and for the hot key
+  # "first_start_p50_rev_ratio" and "first_start_p99_rev_ratio", of the
+  # other tenants' first starts. A twin's own ratios are to twins: its
+  # distinct keys to the baseline's jobs with no key, its hot key's
+  # × no key to the baseline's.
   class KeyedSummary
     HOT_MEDIANS = %w[
       executed dropped rescheduled commands_per_executed_job round_trips_per_executed_job redis_cpu_us_per_executed_job
     ].freeze
     MOST = %w[hot_max_running cold_max_running max_parked].freeze
 
-    def initialize(runs)
+    def initialize(runs, rev = nil)
       @groups = runs.select { _1["section"] == "keyed" }.group_by { _1["variant"] }
+      @rev = rev
     end
 
     def to_h
@@ -25,20 +34,56 @@ module LimitFetchBench
     private
 
     def distinct
-      present(KeyedVariants::DISTINCT).to_h do |key|
+      rows = present(KeyedVariants::DISTINCT).to_h do |key|
         variant = Variant[key]
-        [key, ThroughputSummary.new(variant, @groups[key], @groups[variant.baseline]).to_h]
+        [key, ThroughputSummary.new(variant, @groups[key], @groups[same_build(variant.baseline, variant)]).to_h]
+      end
+      with_rev_ratios(rows) do |row, twin|
+        {"rev_ratio" => Stats.ratio(row["jobs_per_s"]["median"], twin["jobs_per_s"]["median"]),
+         **cost_ratios(row, twin, "commands_per_job", "round_trips_per_job")}
       end
     end
 
-    def hot = present(KeyedVariants::HOT + KeyedVariants::SEEDS).to_h { [_1, hot_row(Variant[_1], @groups[_1])] }
+    def hot
+      rows = present(KeyedVariants::HOT + KeyedVariants::SEEDS).to_h { [_1, hot_row(Variant[_1], @groups[_1])] }
+      with_rev_ratios(rows) do |row, twin|
+        {"rev_ratio" => Stats.ratio(twin["seconds"]["median"], row["seconds"]["median"]),
+         **first_start_ratios(row, twin),
+         **cost_ratios(row, twin, "commands_per_executed_job", "round_trips_per_executed_job")}
+      end
+    end
 
-    def present(keys) = keys.select { @groups[_1] }
+    def first_start_ratios(row, twin)
+      %w[p50 p99].to_h do |pct|
+        ["first_start_#{pct}_rev_ratio", Stats.ratio(row["cold_first_start_s"][pct], twin["cold_first_start_s"][pct])]
+      end
+    end
+
+    # The keys whose runs there are, each followed by its twin's, if any.
+    def present(keys) = keys.flat_map { [_1, (Twin.key(_1, @rev) if @rev)] }.compact.select { @groups[_1] }
+
+    # The key of the variant `key` in `variant`'s build.
+    def same_build(key, variant) = variant.build && key ? Twin.key(key, variant.build) : key
+
+    # The rows, this checkout's with the ratios the block gives of a row to
+    # its twin's, where the twin ran.
+    def with_rev_ratios(rows)
+      rows.to_h do |key, row|
+        twin = @rev && rows[Twin.key(key, @rev)]
+        [key, twin ? row.merge(yield(row, twin)) : row]
+      end
+    end
+
+    def cost_ratios(row, twin, commands, round_trips)
+      {"commands_rev_ratio" => Stats.ratio(row[commands], twin[commands]),
+       "round_trips_rev_ratio" => Stats.ratio(row[round_trips], twin[round_trips])}
+    end
 
     def hot_row(variant, runs)
       {"label" => variant.label, "runs" => runs.size, "jobs" => runs.first["jobs"],
        "hot_limit" => runs.first["hot_limit"], "seconds" => Stats.spread(runs.map { _1["seconds"] }),
-       "vs_none" => speed(runs, "hot_none"), "vs_queue2" => speed(runs, "hot_queue2")}
+       "vs_none" => speed(runs, same_build("hot_none", variant)),
+       "vs_queue2" => speed(runs, same_build("hot_queue2", variant))}
         .merge(first_starts(runs), most(runs), medians(runs))
     end
 

@@ -1,9 +1,11 @@
 # frozen_string_literal: true
 
 module LimitFetchBench
-  # Markdown tables of the keyed section's hot-key workload and of what its
-  # distinct keys left in Redis (the distinct-key throughput is a
-  # Table.throughput).
+  # Markdown tables of the keyed section: the distinct-key throughput (as
+  # Table.throughput), the hot-key workload and what its distinct keys left
+  # in Redis. `rev`: with --baseline, if the keyed variants had twins, the
+  # baseline's revision; a column then gives each of this checkout's
+  # variants its ratios to its twin (KeyedSummary).
   module KeyedTable
     HOT = [
       "variant", "all done, s", "× no key / × queue limit 2", "executed (dropped / rescheduled)",
@@ -14,7 +16,27 @@ module LimitFetchBench
 
     module_function
 
-    def hot(rows) = Table.render(HOT, rows.values.map { hot_row(_1) })
+    def distinct(rows, rev = nil)
+      body = rows.values.map { Table.with_rev(Table.throughput_row(_1), 2, rev, rev_cell(_1)) }
+      Table.render(Table.with_rev(Table::THROUGHPUT, 2, rev, "× @#{rev}"), body)
+    end
+
+    def hot(rows, rev = nil)
+      body = rows.values.map { Table.with_rev(hot_row(_1), 2, rev, rev_cell(_1, first_start: true)) }
+      Table.render(Table.with_rev(HOT, 2, rev, "× @#{rev}"), body)
+    end
+
+    # Throughput, then (first start p50 / p99,) commands and round trips.
+    def rev_cell(row, first_start: false)
+      return "–" unless row["rev_ratio"]
+
+      parts = ["cmds #{Table.ratio(row["commands_rev_ratio"])}", "RT #{Table.ratio(row["round_trips_rev_ratio"])}"]
+      if first_start
+        parts.unshift("first start #{Table.ratio(row["first_start_p50_rev_ratio"])} / " \
+                      "#{Table.ratio(row["first_start_p99_rev_ratio"])}")
+      end
+      "#{Table.ratio(row["rev_ratio"])} (#{parts.join(", ")})"
+    end
 
     def hot_row(row)
       [row["label"], Table.spread(row["seconds"], "%.2f"),

@@ -11,7 +11,8 @@ module LimitFetchBench
   #   limits: seed 004's reschedule and seed 002's lock-and-exit;
   # - keys: 10,000 distinct keys, what they leave in Redis once done.
   # The gem's variants run every round; the seeds' and the keys' in the
-  # first only (ONCE).
+  # first only (ONCE). With bin/bench --baseline, those of the gem that run
+  # every round (TWINNED) have twins, if the baseline has job limits.
   module KeyedVariants
     HOT_TENANT = "hot"
     COLD_TENANTS = 100
@@ -47,5 +48,6 @@ module LimitFetchBench
     # reschedule takes minutes at full size), and the count of keys left,
     # which varies not.
     ONCE = (SEEDS + %w[keys]).freeze
+    TWINNED = (DISTINCT + HOT).select { ALL[_1].limit_fetch? }.freeze
   end
 end

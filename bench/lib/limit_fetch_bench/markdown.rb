@@ -87,7 +87,7 @@ module LimitFetchBench
       keyed = @summary["keyed"]
       return nil if keyed.nil? || keyed.empty?
 
-      KeyedMarkdown.new(keyed, @meta["options"]).render
+      KeyedMarkdown.new(keyed, @meta["options"], @meta["baseline"]).render
     end
 
     def limits

@@ -10,16 +10,19 @@ module LimitFetchBench
   # process that alternates its variants itself; with a baseline, one such
   # process per round and build, in the same order. `build`: nil for this
   # checkout's gem, else the baseline's revision. The keyed section's
-  # variants have no twins (a baseline may predate job limits); the seeds'
-  # approaches and what its distinct keys leave in Redis run in the first
-  # round only (KeyedVariants::ONCE).
+  # LimitFetch variants (KeyedVariants::TWINNED) have twins only if the
+  # baseline's gem has job limits (`keyed_twins`); the seeds' approaches and
+  # what its distinct keys leave in Redis run in the first round only
+  # (KeyedVariants::ONCE), without twins.
   class Plan
     Step = Data.define(:section, :variant, :round, :build)
 
-    # `rev`: the baseline's revision, if any.
-    def initialize(options, rev: nil)
+    # `rev`: the baseline's revision, if any; `keyed_twins`: whether the
+    # keyed section's variants get twins too.
+    def initialize(options, rev: nil, keyed_twins: false)
       @options = options
       @rev = rev
+      @keyed_twins = rev && keyed_twins
     end
 
     def steps
@@ -37,7 +40,7 @@ module LimitFetchBench
       keys = section == "idle" ? Variant::IDLE : Variant::THROUGHPUT
       return keys unless @rev
 
-      keys.flat_map { |key| Variant[key].limit_fetch? ? pair(key, Variant[key].twin(@rev).key, round) : [key] }
+      keys.flat_map { |key| Variant[key].limit_fetch? ? twinned(key, round) : [key] }
     end
 
     def jobs(section, variant)
@@ -60,7 +63,13 @@ module LimitFetchBench
       (1..@options.runs).flat_map { |round| pair(nil, @rev, round).map { Step.new("fetch", nil, round, _1) } }
     end
 
-    def keyed(round) = KeyedVariants::DISTINCT + KeyedVariants::HOT + (round == 1 ? KeyedVariants::ONCE : [])
+    def keyed(round)
+      keys = KeyedVariants::DISTINCT + KeyedVariants::HOT
+      keys = keys.flat_map { |key| KeyedVariants::TWINNED.include?(key) ? twinned(key, round) : [key] } if @keyed_twins
+      keys + (round == 1 ? KeyedVariants::ONCE : [])
+    end
+
+    def twinned(key, round) = pair(key, Twin.key(key, @rev), round)
 
     def pair(current, twin, round) = round.odd? ? [current, twin] : [twin, current]
   end

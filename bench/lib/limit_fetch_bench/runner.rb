@@ -23,7 +23,8 @@ module LimitFetchBench
 
     def run_in(dir)
       @dir = dir
-      @plan = Plan.new(@options, rev: build_baseline&.rev)
+      baseline = build_baseline
+      @plan = Plan.new(@options, rev: baseline&.rev, keyed_twins: baseline&.keyed_twins?(@options))
       started = LimitFetchBench.monotonic
       start_servers
       steps = @plan.steps

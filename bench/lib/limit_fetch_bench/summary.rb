@@ -26,7 +26,7 @@ module LimitFetchBench
     def to_h
       {"meta" => meta, "throughput" => throughput("throughput"), "delayed" => throughput("delayed"),
        "idle" => idle, "fetch_cost" => FetchCostSummary.new(fetch_runs, rev).to_h,
-       "keyed" => KeyedSummary.new(@runs).to_h, "limit_checks" => LimitCheck.all(@runs), "runs" => @runs}
+       "keyed" => KeyedSummary.new(@runs, rev).to_h, "limit_checks" => LimitCheck.all(@runs), "runs" => @runs}
     end
 
     private
