@@ -127,6 +127,8 @@ RSpec.describe Sidekiq::LimitFetch, "job limits" do
       expect { job_class(concurency: 2).perform_async }.to raise_error(ArgumentError, /BadJob.*\[:concurency\]/)
       expect { job_class(concurrency: -1).perform_async }.to raise_error(ArgumentError, /BadJob.*concurrency/)
       expect { job_class({}).perform_async }.to raise_error(ArgumentError, /BadJob.*concurrency must be given/)
+      expect { job_class(concurrency: -> { "2" }).perform_async }
+        .to raise_error(ArgumentError, /BadJob's limit_fetch concurrency must be an Integer.*got "2"/)
       expect { job_class(concurrency: 1, on_limit: :wait).perform_async }
         .to raise_error(ArgumentError, /BadJob.*on_limit/)
       expect { job_class(concurrency: 1, group: "x").perform_async }.to raise_error(ArgumentError, /group.*key:/)
