@@ -79,10 +79,15 @@ module Sidekiq
 
         def check_methods
           missing = METHODS.reject { |name| method_defined?(name) }
-          return if missing.empty?
+          unless missing.empty?
+            raise ArgumentError, "sidekiq-limit_fetch: #{self} includes LimitedCapacity but does not define " \
+                                 "#{missing.join(", ")}"
+          end
+          return if instance_method(:perform).owner == LimitedCapacity
 
-          raise ArgumentError, "sidekiq-limit_fetch: #{self} includes LimitedCapacity but does not define " \
-                               "#{missing.join(", ")}"
+          # Its own perform would run without pushing the next job.
+          raise ArgumentError, "sidekiq-limit_fetch: #{self} includes LimitedCapacity, which defines perform: " \
+                               "define perform_work instead"
         end
 
         # A limit_fetch option of the class's own would replace the one

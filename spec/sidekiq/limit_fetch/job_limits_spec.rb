@@ -68,6 +68,10 @@ RSpec.describe Sidekiq::LimitFetch, "job limits" do
 
     open_gate("first")
     wait_for_done([first])
+    # The job records itself done before Sidekiq acknowledges it: a job
+    # pushed in between would find the key still held, and be discarded.
+    webhook = described_class::JobLimit.for(LimitFetchSpec::WebhookJob, key: 7)
+    wait_until(message: "the first webhook's slot to be freed") { webhook.running.zero? }
     later = LimitFetchSpec::WebhookJob.perform_async(7, "later")
     open_gate("later")
 

@@ -112,6 +112,18 @@ RSpec.describe Sidekiq::LimitFetch::LimitedCapacity do
       expect(queue_length("default")).to eq(0)
     end
 
+    it "refuses a perform of its own, which would push no next job" do
+      klass = capacity_class do
+        def perform = nil
+        def perform_work = nil
+        def remaining_work_count = 1
+        def max_running_jobs = 2
+      end
+
+      expect { klass.perform_with_capacity }
+        .to raise_error(ArgumentError, /BadCapacityJob.*define perform_work instead/)
+    end
+
     it "refuses a max_running_jobs that is not an Integer from 0 up" do
       [-1, "2", nil].each do |value|
         klass = capacity_class do
