@@ -96,6 +96,16 @@ RSpec.describe Sidekiq::LimitFetch::LimitedCapacity do
     expect(job_limit.limit).to eq(1)
   end
 
+  it "gives a subclass a class limit of its own, from its own max_running_jobs" do
+    subclass = stub_const("SubCapacityJob", Class.new(job_class) { def max_running_jobs = 7 })
+    subclass.perform_async(0)
+
+    expect(JSON.parse(redis.call("LINDEX", "queue:#{job_class::QUEUE}", 0))["limit_fetch"])
+      .to eq([{"id" => "class:SubCapacityJob", "concurrency" => 7}])
+    expect(Sidekiq::LimitFetch::JobLimit.for(subclass).limit).to eq(7)
+    expect(job_limit.limit).to eq(2)
+  end
+
   describe "bad declarations" do
     def capacity_class(&body)
       stub_const("BadCapacityJob", Class.new { include Sidekiq::LimitFetch::LimitedCapacity })
