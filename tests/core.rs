@@ -203,23 +203,6 @@ fn requeue_puts_jobs_back_first_in_line_and_frees_slots() {
 }
 
 #[test]
-fn the_fetch_script_survives_a_script_flush() {
-    let q = queue("noscript");
-    push(&q, 2);
-    let a = capsule();
-    let none = Interrupt::new();
-    assert!(a.fetch(&[q.as_str()], &none).unwrap().is_some());
-    let _: () = redis::cmd("SCRIPT")
-        .arg("FLUSH")
-        .query(&mut redis())
-        .unwrap();
-    assert!(
-        a.fetch(&[q.as_str()], &none).unwrap().is_some(),
-        "EVAL fallback after NOSCRIPT"
-    );
-}
-
-#[test]
 fn odd_queue_names_and_two_hundred_queues() {
     let names: Vec<String> = (0..200)
         .map(|i| queue(&format!("odd: name ü {i}")))

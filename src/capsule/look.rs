@@ -127,7 +127,8 @@ pub(crate) struct DirectLook {
     /// Shared hold on the gate until the reply is settled (see `Inner::gate`).
     gate: Option<OwnedRwLockReadGuard<()>>,
     deadline: Instant,
-    /// How the script was named: by its body after Redis had lost it.
+    /// How the script was called: with its library loaded first after
+    /// Redis had lost it.
     send: Send,
     /// The connection broke before a reply came.
     lost: bool,
@@ -143,17 +144,17 @@ impl DirectLook {
         let mode = Mode::of_look(watch, true);
         let request = inner
             .fetch
-            .packed(Send::Sha, &inner.uuid, mode, &acks, queues);
+            .packed(Send::Call, &inner.uuid, mode, &acks, queues);
         inner.redis.trips.add(1);
         Some(DirectLook {
             inner: inner.clone(),
             queues: queues.clone(),
-            flight: Some(Flight::start(conn, request, 1)),
+            flight: Some(Flight::start(conn, request, Send::Call.replies())),
             mode,
             acks,
             gate: Some(gate),
             deadline: Instant::now() + inner.timeout,
-            send: Send::Sha,
+            send: Send::Call,
             lost: false,
         })
     }
@@ -176,13 +177,13 @@ impl DirectLook {
                 let Some(conn) = conn else {
                     return self.settle(Err(Error::Connection("lost".into())));
                 };
-                self.send = Send::Body;
+                self.send = Send::Load;
                 let inner = &self.inner;
                 let request =
                     inner
                         .fetch
                         .packed(self.send, &inner.uuid, self.mode, &self.acks, &self.queues);
-                self.flight = Some(Flight::start(conn, request, 1));
+                self.flight = Some(Flight::start(conn, request, self.send.replies()));
                 inner.redis.trips.add(1);
                 return self.finish(interrupt);
             }

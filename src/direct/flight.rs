@@ -116,24 +116,23 @@ impl Flight {
         }
     }
 
-    /// The last of the replies once all are in; an error reply before it
-    /// is returned instead.
+    /// The last of the replies once all are in; the first error reply
+    /// before it is returned instead. All are read either way: the
+    /// connection is then ready for its next request.
     fn parsed(&mut self) -> Result<Option<Value>> {
         let mut at = 0;
-        let mut last = None;
+        let mut reply = None;
         for _ in 0..self.replies {
             let Some((value, len)) = parse_value(&self.buf[at..])? else {
                 return Ok(None);
             };
             at += len;
-            let failed = matches!(value, Value::ServerError(_));
-            last = Some(value);
-            if failed {
-                break;
+            if !matches!(reply, Some(Value::ServerError(_))) {
+                reply = Some(value);
             }
         }
         self.buf.drain(..at);
-        Ok(last)
+        Ok(reply)
     }
 
     fn fail(&mut self) -> Error {

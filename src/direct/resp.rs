@@ -10,7 +10,7 @@ use crate::Result;
 /// The first RESP2 value in `buf` and its length, or `None` until it is all
 /// there. Parsed here rather than by the redis crate's general parser, which
 /// costs as much as the rest of a fetch's own work; error replies (rare: a
-/// NOSCRIPT) and anything unexpected still go through that parser.
+/// lost function library) and anything unexpected still go through that parser.
 #[inline]
 pub(super) fn parse_value(buf: &[u8]) -> Result<Option<(Value, usize)>> {
     let Some(line_end) = buf.windows(2).position(|w| w == b"\r\n") else {

@@ -1,9 +1,10 @@
--- Prepended to every script (see script/mod.rs): the Redis data model's key
--- names, built as src/keys.rs builds them (tests/lua_prelude.rs holds the two
--- to each other), and the rules several scripts share. Defines locals only:
--- each costs every call of every script a little, the fetch's included, so
--- only what a script uses is here (the capsules set and heartbeat keys reach
--- the reap script from the core, as KEYS).
+-- The top of the function library whose functions the scripts are (see
+-- script/mod.rs), run once when Redis loads it: the Redis data model's key
+-- names, built as src/keys.rs builds them (tests/lua_prelude.rs holds the
+-- two to each other), and the rules several scripts share. Defines locals
+-- only, which every script sees; no Redis command runs here (Redis allows
+-- none while it loads a library). The capsules set and heartbeat keys reach
+-- the reap script from the core, as KEYS.
 
 local PREFIX = 'sidekiq:limit_fetch:'
 local RECOVERIES_KEY = 'sidekiq:limit_fetch:recoveries'

@@ -41,6 +41,10 @@ module LimitFetchBench
       FileUtils.mkdir_p(DIR)
       statuses = Open3.pipeline(["git", "archive", "--format=tar", @rev, {chdir: REPO}], ["tar", "-x", "-C", DIR])
       raise Failure, "--baseline #{@ref}: git archive #{@rev} | tar -x failed" unless statuses.all?(&:success?)
+
+      # git archive gives each file its commit's time, older than the last
+      # baseline's build: cargo, which judges by mtime, would keep that build.
+      FileUtils.touch(Dir.glob("#{DIR}/**/*").select { File.file?(_1) })
     end
 
     # bin/lib/ruby_driver.bash's steps, in the exported checkout.

@@ -16,6 +16,15 @@ require "limit_fetch_bench/slot_handoff"
 require "limit_fetch_bench/idle_run"
 require "limit_fetch_bench/fetch_scenario"
 require "limit_fetch_bench/fetch_cost_run"
+require "limit_fetch_bench/tenant_jobs"
+require "limit_fetch_bench/keyed_pusher"
+require "limit_fetch_bench/tenant_tracker"
+require "limit_fetch_bench/seed_reschedule"
+require "limit_fetch_bench/seed_lock"
+require "limit_fetch_bench/parked_sampler"
+require "limit_fetch_bench/keyed_throughput_run"
+require "limit_fetch_bench/hot_key_run"
+require "limit_fetch_bench/keys_run"
 
 module LimitFetchBench
   # A measuring process (bench/run_one.rb): runs the one measurement its spec
@@ -25,7 +34,8 @@ module LimitFetchBench
   # runs with the defaults users get; poll_range and fetch_timeout are set to
   # their defaults explicitly and reported.
   module Child
-    RUNS = {"throughput" => ThroughputRun, "idle" => IdleRun, "fetch" => FetchCostRun}.freeze
+    RUNS = {"throughput" => ThroughputRun, "idle" => IdleRun, "fetch" => FetchCostRun,
+            "distinct" => KeyedThroughputRun, "hot" => HotKeyRun, "keys" => KeysRun}.freeze
 
     class << self
       # Where the driver reads READY and RESULT lines.

@@ -11,7 +11,7 @@ module LimitFetchBench
     end
 
     def render
-      [header, throughput("throughput"), throughput("delayed"), idle, fetch_cost, limits, counting]
+      [header, throughput("throughput"), throughput("delayed"), idle, fetch_cost, keyed, limits, counting]
         .compact.join("\n\n") << "\n"
     end
 
@@ -79,8 +79,15 @@ module LimitFetchBench
        "`retrieve_work` called directly on a fetcher, #{@meta["options"]["fetch_iterations"]} calls per run; the job " \
        "is acknowledged and pushed back between calls (untimed). µs per call: median of the runs' medians " \
        "(min–max; means and p99 are in latest.json); Redis cmds: commands Redis ran for one fetch (those inside the " \
-       "gem's script included); Redis µs: time Redis spent in BRPOP or the gem's EVALSHA.", "",
+       "gem's script included); Redis µs: time Redis spent in BRPOP or the gem's FCALL.", "",
        Table.fetch_cost(@summary["fetch_cost"], @rev)].join("\n")
+    end
+
+    def keyed
+      keyed = @summary["keyed"]
+      return nil if keyed.nil? || keyed.empty?
+
+      KeyedMarkdown.new(keyed, @meta["options"]).render
     end
 
     def limits
@@ -88,11 +95,15 @@ module LimitFetchBench
       bad = checks.reject { _1["ok"] }
       text = bad.empty? ? "All #{checks.size} limited runs stayed within their limit." : exceeded(bad, checks.size)
       "## Limit check\n\n#{text} Checked: the most jobs of the limited queue in flight at once in a run (from " \
-        "retrieve_work's return to acknowledge; running jobs are a subset)."
+        "retrieve_work's return to acknowledge; running jobs are a subset), and for the hot key, its jobs running at " \
+        "once (from inside them)."
     end
 
     def exceeded(bad, total)
-      runs = bad.map { "#{_1["section"]} #{_1["variant"]} run #{_1["round"]}: #{_1["max_in_flight"]}" }
+      runs = bad.map do |check|
+        "#{check["section"]} #{check["variant"]} run #{check["round"]}: " \
+          "#{check["max_in_flight"] || check["max_running"]}"
+      end
       "**#{bad.size} of #{total} limited runs exceeded their limit (#{bad.first["limit"]}):** #{runs.join("; ")}."
     end
 

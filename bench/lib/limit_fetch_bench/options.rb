@@ -3,16 +3,17 @@
 module LimitFetchBench
   # Command-line options of bin/bench.
   Options = Data.define(:jobs, :delayed_jobs, :slow_jobs, :runs, :idle_seconds, :fetch_iterations,
-    :deep_queue, :wide_queues, :delay_us, :sections, :output, :quick, :baseline)
+    :deep_queue, :wide_queues, :delay_us, :hot_jobs, :keys, :sections, :output, :quick, :baseline)
 
   class Options
-    SECTIONS = %w[throughput delayed idle fetch].freeze
+    SECTIONS = %w[throughput delayed idle fetch keyed].freeze
 
     DEFAULTS = {jobs: 50_000, delayed_jobs: nil, slow_jobs: 1_500, runs: 5, idle_seconds: 10.0,
                 fetch_iterations: 2_000, deep_queue: 1_000_000, wide_queues: 200, delay_us: 500,
-                sections: SECTIONS, output: RESULTS, quick: false, baseline: nil}.freeze
+                hot_jobs: 100_000, keys: 10_000, sections: SECTIONS, output: RESULTS, quick: false,
+                baseline: nil}.freeze
 
-    QUICK = {jobs: 5_000, slow_jobs: 500, runs: 3, idle_seconds: 3.0, fetch_iterations: 500}.freeze
+    QUICK = {jobs: 5_000, slow_jobs: 500, runs: 3, idle_seconds: 3.0, fetch_iterations: 500, hot_jobs: 10_000}.freeze
 
     BANNER = "Usage: bin/bench [options]\n\nMeasures Sidekiq::LimitFetch against Sidekiq's BasicFetch on a Redis " \
              "of its own and writes\nbench/results/latest.{json,md,png}.\n\n"
@@ -28,6 +29,9 @@ module LimitFetchBench
       [:deep_queue, "--deep-queue N", Integer, "jobs queued for the deep fetch cost (default 1000000)"],
       [:wide_queues, "--wide-queues N", Integer, "queues of the wide fetch cost (default 200)"],
       [:delay_us, "--delay-us US", Integer, "added delay each way through the proxy, us (default 500)"],
+      [:hot_jobs, "--hot-jobs N", Integer, "keyed: the hot tenant's jobs, queued ahead of 1000 others' (default",
+       "100000; --quick 10000)"],
+      [:keys, "--keys N", Integer, "keyed: distinct keys whose leftovers in Redis are counted (default 10000)"],
       [:output, "--output DIR", String, "where to write latest.{json,md,png} (default bench/results)"],
       [:baseline, "--baseline REV", String, "also every LimitFetch variant with the gem of git revision REV",
        "(built in tmp/bench-baseline), alternated with this checkout's; ratios to it"]
@@ -44,7 +48,7 @@ module LimitFetchBench
     end
 
     def self.validate(values)
-      %i[jobs delayed_jobs slow_jobs runs fetch_iterations deep_queue wide_queues].each do |key|
+      %i[jobs delayed_jobs slow_jobs runs fetch_iterations deep_queue wide_queues hot_jobs keys].each do |key|
         raise OptionParser::InvalidArgument, "--#{key.to_s.tr("_", "-")} must be at least 1" unless values[key] >= 1
       end
       raise OptionParser::InvalidArgument, "--idle-seconds must be positive" unless values[:idle_seconds].positive?
@@ -62,7 +66,9 @@ module LimitFetchBench
       opts.on("--only LIST", Array, "sections to run: #{SECTIONS.join(",")} (default: all)") do |list|
         values[:sections] = sections(list)
       end
-      opts.on("--quick", "5000 jobs, 500 slow jobs, 3 s windows, 500 fetch iterations") { values[:quick] = _1 }
+      opts.on("--quick", "5000 jobs, 500 slow jobs, 3 s windows, 500 fetch iterations, 10000 hot jobs") do |quick|
+        values[:quick] = quick
+      end
       opts.on("-h", "--help", "show this help") { exit puts(opts) || 0 }
     end
 

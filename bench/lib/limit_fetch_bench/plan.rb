@@ -9,7 +9,10 @@ module LimitFetchBench
   # always runs on the heels of the other. The fetch cost comes last, in one
   # process that alternates its variants itself; with a baseline, one such
   # process per round and build, in the same order. `build`: nil for this
-  # checkout's gem, else the baseline's revision.
+  # checkout's gem, else the baseline's revision. The keyed section's
+  # variants have no twins (a baseline may predate job limits); the seeds'
+  # approaches and what its distinct keys leave in Redis run in the first
+  # round only (KeyedVariants::ONCE).
   class Plan
     Step = Data.define(:section, :variant, :round, :build)
 
@@ -21,7 +24,7 @@ module LimitFetchBench
 
     def steps
       rounds = (1..@options.runs).flat_map do |round|
-        %w[throughput delayed idle].select { @options.section?(_1) }.flat_map do |section|
+        %w[throughput delayed idle keyed].select { @options.section?(_1) }.flat_map do |section|
           variants(section, round).map { Step.new(section, _1, round, Variant[_1].build) }
         end
       end
@@ -29,6 +32,8 @@ module LimitFetchBench
     end
 
     def variants(section, round)
+      return keyed(round) if section == "keyed"
+
       keys = section == "idle" ? Variant::IDLE : Variant::THROUGHPUT
       return keys unless @rev
 
@@ -37,6 +42,11 @@ module LimitFetchBench
 
     def jobs(section, variant)
       return @options.slow_jobs if Variant[variant].slow?
+
+      case Variant[variant].workload
+      when :hot then return @options.hot_jobs + KeyedVariants::COLD_JOBS
+      when :keys then return @options.keys
+      end
 
       section == "delayed" ? @options.delayed_jobs : @options.jobs
     end
@@ -49,6 +59,8 @@ module LimitFetchBench
 
       (1..@options.runs).flat_map { |round| pair(nil, @rev, round).map { Step.new("fetch", nil, round, _1) } }
     end
+
+    def keyed(round) = KeyedVariants::DISTINCT + KeyedVariants::HOT + (round == 1 ? KeyedVariants::ONCE : [])
 
     def pair(current, twin, round) = round.odd? ? [current, twin] : [twin, current]
   end

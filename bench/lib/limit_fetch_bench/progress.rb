@@ -9,6 +9,7 @@ module LimitFetchBench
       case run["section"]
       when "idle" then idle(run)
       when "fetch" then "fetch cost#{" @#{run["build"]}" if run["build"]}: #{run["runs"].size} measurements"
+      when "keyed" then keyed(run)
       else throughput(run)
       end
     end
@@ -17,6 +18,30 @@ module LimitFetchBench
       format("%-10<s>s r%<r>d %-52<v>s %8<t>.0f jobs/s  %<rt>.2f RT/job  max %<max>s",
         s: run["section"], r: run["round"], v: Variant[run["variant"]].label, t: run["jobs_per_s"],
         rt: run["round_trips_per_job"], max: max_running(run))
+    end
+
+    def keyed(run)
+      case Variant[run["variant"]].workload
+      when :hot then hot(run)
+      when :keys then keys(run)
+      else throughput(run)
+      end
+    end
+
+    def hot(run)
+      format("%-10<s>s r%<r>d %-52<v>s %6<t>.1f s  cold first start p50 %<p50>.2f / p99 %<p99>.2f s  " \
+             "hot max %<max>d  parked max %<parked>d  %<c>.1f cmds/job  %<x>d executed",
+        s: "keyed", r: run["round"], v: Variant[run["variant"]].label, t: run["seconds"],
+        p50: Stats.percentile(run["cold_first_start_s"], 50), p99: Stats.percentile(run["cold_first_start_s"], 99),
+        max: run["hot_max_running"], parked: run["max_parked"], c: run["commands_per_executed_job"],
+        x: run["executed"])
+    end
+
+    def keys(run)
+      format("%-10<s>s r%<r>d %-52<v>s keys %<kb>d -> %<ka>d, limit keys left %<left>d, used_memory %<mb>d -> %<ma>d",
+        s: "keyed", r: run["round"], v: Variant[run["variant"]].label, kb: run["before"]["key_count"],
+        ka: run["after"]["key_count"], left: run["after"]["limit_keys"], mb: run["before"]["used_memory"],
+        ma: run["after"]["used_memory"])
     end
 
     def idle(run)

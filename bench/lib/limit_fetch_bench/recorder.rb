@@ -8,18 +8,20 @@ module LimitFetchBench
   # the backlog started); by FetchHooks, jobs in flight per queue (from the
   # return of retrieve_work to the call of acknowledge or requeue: a slot is
   # booked before the first and freed after the second) and the most seen.
+  # A seed's guard (SeedLock, SeedReschedule) tells it of jobs it dropped,
+  # which count as done, and of jobs it rescheduled, which come back.
   class Recorder
     class << self
       attr_accessor :current
     end
 
-    attr_reader :latencies, :last_started_at
+    attr_reader :latencies, :last_started_at, :dropped, :rescheduled
 
     def initialize(expected: nil)
       @expected = expected
       @lock = Mutex.new
       @done_signal = Thread::Queue.new
-      @started = @done = @running_total = 0
+      @started = @done = @running_total = @dropped = @rescheduled = 0
       @running = Hash.new(0)
       @max = Hash.new(0)
       @in_flight = Hash.new(0)
@@ -48,6 +50,17 @@ module LimitFetchBench
         @done_signal << true if @done == @expected
       end
     end
+
+    # A job dropped without running: done.
+    def job_dropped
+      @lock.synchronize do
+        @dropped += 1
+        @done += 1
+        @done_signal << true if @done == @expected
+      end
+    end
+
+    def job_rescheduled = @lock.synchronize { @rescheduled += 1 }
 
     def fetched(queue)
       @lock.synchronize { @max_in_flight[queue] = [@max_in_flight[queue], @in_flight[queue] += 1].max }

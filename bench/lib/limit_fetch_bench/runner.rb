@@ -73,9 +73,15 @@ module LimitFetchBench
               **lib(step)}
       return idle(spec, log) if step.section == "idle"
 
-      jobs = @plan.jobs(step.section, step.variant)
-      spec = spec.merge("kind" => "throughput", "jobs" => jobs, "timeout" => timeout(step.variant, jobs))
+      spec = spec.merge(jobs_spec(step))
       Measurement.run(spec, log: log, timeout: spec["timeout"] + 60)
+    end
+
+    # The measuring process's kind of run (Child::RUNS) and its jobs.
+    def jobs_spec(step)
+      jobs = @plan.jobs(step.section, step.variant)
+      {"kind" => Variant[step.variant].workload&.to_s || "throughput", "jobs" => jobs, "hot_jobs" => @options.hot_jobs,
+       "keys" => @options.keys, "timeout" => timeout(step.variant, jobs)}
     end
 
     def idle(spec, log)

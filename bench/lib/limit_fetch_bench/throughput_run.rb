@@ -14,7 +14,7 @@ module LimitFetchBench
     end
 
     def run
-      Pusher.new(@spec["redis_url"]).tap { _1.bulk(@jobs, @variant.job_seconds) }.close
+      push
       sidekiq = EmbeddedSidekiq.new(@variant, url: @spec["server_url"], recorder: @recorder, log: @spec["log"])
       measured = measure(sidekiq.prepare)
       sidekiq.stop
@@ -22,6 +22,8 @@ module LimitFetchBench
     end
 
     private
+
+    def push = Pusher.new(@spec["redis_url"]).tap { _1.bulk(@jobs, @variant.job_seconds) }.close
 
     def measure(sidekiq)
       window = Window.new(@probe).open

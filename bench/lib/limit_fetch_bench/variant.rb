@@ -5,18 +5,23 @@ module LimitFetchBench
   # limit of its queue (nil: none), its concurrency and how long a job takes.
   # `baseline` names the BasicFetch variant its ratios compare with. `build`:
   # nil for the gem of this checkout, else the revision whose gem its runs
-  # load (bin/bench --baseline; see Twin).
-  Variant = Data.define(:key, :label, :fetch, :limit, :concurrency, :job_seconds, :baseline, :build)
+  # load (bin/bench --baseline; see Twin). The keyed section's variants
+  # (KeyedVariants) also name their `workload` (nil: BenchJob; see
+  # KeyedPusher), whether its jobs carry a key (`keyed`) and the `guard`, a
+  # seed's server middleware limiting tenants without the gem (nil: none).
+  Variant = Data.define(:key, :label, :fetch, :limit, :concurrency, :job_seconds, :baseline, :build, :workload,
+    :keyed, :guard)
 
   class Variant
     QUEUE = "default"
 
     def self.[](key)
       key, rev = Twin.split(key)
-      rev ? ALL.fetch(key).twin(rev) : ALL.fetch(key)
+      variant = ALL.fetch(key) { KeyedVariants::ALL.fetch(key) }
+      rev ? variant.twin(rev) : variant
     end
 
-    def initialize(build: nil, **) = super
+    def initialize(build: nil, workload: nil, keyed: false, guard: nil, **) = super
 
     # The same variant with the gem of revision `rev`.
     def twin(rev) = with(key: Twin.key(key, rev), label: Twin.label(label, rev), build: rev)
@@ -24,6 +29,8 @@ module LimitFetchBench
     def limit_fetch? = fetch == :limit_fetch
 
     def slow? = job_seconds.positive?
+
+    def keyed_section? = !workload.nil?
 
     ALL = [
       new("basic", "BasicFetch", :basic, nil, 10, 0, nil),

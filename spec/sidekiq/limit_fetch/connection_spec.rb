@@ -119,7 +119,7 @@ RSpec.describe Sidekiq::LimitFetch, "connection options" do
 
     it "fails with the gem's CommandError where the user lacks a permission" do
       server = acl_server
-      server.with_client { |conn| conn.call("ACL", "SETUSER", "lf", "-evalsha", "-eval") }
+      server.with_client { |conn| conn.call("ACL", "SETUSER", "lf", "-fcall") }
       capsule = capsule_with({url: server.url(userinfo: "lf:lf-pw")})
       fetcher = fetcher_for(capsule)
 

@@ -21,7 +21,7 @@ RSpec.describe Sidekiq::LimitFetch, "interrupting a native call blocked on Redis
   end
 
   # A set-up capsule (its connection is open: Redis is paused only after it,
-  # and the fetch script is in Redis' cache, so that a postponed fetch runs
+  # and the gem's function library is in Redis, so that a postponed fetch runs
   # as sent), one job in queue "a", and that job's jid.
   def capsule_with_job(redis_options: nil)
     capsule = build_capsule(queues: %w[a], redis_url: redis_options ? nil : RedisServer.url)
@@ -31,9 +31,9 @@ RSpec.describe Sidekiq::LimitFetch, "interrupting a native call blocked on Redis
     [client, push_jobs("a", 1).first]
   end
 
-  # Scripts Redis has run (EVALSHA, EVAL), in every connection.
+  # Scripts Redis has run (FCALL), in every connection.
   def scripts_run
-    redis.call("INFO", "commandstats").scan(/^cmdstat_eval(?:sha)?:calls=(\d+)/).flatten.sum(&:to_i)
+    redis.call("INFO", "commandstats").scan(/^cmdstat_fcall:calls=(\d+)/).flatten.sum(&:to_i)
   end
 
   # A thread fetching from "a", and the thread's result or error, once Redis

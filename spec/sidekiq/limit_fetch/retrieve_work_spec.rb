@@ -252,15 +252,15 @@ RSpec.describe Sidekiq::LimitFetch, "#retrieve_work" do
     end
   end
 
-  it "falls back to sending the script again after SCRIPT FLUSH (NOSCRIPT)" do
+  it "loads its function library again after FUNCTION FLUSH" do
     capsule = build_capsule(queues: %w[a], limits: {a: 2})
     fetcher = fetcher_for(capsule)
     push_jobs("a", 3)
 
     expect(fetcher.retrieve_work).not_to be_nil
-    redis.call("SCRIPT", "FLUSH")
+    redis.call("FUNCTION", "FLUSH")
     expect(fetcher.retrieve_work).not_to be_nil
-    redis.call("SCRIPT", "FLUSH")
+    redis.call("FUNCTION", "FLUSH")
     expect(fetcher.retrieve_work).to be_nil
     expect(busy_entries("a")).to eq([uuid_of(capsule)] * 2)
   end

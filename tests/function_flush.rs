@@ -1,6 +1,6 @@
-//! Every script survives Redis losing its script cache (NOSCRIPT). A test
-//! binary of its own: `SCRIPT FLUSH` costs other tests' fetches a round trip,
-//! which some of them count.
+//! Every script survives Redis losing the gem's function library (a restart
+//! with no persistence, `FUNCTION FLUSH`). A test binary of its own: the
+//! flush costs other tests' fetches a round trip, which some of them count.
 
 mod support;
 
@@ -8,13 +8,13 @@ use limit_fetch_core::Interrupt;
 use support::{capsule, push, queue, redis};
 
 #[test]
-fn every_script_survives_a_script_flush() {
+fn every_script_survives_a_function_flush() {
     let q = queue("noscript-every");
     push(&q, 1);
     let a = capsule();
     let none = Interrupt::new();
     let flush = || {
-        let _: () = redis::cmd("SCRIPT")
+        let _: () = redis::cmd("FUNCTION")
             .arg("FLUSH")
             .query(&mut redis())
             .unwrap();
