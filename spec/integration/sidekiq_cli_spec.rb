@@ -1,11 +1,14 @@
 # frozen_string_literal: true
 
 require_relative "../support/sidekiq_app"
+require_relative "../support/sidekiq_processes"
 
 # Real `bundle exec sidekiq` processes, configured from YAML, sharing the
 # test Redis. Run only these with `rspec --tag e2e`, skip them with
 # `rspec --tag ~e2e`.
 RSpec.describe "sidekiq-limit_fetch in sidekiq processes", :e2e do
+  include SidekiqProcesses
+
   before(:context) { @app = SidekiqApp.new }
   after(:context) { @app&.remove }
 
@@ -26,23 +29,7 @@ RSpec.describe "sidekiq-limit_fetch in sidekiq processes", :e2e do
   def start_process(name, config:, **options)
     before = registered_capsules
     process = app.spawn(name, config: config, **options)
-    uuid = nil
-    wait_until(timeout: 30, message: -> { "#{name} to start and register; log:\n#{process.log_tail}" }) do
-      raise "#{name} exited (#{process.status.inspect}) while starting; log:\n#{process.log_tail}" unless process.alive?
-
-      running = redis.call("SMEMBERS", "processes").any? { |identity| identity.include?(":#{process.pid}:") }
-      fresh = registered_capsules - before
-      uuid = fresh.first if fresh.size == 1
-      running && uuid
-    end
-    [process, uuid]
-  end
-
-  def stop_process(process, timeout: 30)
-    process.signal("TERM")
-    status = process.wait(timeout)
-    expect(status).not_to be_nil, "#{process.name} did not exit within #{timeout}s of TERM; log:\n#{process.log_tail}"
-    expect(status).to be_success, "#{process.name} exited with #{status.inspect}; log:\n#{process.log_tail}"
+    [process, await_registration([process], before).first]
   end
 
   def started_by(queue, name)

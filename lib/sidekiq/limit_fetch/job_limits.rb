@@ -11,11 +11,14 @@ module Sidekiq
     #   sidekiq_options limit_fetch: {key: ->(tenant_id, *) { tenant_id }, concurrency: 1}
     #
     # Options: concurrency (the class's limit; with key:, each key's default,
-    # 1 if omitted), key (a callable given the job's arguments; nil from it
-    # means no key limit), class_concurrency (with key:, a limit on the whole
-    # class too), group (keys of every class with the same group share slots),
-    # per_queue (each queue has its own slots of a key), on_limit (:park, the
-    # default, or :discard).
+    # 1 if omitted; or a callable of no arguments that returns it, called at
+    # each push, so that a limit worked out at run time, such as
+    # LimitedCapacity's max_running_jobs, holds from the next push on), key
+    # (a callable given the job's arguments; nil from it means no key limit),
+    # class_concurrency (with key:, a limit on the whole class too), group
+    # (keys of every class with the same group share slots), per_queue (each
+    # queue has its own slots of a key), on_limit (:park, the default, or
+    # :discard).
     class JobLimits
       OPTIONS = %i[concurrency key class_concurrency group per_queue on_limit].freeze
       ON_LIMIT = %i[park discard].freeze
@@ -27,7 +30,9 @@ module Sidekiq
         options = checked_hash(options)
         @key = options[:key]
         check_key_options(options)
-        @concurrency = limit(:concurrency, options.fetch(:concurrency) { @key ? 1 : missing(:concurrency) })
+        @concurrency = options.fetch(:concurrency) { @key ? 1 : missing(:concurrency) }
+        # A callable's answer is checked at each push.
+        @concurrency = limit(:concurrency, @concurrency) unless @concurrency.respond_to?(:call)
         @class_concurrency = limit(:class_concurrency, options[:class_concurrency]) if options[:class_concurrency]
         @on_limit = checked_on_limit(options.fetch(:on_limit, :park))
         read_key_scope(options)
@@ -37,10 +42,11 @@ module Sidekiq
       # holds them: [{"id" =>, "concurrency" =>, "discard" => true}, ...].
       def payload(args, queue)
         limits = []
-        limits << entry(JobLimitId.of_class(class_name), @class_concurrency || @concurrency) if class_limit?
+        default = concurrency
+        limits << entry(JobLimitId.of_class(class_name), @class_concurrency || default) if class_limit?
         if @key
           key = key_of(args)
-          limits << entry(JobLimitId.of_key(@scope, key, scope_queue(queue)), @concurrency) unless key.nil?
+          limits << entry(JobLimitId.of_key(@scope, key, scope_queue(queue)), default) unless key.nil?
         end
         limits
       end
@@ -62,14 +68,20 @@ module Sidekiq
 
       # The default of the limit +id+, nil if not this class's.
       def default_for(id)
-        return @class_concurrency || @concurrency if class_limit? && id == JobLimitId.of_class(class_name)
+        return @class_concurrency || concurrency if class_limit? && id == JobLimitId.of_class(class_name)
 
-        @concurrency if @key && id.start_with?("key:")
+        concurrency if @key && id.start_with?("key:")
       end
 
       private
 
       def class_limit? = @key.nil? || @class_concurrency
+
+      # The concurrency: declared, or its callable's answer now (whose errors
+      # are its own, raised as they are).
+      def concurrency
+        @concurrency.respond_to?(:call) ? limit(:concurrency, @concurrency.call) : @concurrency
+      end
 
       # The queue that is part of a key's scope: keys per queue only.
       def scope_queue(queue)

@@ -68,6 +68,10 @@ RSpec.describe Sidekiq::LimitFetch, "job limits" do
 
     open_gate("first")
     wait_for_done([first])
+    # The job records itself done before Sidekiq acknowledges it: a job
+    # pushed in between would find the key still held, and be discarded.
+    webhook = described_class::JobLimit.for(LimitFetchSpec::WebhookJob, key: 7)
+    wait_until(message: "the first webhook's slot to be freed") { webhook.running.zero? }
     later = LimitFetchSpec::WebhookJob.perform_async(7, "later")
     open_gate("later")
 
@@ -127,6 +131,8 @@ RSpec.describe Sidekiq::LimitFetch, "job limits" do
       expect { job_class(concurency: 2).perform_async }.to raise_error(ArgumentError, /BadJob.*\[:concurency\]/)
       expect { job_class(concurrency: -1).perform_async }.to raise_error(ArgumentError, /BadJob.*concurrency/)
       expect { job_class({}).perform_async }.to raise_error(ArgumentError, /BadJob.*concurrency must be given/)
+      expect { job_class(concurrency: -> { "2" }).perform_async }
+        .to raise_error(ArgumentError, /BadJob's limit_fetch concurrency must be an Integer.*got "2"/)
       expect { job_class(concurrency: 1, on_limit: :wait).perform_async }
         .to raise_error(ArgumentError, /BadJob.*on_limit/)
       expect { job_class(concurrency: 1, group: "x").perform_async }.to raise_error(ArgumentError, /group.*key:/)
