@@ -42,7 +42,7 @@ module LimitFetchChaos
     def initialize(plan, sidekiq)
       @plan = plan
       @sidekiq = sidekiq
-      @carried = Hash.new(0)
+      @carried = {with: 0, without: 0, sample: nil}
       install_middleware
       @client = Sidekiq::Client.new(config: sidekiq)
       @pushed = Hash.new(0)
@@ -72,7 +72,7 @@ module LimitFetchChaos
     # of its jobs were parked at most, and in how many of the feeder's ticks
     # any were.
     def keyed_h
-      {jids: @keyed, carried: @carried.fetch(:with, 0), not_carried: @carried.fetch(:without, 0),
+      {jids: @keyed, carried: @carried[:with], not_carried: @carried[:without],
        sample: @carried[:sample], parked_most: @parked[:most], ticks_parked: @parked[:ticks_parked],
        ticks: @parked[:ticks]}
     end
