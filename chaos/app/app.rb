@@ -5,6 +5,7 @@
 require "sidekiq"
 require "sidekiq-limit_fetch"
 require_relative "chaos_job"
+require_relative "keyed_chaos_job"
 
 Sidekiq.configure_server do |config|
   # Short, so that the capsule of a killed process is reaped within seconds

@@ -4,19 +4,21 @@ require "securerandom"
 require "sidekiq"
 require_relative "ledger"
 
-# perform(queue, millis): works (sleeps) for `millis` ms between two ledger
-# entries. The start is recorded before the work begins and the work waits
-# for Redis to take it, so no work goes unrecorded; the clock is read before
-# each write, so a write delayed by a Redis restart records the true time.
+# perform(queue, millis[, tenant]): works (sleeps) for `millis` ms between two
+# ledger entries. The start is recorded before the work begins and the work
+# waits for Redis to take it, so no work goes unrecorded; the clock is read
+# before each write, so a write delayed by a Redis restart records the true
+# time. The driver loads this file too (KeyedChaosJob's, to push it by its
+# class), so the process's name is read when a job runs, not when it loads.
 class ChaosJob
   include Sidekiq::Job
 
   # The name bin/chaos gave this process.
-  WORKER = ENV.fetch("CHAOS_WORKER")
+  def self.worker = ENV.fetch("CHAOS_WORKER")
 
-  def perform(queue, millis)
+  def perform(queue, millis, tenant = nil)
     run = SecureRandom.hex(8)
-    ChaosLedger.started(run, jid, WORKER, queue)
+    ChaosLedger.started(run, jid, self.class.worker, queue, tenant)
     sleep(millis / 1000.0)
     ChaosLedger.finished(run, jid)
   end

@@ -6,7 +6,8 @@
 # clock. Each write is idempotent, so one whose reply was lost is sent again,
 # until Redis is back (a restart) or RETRY_FOR seconds have passed.
 module ChaosLedger
-  # hash: run token => "jid worker queue start_ns"
+  # hash: run token => "jid worker queue start_ns[ tenant]" (a tenant for
+  # KeyedChaosJob's runs)
   STARTS = "chaos:starts"
   # hash: run token => "end_ns"
   ENDS = "chaos:ends"
@@ -17,8 +18,8 @@ module ChaosLedger
 
   module_function
 
-  def started(run, jid, worker, queue)
-    entry = [jid, worker, queue, now].join(" ")
+  def started(run, jid, worker, queue, tenant = nil)
+    entry = [jid, worker, queue, now, tenant].compact.join(" ")
     write { |conn| conn.call("HSET", STARTS, run, entry) }
   end
 

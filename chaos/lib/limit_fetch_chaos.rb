@@ -3,10 +3,11 @@
 require "etc"
 require "json"
 require "sidekiq"
+require "sidekiq-limit_fetch"
 
 $LOAD_PATH.unshift(File.expand_path("../../demo/lib", __dir__))
 require "limit_fetch_demo"
-require_relative "../app/ledger"
+require_relative "../app/keyed_chaos_job"
 
 # bin/chaos: three Sidekiq processes on a Redis of their own (persisted with
 # AOF), fed thousands of short jobs across limited and unlimited queues while
@@ -14,7 +15,8 @@ require_relative "../app/ledger"
 # and restarts Redis once. Afterwards it checks, from a ledger the jobs wrote
 # to Redis, that no job was lost, that jobs ran more than once only when
 # their process was killed (or Redis restarted) under them, that no limit was
-# exceeded, and that nothing was left behind in Redis.
+# exceeded (queue limits, and the job limits of KeyedChaosJob's jobs: per
+# tenant and per class), and that nothing was left behind in Redis.
 #
 # It reuses bin/demo's pieces (LimitFetchDemo: the app directory) and the
 # tools' (LimitFetchTools: child processes, the Redis server).

@@ -10,6 +10,8 @@ module LimitFetchChaos
       ["# bin/chaos: #{report[:passed] ? "passed" : "FAILED"}", "", environment(report[:environment]), "",
        setup(report[:plan]), "", *table(["", ""], facts(report)), "",
        *table(["queue", "most at once / limit", "most in one process / limit"], concurrency(report)), "",
+       *table(["job limit (KeyedChaosJob, queue k)", "most at once / limit", "most in one process"],
+         job_limits(report)), "",
        *verdict(report[:failures])].join("\n") << "\n"
     end
 
@@ -39,10 +41,21 @@ module LimitFetchChaos
     def facts(report)
       jobs = report[:jobs]
       [["jobs enqueued / completed / lost", "#{jobs[:enqueued]} / #{jobs[:completed]} / #{jobs[:lost]}"],
-       ["runs; jobs run more than once", repeats(jobs)], *chaos(report[:chaos]),
+       ["runs; jobs run more than once", repeats(jobs)], ["KeyedChaosJob's jobs", keyed(report[:keyed])],
+       *chaos(report[:chaos]),
        ["time until every job completed; throughput",
         "#{report[:timing][:seconds]} s; #{report[:timing][:jobs_per_second]} jobs/s"],
        ["left in Redis after the processes stopped", leftovers(report[:redis_after_stop])]]
+    end
+
+    def keyed(keyed)
+      "#{keyed[:enqueued]} enqueued / #{keyed[:completed]} completed / #{keyed[:lost]} lost, #{keyed[:tenants]} " \
+        "tenants; #{keyed[:carried]} pushes carried their job limits, #{keyed[:not_carried]} did not; parked at " \
+        "most #{keyed[:parked_most]} at once, some parked in #{keyed[:ticks_parked]} of #{keyed[:ticks]} feeder ticks"
+    end
+
+    def job_limits(report)
+      report[:job_limits].map { |id, seen| ["`#{id}`", "#{seen[:max]} / #{seen[:limit]}", seen[:max_per_process]] }
     end
 
     def repeats(jobs)
@@ -73,7 +86,8 @@ module LimitFetchChaos
     def leftovers(left)
       return "see the failures" unless left[:clean]
 
-      "nothing (busy lists, in-progress lists, capsule keys, capsules set, queues, dead set)"
+      "nothing (busy lists, in-progress lists, capsule keys, capsules set, job limits' busy and parked lists, " \
+        "parked set, queues, dead set)"
     end
   end
 end

@@ -2,7 +2,8 @@
 
 module LimitFetchChaos
   # What the chaos run does: the app (chaos/app; its config/sidekiq.yml holds
-  # the queues and limits), how many processes, the jobs, and the pace of the
+  # the queues and limits; chaos/app/keyed_chaos_job.rb, KeyedChaosJob's job limits
+  # and tenants), how many processes, the jobs, and the pace of the
   # kills. The random choices come from two generators seeded with --seed,
   # one for the jobs' lengths and one for the kills (when, and which
   # process), so that the n-th job and the n-th kill repeat with the seed.
@@ -54,6 +55,9 @@ module LimitFetchChaos
 
     def job_millis = @job_random.rand(JOB_MILLIS)
 
+    # A KeyedChaosJob's tenant.
+    def tenant = KeyedChaosJob::TENANTS.sample(random: @job_random)
+
     def kill_interval = @kill_random.rand(KILL_EVERY)
 
     def victim(processes) = processes.sample(random: @kill_random)
@@ -72,7 +76,8 @@ module LimitFetchChaos
       jobs = options.jobs ? "#{options.jobs} jobs" : "jobs for #{options.duration} s"
       "#{PROCESSES} Sidekiq processes x #{concurrency} threads, #{jobs} of #{JOB_MILLIS.min}-#{JOB_MILLIS.max} ms " \
         "on queues #{queues.join(", ")}, limits #{limits}, process limits #{process_limits}, and an idle capsule " \
-        "of 1 thread each; seed #{options.seed}"
+        "of 1 thread each; on queue k, KeyedChaosJob of #{KeyedChaosJob::TENANTS.size} tenants, limits " \
+        "#{KeyedChaosJob::TENANT_LIMIT} per tenant, #{KeyedChaosJob::CLASS_LIMIT} of the class; seed #{options.seed}"
     end
   end
 end

@@ -9,7 +9,8 @@ module LimitFetchChaos
 
     attr_reader :failures
 
-    # `outcome`: jids (pushed), completed (jids), runs, leftovers, reaped (as
+    # `outcome`: jids (pushed), completed (jids), runs, leftovers, keyed
+    # (Feeder#keyed_h: KeyedChaosJob's jids, what its pushes carried), reaped (as
     # Fleet#reaped), unclean (processes TERM did not stop), unsettled (nil, or
     # the capsules still registered when dead ones should have been reaped),
     # seconds (until every job had completed), environment.
@@ -18,14 +19,15 @@ module LimitFetchChaos
       @fleet = fleet
       @restart = restart
       @outcome = outcome
-      @failures = job_failures + concurrency.flat_map(&:violations) + chaos_failures + leftovers.problems
+      @failures = job_failures + keyed_failures + (concurrency + job_limits).flat_map(&:violations) +
+                  chaos_failures + leftovers.problems
     end
 
     def passed? = failures.empty?
 
     def to_h
       {passed: passed?, failures: failures, environment: @outcome.fetch(:environment), plan: plan_h,
-       jobs: jobs_h.merge(duplicates_h), concurrency: concurrency.to_h { [_1.queue, _1.to_h.except(:queue)] },
+       jobs: jobs_h.merge(duplicates_h), keyed: keyed_h, **limits_h,
        chaos: chaos_h, redis_after_stop: leftovers_h, timing: timing_h}
     end
 
@@ -45,6 +47,29 @@ module LimitFetchChaos
 
     def concurrency
       @concurrency ||= @plan.queues.map { |queue| Concurrency.of(queue, runs.select { _1.queue == queue }, @plan) }
+    end
+
+    # KeyedChaosJob's class limit, then each tenant's.
+    def job_limits = @job_limits ||= JobLimitConcurrency.of_keyed(runs)
+
+    def carried = @outcome.fetch(:keyed)
+
+    def keyed = carried.fetch(:jids)
+
+    def keyed_failures
+      [("no KeyedChaosJob was pushed" if keyed.empty?),
+       ("#{carried[:not_carried]} KeyedChaosJob pushes carried no job limits" if carried[:not_carried].positive?),
+       ("no KeyedChaosJob was ever seen parked" if keyed.any? && carried[:parked_most].zero?)].compact
+    end
+
+    def keyed_h
+      {enqueued: keyed.size, completed: (keyed & completed).size, lost: (keyed & lost).size,
+       **carried.except(:jids), tenants: KeyedChaosJob::TENANTS.size}
+    end
+
+    def limits_h
+      {concurrency: concurrency.to_h { [_1.queue, _1.to_h.except(:queue)] },
+       job_limits: job_limits.to_h { [_1.id, _1.to_h.except(:id)] }}
     end
 
     def duplicates
@@ -87,6 +112,8 @@ module LimitFetchChaos
     def plan_h
       {processes: Plan::PROCESSES, concurrency: @plan.concurrency, queues: @plan.queues, limits: @plan.limits,
        process_limits: @plan.process_limits, heartbeat_period: Plan::HEARTBEAT_PERIOD,
+       job_limits: {class: KeyedChaosJob.name, queue: KeyedChaosJob::QUEUE, tenants: KeyedChaosJob::TENANTS,
+                    per_tenant: KeyedChaosJob::TENANT_LIMIT, per_class: KeyedChaosJob::CLASS_LIMIT},
        job_ms: Plan::JOB_MILLIS.minmax, kill_every_s: Plan::KILL_EVERY.minmax, redis_down_s: Plan::REDIS_DOWN,
        redis: LimitFetchTools::RedisServer::AOF.map { _1.empty? ? '""' : _1 }.join(" "),
        **@plan.options.to_h.slice(:jobs, :duration, :seed)}

@@ -119,8 +119,8 @@ module LimitFetchChaos
       redis do |conn|
         Report.new(@plan, @fleet, @mayhem.restart,
           jids: @feeder.jids, completed: conn.call("SMEMBERS", ChaosLedger::COMPLETED),
-          runs: Run.read(conn, @fleet.ended), leftovers: Leftovers.read(conn, @plan.queues), reaped: @fleet.reaped,
-          unclean: unclean, unsettled: unsettled, seconds: seconds, environment: environment(conn))
+          runs: Run.read(conn, @fleet.ended), leftovers: Leftovers.read(conn, @plan.queues), keyed: @feeder.keyed_h,
+          reaped: @fleet.reaped, unclean:, unsettled:, seconds:, environment: environment(conn))
       end
     end
 
