@@ -20,7 +20,7 @@ RSpec.describe Sidekiq::LimitFetch, "console API" do
     semaphore = Sidekiq::LimitFetch::Global::QueueSemaphore.new(capsule, "webhooks")
     semaphore.limit = 4
     readings = [webhooks.limit, webhooks.process_limit, webhooks.busy, webhooks.busy_by_process, webhooks.queued,
-      semaphore.busy, semaphore.process_busy]
+                semaphore.busy, semaphore.process_busy]
     webhooks.pause_for(60)
     readings += [webhooks.paused?, webhooks.explain.reason, webhooks.to_h[:paused]]
     webhooks.unpause
