@@ -13,7 +13,9 @@ Gem::Specification.new do |spec|
   spec.metadata["rubygems_mfa_required"] = "true"
 
   spec.files = Dir["lib/**/*.rb", "src/**/*.{rs,lua}", "ext/**/*.{rs,rb,toml}", "Cargo.{toml,lock}",
-    "README.md", "LICENSE"]
+    "exe/*", "README.md", "LICENSE"]
+  spec.bindir = "exe"
+  spec.executables = ["sidekiq-limits"]
   spec.require_paths = ["lib"]
   spec.extensions = ["ext/limit_fetch_native/extconf.rb"]
 

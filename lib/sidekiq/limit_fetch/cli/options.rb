@@ -1,0 +1,94 @@
+# frozen_string_literal: true
+
+require "optparse"
+
+module Sidekiq
+  class LimitFetch < BasicFetch
+    class CLI
+      # The command line of `sidekiq-limits`, checked before anything
+      # connects: a UsageError names what is wrong.
+      class Options
+        BANNER = <<~TEXT
+          Usage: sidekiq-limits COMMAND [options]
+
+          Commands:
+            list                          every queue: limits, running, queued, paused, why
+            set QUEUE N [--process]       set the global (or per process) limit to N (0: no new fetches)
+            unset QUEUE [--process]       remove the global (or per process) limit
+            pause QUEUE [--for DURATION]  stop fetching from QUEUE (DURATION: 90, 90s, 5m, 1h, 1d)
+            unpause QUEUE                 resume fetching from QUEUE
+            explain QUEUE                 why QUEUE's next job is or is not fetched now
+
+          Options:
+        TEXT
+
+        # Each command and the arguments it takes.
+        COMMANDS = {
+          "list" => [], "set" => %w[QUEUE N], "unset" => %w[QUEUE], "pause" => %w[QUEUE],
+          "unpause" => %w[QUEUE], "explain" => %w[QUEUE]
+        }.freeze
+
+        attr_reader :command, :args, :url, :duration
+
+        def initialize(argv)
+          @args = parse(argv)
+          return if help?
+
+          @command = @args.shift or raise UsageError, "no command given (try --help)"
+          check_command
+          check_arguments
+          check_flags
+        end
+
+        def help? = @help
+        def json? = @json
+        def process? = @process
+
+        def help = parser.help
+
+        private
+
+        def parser
+          @parser ||= OptionParser.new do |opts|
+            opts.banner = BANNER
+            opts.on("--url URL", "Redis URL (default: REDIS_URL, as Sidekiq)") { |url| @url = url }
+            opts.on("--json", "print JSON instead of a table") { @json = true }
+            opts.on("--process", "set/unset: the limit in each process") { @process = true }
+            opts.on("--for DURATION", "pause: for this long, then fetch again") { |text| @duration = text }
+            opts.on("-h", "--help", "print this help") { @help = true }
+          end
+        end
+
+        def parse(argv)
+          parser.parse(argv)
+        rescue OptionParser::InvalidOption => e
+          # "-1" reads as a flag to OptionParser: it is a bad limit.
+          arg = e.args.first.to_s
+          raise UsageError, "invalid limit #{arg}: a limit is a non-negative integer" if arg.match?(/\A-\d/)
+
+          raise UsageError, "#{e.message} (try --help)"
+        rescue OptionParser::ParseError => e
+          raise UsageError, "#{e.message} (try --help)"
+        end
+
+        def check_command
+          raise UsageError, "unknown command #{command.inspect} (try --help)" unless COMMANDS.key?(command)
+        end
+
+        def check_arguments
+          expected = COMMANDS[command]
+          missing = expected.drop(args.size).join(" and ")
+          raise UsageError, "#{command}: missing #{missing} (usage: #{[command, *expected].join(" ")})" if missing != ""
+
+          extra = args[expected.size]
+          raise UsageError, "#{command}: unexpected argument #{extra.inspect}" if extra
+        end
+
+        def check_flags
+          raise UsageError, "--process applies to set and unset only" if process? && !%w[set unset].include?(command)
+          raise UsageError, "--for applies to pause only" if duration && command != "pause"
+        end
+      end
+    end
+  end
+end

@@ -1,0 +1,45 @@
+# frozen_string_literal: true
+
+module Sidekiq
+  class LimitFetch < BasicFetch
+    class CLI
+      # Queues (Queue#to_h) as a text table, one row each, columns aligned.
+      class Table
+        HEADERS = %w[QUEUE LIMIT PROCESS_LIMIT RUNNING QUEUED PAUSED STATE].freeze
+
+        def initialize(queues)
+          @queues = queues
+        end
+
+        def to_s
+          return "no queues\n" if @queues.empty?
+
+          rows = [HEADERS] + @queues.map { |queue| row(queue) }
+          widths = rows.transpose.map { |column| column.map(&:length).max }
+          rows.map { |row| line(row, widths) }.join
+        end
+
+        private
+
+        def line(row, widths)
+          "#{row.zip(widths).map { |cell, width| cell.ljust(width) }.join("  ").rstrip}\n"
+        end
+
+        def row(queue)
+          [
+            queue[:name], limit(queue[:limit]), limit(queue[:process_limit]), queue[:busy].to_s,
+            queue[:queued].to_s, paused(queue), queue[:explain][:message]
+          ]
+        end
+
+        def limit(value) = value.nil? ? "-" : value.to_s
+
+        def paused(queue)
+          return "no" unless queue[:paused]
+
+          queue[:paused_until] ? "until #{queue[:paused_until].utc.strftime("%H:%M:%SZ")}" : "yes"
+        end
+      end
+    end
+  end
+end

@@ -1,0 +1,135 @@
+# frozen_string_literal: true
+
+require "json"
+require "open3"
+
+# The sidekiq-limits executable, run as a user runs it (bundle exec), against
+# the test Redis: its output, its exit status and what it left in Redis.
+RSpec.describe "exe/sidekiq-limits" do
+  let(:root) { File.expand_path("../../..", __dir__) }
+
+  def limits(*args, url: RedisServer.url)
+    env = {"REDIS_URL" => url, "BUNDLE_GEMFILE" => File.join(root, "Gemfile")}
+    stdout, stderr, status = Open3.capture3(env, "bundle", "exec", File.join(root, "exe/sidekiq-limits"), *args,
+      chdir: root)
+    [stdout, stderr, status.exitstatus]
+  end
+
+  def stored(queue, kind)
+    redis.call("GET", queue_key(queue, kind))
+  end
+
+  it "lists queues as a table and as JSON" do
+    push_jobs("webhooks", 3)
+    push_jobs("mailers", 1)
+    redis.call("SET", queue_key("webhooks", "limit"), "2")
+    redis.call("SET", queue_key("mailers", "process_limit"), "1")
+
+    out, err, status = limits("list")
+    expect([err, status]).to eq(["", 0])
+    table = [
+      %w[QUEUE LIMIT PROCESS_LIMIT RUNNING QUEUED PAUSED STATE],
+      %w[mailers - 1 0 1 no no live process serves it],
+      %w[webhooks 2 - 0 3 no no live process serves it]
+    ]
+    expect(out.lines.map(&:split)).to eq(table)
+
+    out, err, status = limits("list", "--json")
+    expect([err, status]).to eq(["", 0])
+    rows = JSON.parse(out)
+    expect(rows.map { |row| row.values_at("name", "limit", "process_limit", "busy", "queued", "paused") })
+      .to eq([["mailers", nil, 1, 0, 1, false], ["webhooks", 2, nil, 0, 3, false]])
+    expect(rows.last["explain"]).to include("reason" => "no_process")
+  end
+
+  it "sets and unsets limits and process limits" do
+    out, err, status = limits("set", "webhooks", "5")
+    expect([out, err, status]).to eq(["webhooks: limit 5 (was nil)\n", "", 0])
+    expect(stored("webhooks", "limit")).to eq("5")
+
+    out, _, status = limits("set", "webhooks", "0", "--process", "--json")
+    expect(status).to eq(0)
+    expect(JSON.parse(out)).to include("name" => "webhooks", "limit" => 5, "process_limit" => 0)
+    expect(stored("webhooks", "process_limit")).to eq("0")
+
+    out, _, status = limits("unset", "webhooks")
+    expect([out, status]).to eq(["webhooks: limit removed (was 5)\n", 0])
+    expect([stored("webhooks", "limit"), stored("webhooks", "process_limit")]).to eq([nil, "0"])
+  end
+
+  it "pauses for a duration, explains, and unpauses" do
+    push_jobs("webhooks", 1)
+    out, err, status = limits("pause", "webhooks", "--for", "5m")
+    expect([err, status]).to eq(["", 0])
+    expect(out).to match(/\Awebhooks: paused until \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\n\z/)
+    expect(Sidekiq::LimitFetch.queue("webhooks").paused_until - Time.now).to be_within(5).of(300)
+
+    out, _, status = limits("explain", "webhooks")
+    expect([out, status]).to match([/\Awebhooks: paused until \d\d:\d\d:\d\dZ\n\z/, 0])
+    out, _, status = limits("explain", "webhooks", "--json")
+    expect(status).to eq(0)
+    expect(JSON.parse(out)).to include("queue" => "webhooks", "reason" => "paused", "queued" => 1)
+
+    expect(limits("unpause", "webhooks")).to eq(["webhooks: unpaused\n", "", 0])
+    expect(Sidekiq::LimitFetch.queue("webhooks").paused?).to be(false)
+    expect(limits("unpause", "webhooks")).to eq(["webhooks: was not paused\n", "", 0])
+
+    expect(limits("pause", "webhooks")).to eq(["webhooks: paused until unpaused\n", "", 0])
+    expect(redis.call("TTL", queue_key("webhooks", "paused"))).to eq(-1)
+  end
+
+  it "refuses bad input with one line on stderr and status 2, changing nothing" do
+    redis.call("SET", queue_key("webhooks", "limit"), "3")
+    before = limit_fetch_keys.to_h { |key| [key, redis.call("GET", key)] }
+
+    {
+      %w[set webhooks -1] => /invalid limit -1: a limit is a non-negative integer/,
+      %w[set webhooks abc] => /invalid limit for queue "webhooks": "abc"/,
+      %w[set webhooks 2.5 --process] => /invalid process_limit for queue "webhooks": "2.5"/,
+      %w[set webhooks] => /set: missing N \(usage: set QUEUE N\)/,
+      %w[unset] => /unset: missing QUEUE/,
+      %w[pause webhooks --for 5x] => /invalid duration "5x"/,
+      %w[pause webhooks --for 0] => /invalid duration "0"/,
+      %w[pause webhooks --for] => /missing argument: --for/,
+      %w[pause webhooks --process] => /--process applies to set and unset only/,
+      %w[list --verbose] => /invalid option: --verbose/,
+      %w[frobnicate webhooks] => /unknown command "frobnicate"/,
+      %w[explain webhooks extra] => /explain: unexpected argument "extra"/,
+      [] => /no command given/
+    }.each do |args, message|
+      out, err, status = limits(*args)
+      expect([out, status]).to eq(["", 2]), "#{args.inspect}: #{err}"
+      expect(err).to match(/\Asidekiq-limits: .*#{message.source}.*\n\z/), "#{args.inspect}: #{err}"
+    end
+    expect(limit_fetch_keys.to_h { |key| [key, redis.call("GET", key)] }).to eq(before)
+  end
+
+  it "reports an unreachable Redis in one line without the password, with status 2" do
+    port = TCPServer.open("127.0.0.1", 0) { |server| server.addr[1] } # free, nothing listens
+    url = "redis://:s3cret-pw@127.0.0.1:#{port}/0"
+
+    [%w[list], %w[set webhooks 3], ["list", "--url", url]].each do |args|
+      out, err, status = limits(*args, url: url)
+      expect([out, status]).to eq(["", 2])
+      expect(err).to match(%r{\Asidekiq-limits: cannot reach Redis at redis://127\.0\.0\.1:#{port}: .*refused.*\n\z})
+      expect(err).not_to include("s3cret-pw")
+    end
+  end
+
+  it "connects with --url before REDIS_URL" do
+    redis.call("SELECT", 0)
+    out, err, status = limits("set", "webhooks", "4", "--url", RedisServer.url_for_db(3), url: "redis://127.0.0.1:1/0")
+    expect([out, err, status]).to eq(["webhooks: limit 4 (was nil)\n", "", 0])
+    RedisServer.with_client(db: 3) do |conn|
+      expect(conn.call("GET", queue_key("webhooks", "limit"))).to eq("4")
+      conn.call("FLUSHDB")
+    end
+    expect(stored("webhooks", "limit")).to be_nil
+  end
+
+  it "prints its help" do
+    out, err, status = limits("--help")
+    expect([err, status]).to eq(["", 0])
+    expect(out).to include("Usage: sidekiq-limits COMMAND", "pause QUEUE [--for DURATION]", "--json")
+  end
+end
