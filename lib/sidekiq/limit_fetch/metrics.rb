@@ -1,0 +1,78 @@
+# frozen_string_literal: true
+
+require "sidekiq/limit_fetch"
+require "sidekiq/limit_fetch/prometheus_text"
+
+module Sidekiq
+  class LimitFetch < BasicFetch
+    # A Rack app serving LimitFetch.stats in Prometheus's text format
+    # (0.0.4), for a scrape:
+    #
+    #   # config.ru
+    #   require "sidekiq/limit_fetch/metrics"
+    #   map("/limit_fetch/metrics") { run Sidekiq::LimitFetch::Metrics.new }
+    #
+    #   # config/routes.rb
+    #   mount Sidekiq::LimitFetch::Metrics.new => "/limit_fetch/metrics"
+    class Metrics
+      CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+      QUEUE_GAUGES = {
+        limit: ["max_concurrent_jobs", "Jobs of the queue that may run at once across all processes (its limit)"],
+        process_limit: ["process_max_concurrent_jobs", "Jobs of the queue that may run at once in each process"],
+        running: ["current_concurrent_jobs", "Jobs of the queue running now across all processes"],
+        queued: ["queue_jobs", "Jobs waiting in the queue"],
+        paused: ["paused", "1 while the queue is paused"]
+      }.freeze
+
+      JOB_LIMIT_GAUGES = {
+        limit: ["job_limit_max_concurrent_jobs", "Jobs of the class that may run at once (its stored limit)"],
+        running: ["job_limit_current_concurrent_jobs", "Jobs under the class's or scope's limits running now"],
+        parked: ["parked_jobs", "Jobs set aside until their class's or key's limit has room"]
+      }.freeze
+
+      AT_LIMIT = {
+        at_limit_seconds: [
+          "at_limit_seconds_total",
+          "Seconds the queue spent at its global limit with jobs waiting, as seen by this process's scrapes"
+        ]
+      }.freeze
+
+      # +stats+: what gives the figures (default: LimitFetch.stats).
+      def initialize(stats: -> { LimitFetch.stats })
+        @stats = stats
+      end
+
+      def call(env)
+        return [405, {"content-type" => "text/plain", "allow" => "GET, HEAD"}, ["GET only\n"]] unless readable?(env)
+
+        body = self.class.exposition(@stats.call)
+        [200, {"content-type" => CONTENT_TYPE}, [env["REQUEST_METHOD"] == "HEAD" ? "" : body]]
+      rescue Error, RedisClient::Error => e
+        [503, {"content-type" => "text/plain"}, ["sidekiq-limit_fetch: Redis unavailable (#{e.class})\n"]]
+      end
+
+      # The text format of a LimitFetch.stats Hash.
+      def self.exposition(stats)
+        text = PrometheusText.new
+        family(text, "gauge", QUEUE_GAUGES, stats[:queues]) { |queue| {queue: queue[:queue]} }
+        family(text, "counter", AT_LIMIT, stats[:queues]) { |queue| {queue: queue[:queue]} }
+        family(text, "gauge", JOB_LIMIT_GAUGES, stats[:job_limits]) { |limit| limit.slice(:kind, :scope) }
+        text.to_s
+      end
+
+      # One metric per field of +metrics+, a sample per row whose field is
+      # not nil, labelled by the block.
+      def self.family(text, type, metrics, rows, &labels)
+        metrics.each do |field, (name, help)|
+          samples = rows.filter_map { |row| [labels.call(row), row[field]] unless row[field].nil? }
+          text.metric(name, type, help, samples)
+        end
+      end
+
+      private
+
+      def readable?(env) = %w[GET HEAD].include?(env["REQUEST_METHOD"])
+    end
+  end
+end

@@ -1,0 +1,148 @@
+# frozen_string_literal: true
+
+require "open3"
+require "sidekiq/limit_fetch/metrics"
+
+# LimitFetch.stats and the Metrics Rack app, against real capsules that hold
+# slots and park jobs; the exposition is checked by Prometheus's own parser
+# (promtool) and by its values.
+RSpec.describe Sidekiq::LimitFetch::Metrics do
+  let(:odd_queue) { "odd\"q\\ueue" }
+  let(:clock) { Sidekiq::LimitFetch::AtLimitClock.new }
+  let(:app) { described_class.new(stats: -> { Sidekiq::LimitFetch::Stats.new(clock: clock).to_h }) }
+
+  def scrape(method = "GET")
+    status, headers, body = app.call("REQUEST_METHOD" => method, "PATH_INFO" => "/")
+    [status, headers, body.join]
+  end
+
+  # {"name{labels}" => value} from the exposition's samples.
+  def samples(text)
+    text.lines.grep_v(/\A#/).to_h do |line|
+      series, value = line.chomp.split(/ (?=\S+\z)/)
+      [series, Float(value)]
+    end
+  end
+
+  def promtool(text)
+    out, err, status = Open3.capture3("promtool", "check", "metrics", stdin_data: text)
+    [out + err, status.exitstatus]
+  end
+
+  # webhooks at its limit 2 with 1 waiting; odd_queue paused; ExportJob at
+  # its class limit 1 with 2 parked; SyncJob's key "t1" at 1 with 1 parked
+  # and key "t2" running 1.
+  def hold_slots
+    keyed = LimitFetchSpec::KeyedJobs::QUEUE
+    capsule = build_capsule(queues: ["webhooks", keyed], limits: {"webhooks" => 2}, concurrency: 10)
+    capsule.config[:class_limits] = {"LimitFetchSpec::ExportJob" => 1}
+    push_jobs("webhooks", 3)
+    push_jobs(odd_queue, 1)
+    Sidekiq::LimitFetch.queue(odd_queue).pause
+    3.times { LimitFetchSpec::ExportJob.perform_async(0) }
+    2.times { LimitFetchSpec::SyncJob.perform_async("t1", 0) }
+    LimitFetchSpec::SyncJob.perform_async("t2", 0)
+    fetcher = fetcher_for(capsule)
+    units = []
+    while (unit = fetcher.retrieve_work)
+      units << unit
+    end
+    units
+  end
+
+  it "gives every queue's and job limit's figures as a plain Hash" do
+    units = hold_slots
+    stats = Sidekiq::LimitFetch.stats
+
+    expect(units.size).to eq(5) # 2 webhooks, 1 export, t1 and t2
+    row = {limit: nil, process_limit: nil, running: 0, queued: 0, paused: false, at_limit: false, at_limit_seconds: 0.0}
+    expected = [
+      row.merge(queue: "keyed", running: 3),
+      row.merge(queue: odd_queue, queued: 1, paused: true),
+      row.merge(queue: "webhooks", limit: 2, running: 2, queued: 1, at_limit: true)
+    ]
+    expect(stats[:queues]).to eq(expected)
+    expect(stats[:job_limits]).to contain_exactly(
+      {kind: :class, scope: "LimitFetchSpec::ExportJob", limit: 1, running: 1, parked: 2},
+      {kind: :key, scope: "LimitFetchSpec::SyncJob", limit: nil, running: 2, parked: 1}
+    )
+  end
+
+  it "serves the Prometheus text format that promtool accepts, with the figures" do
+    hold_slots
+    status, headers, body = scrape
+
+    expect(status).to eq(200)
+    expect(headers).to eq("content-type" => "text/plain; version=0.0.4; charset=utf-8")
+    expect(promtool(body)).to eq(["", 0])
+    expect(body).to include(
+      "# HELP sidekiq_limit_fetch_max_concurrent_jobs Jobs of the queue that may run at once across all processes",
+      "# TYPE sidekiq_limit_fetch_at_limit_seconds_total counter\n",
+      "# TYPE sidekiq_limit_fetch_parked_jobs gauge\n"
+    )
+    escaped = 'queue="odd\"q\\\\ueue"'
+    expect(samples(body)).to eq(
+      'sidekiq_limit_fetch_max_concurrent_jobs{queue="webhooks"}' => 2.0,
+      'sidekiq_limit_fetch_current_concurrent_jobs{queue="keyed"}' => 3.0,
+      "sidekiq_limit_fetch_current_concurrent_jobs{#{escaped}}" => 0.0,
+      'sidekiq_limit_fetch_current_concurrent_jobs{queue="webhooks"}' => 2.0,
+      'sidekiq_limit_fetch_queue_jobs{queue="keyed"}' => 0.0,
+      "sidekiq_limit_fetch_queue_jobs{#{escaped}}" => 1.0,
+      'sidekiq_limit_fetch_queue_jobs{queue="webhooks"}' => 1.0,
+      'sidekiq_limit_fetch_paused{queue="keyed"}' => 0.0,
+      "sidekiq_limit_fetch_paused{#{escaped}}" => 1.0,
+      'sidekiq_limit_fetch_paused{queue="webhooks"}' => 0.0,
+      'sidekiq_limit_fetch_at_limit_seconds_total{queue="keyed"}' => 0.0,
+      "sidekiq_limit_fetch_at_limit_seconds_total{#{escaped}}" => 0.0,
+      'sidekiq_limit_fetch_at_limit_seconds_total{queue="webhooks"}' => 0.0,
+      'sidekiq_limit_fetch_job_limit_max_concurrent_jobs{kind="class",scope="LimitFetchSpec::ExportJob"}' => 1.0,
+      'sidekiq_limit_fetch_job_limit_current_concurrent_jobs{kind="class",scope="LimitFetchSpec::ExportJob"}' => 1.0,
+      'sidekiq_limit_fetch_job_limit_current_concurrent_jobs{kind="key",scope="LimitFetchSpec::SyncJob"}' => 2.0,
+      'sidekiq_limit_fetch_parked_jobs{kind="class",scope="LimitFetchSpec::ExportJob"}' => 2.0,
+      'sidekiq_limit_fetch_parked_jobs{kind="key",scope="LimitFetchSpec::SyncJob"}' => 1.0
+    )
+  end
+
+  it "counts the seconds a queue spends at its limit with jobs waiting, between scrapes" do
+    units = hold_slots
+    scrape
+    sleep 0.2
+    at_limit = samples(scrape.last)['sidekiq_limit_fetch_at_limit_seconds_total{queue="webhooks"}']
+    expect(at_limit).to be_between(0.2, 1.0)
+
+    units.find { |unit| unit.queue_name == "webhooks" }.acknowledge # below its limit now
+    sleep 0.1
+    scrape
+    sleep 0.1
+    expect(samples(scrape.last)['sidekiq_limit_fetch_at_limit_seconds_total{queue="webhooks"}']).to eq(at_limit)
+  end
+
+  it "adds only the time between two looks that both found the queue at its limit" do
+    expect([10.0, 12.5].map { |now| clock.observe("q", true, now).seconds }).to eq([0.0, 2.5])
+    expect(clock.observe("q", false, 13.0).to_a).to eq([nil, 2.5, 13.0])
+    expect([20.0, 21.0].map { |now| clock.observe("q", true, now).seconds }).to eq([2.5, 3.5])
+    expect(clock.observe("q", true, 22.0).since).to eq(20.0)
+    expect(clock.observe("other", true, 22.0).seconds).to eq(0.0)
+  end
+
+  it "serves an empty exposition that promtool accepts when there is nothing to show, and HEAD" do
+    status, _, body = scrape
+    expect([status, promtool(body)]).to eq([200, ["", 0]])
+    expect(samples(body)).to eq({})
+    expect(scrape("HEAD")).to eq([200, {"content-type" => described_class::CONTENT_TYPE}, ""])
+  end
+
+  it "refuses other methods, and answers 503 without the password when Redis is unreachable" do
+    expect(scrape("POST").first(2)).to eq([405, {"content-type" => "text/plain", "allow" => "GET, HEAD"}])
+
+    push_jobs("webhooks", 1)
+    port = TCPServer.open("127.0.0.1", 0) { |server| server.addr[1] }
+    unreachable = build_config(redis_url: "redis://:s3cret-pw@127.0.0.1:#{port}/0")
+    app = described_class.new(stats: lambda {
+      Sidekiq::LimitFetch::Stats.new(admin: Sidekiq::LimitFetch.admin(unreachable)).to_h
+    })
+    status, _, body = app.call("REQUEST_METHOD" => "GET")
+    expect([status, body.join]).to match([503, /\Asidekiq-limit_fetch: Redis unavailable \(.+\)\n\z/])
+    expect(body.join).not_to include("s3cret")
+  end
+end
