@@ -18,7 +18,10 @@ module Sidekiq
       # Jobs at a full class or key limit one fetch may park (or discard)
       # before it stops and looks again: bounds the time one fetch holds
       # Redis when a hot key has a long backlog.
-      lookahead: 100
+      lookahead: 100,
+      # Seconds a queue may stay at its global limit with jobs waiting before
+      # its process logs a warning (once per episode; a line when it ends).
+      at_limit_warning_after: 60
     }.freeze
 
     @configuration = DEFAULTS.dup

@@ -4,7 +4,8 @@ module Sidekiq
   class LimitFetch < BasicFetch
     # A Ruby thread (so that it may log) that proves a capsule alive every
     # heartbeat period, heals its busy lists, reaps dead capsules and warns
-    # about limits in Redis that are not numbers. The Redis work runs in the
+    # about limits in Redis that are not numbers and about queues that stay
+    # at their limit with jobs waiting. The Redis work runs in the
     # core without the GVL.
     class Heartbeat
       include Sidekiq::Component
@@ -19,6 +20,7 @@ module Sidekiq
         @failing = false
         @lock = Mutex.new
         @broken_limits = BrokenLimits.new(capsule, native)
+        @at_limit = AtLimitWarning.new(capsule, LimitFetch.admin(capsule), options.at_limit_warning_after)
       end
 
       def start
@@ -49,6 +51,7 @@ module Sidekiq
           @failing = false
           log(report)
           @broken_limits.check
+          @at_limit.check
         end
       rescue LimitFetch::Error => e
         log_failure(e)

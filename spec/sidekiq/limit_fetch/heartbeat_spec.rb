@@ -210,4 +210,42 @@ RSpec.describe Sidekiq::LimitFetch, "heartbeat and reaping" do
       expect(fetcher.retrieve_work).to be_nil
     end
   end
+
+  describe "a queue at its global limit with jobs waiting" do
+    def at_limit_lines
+      spec_log.string.lines.grep(/queue webhooks (has been|is no longer) at its global limit/)
+    end
+
+    it "is warned about once after :at_limit_warning_after, and said once when it leaves that state" do
+      described_class.configuration[:at_limit_warning_after] = 0.2
+      capsule = build_capsule(queues: %w[webhooks], limits: {"webhooks" => 1})
+      fetcher = fetcher_for(capsule)
+      client = described_class.client(capsule)
+      push_jobs("webhooks", 3)
+      unit = fetcher.retrieve_work
+      client.beat
+      expect(at_limit_lines).to be_empty
+
+      sleep 0.25
+      2.times { client.beat }
+      expect(at_limit_lines.size).to eq(1)
+      expect(at_limit_lines.last).to match(
+        %r{WARN.*queue webhooks has been at its global limit \(1/1\) with 2 jobs waiting for 0\.\d+ s \(more than 0\.2}
+      )
+
+      unit.acknowledge
+      flush_acks(capsule)
+      2.times { client.beat }
+      expect(at_limit_lines.size).to eq(2)
+      expect(at_limit_lines.last).to match(/INFO.*queue webhooks is no longer at its global limit with jobs waiting/)
+
+      # a new episode: warned about again
+      fetcher.retrieve_work
+      client.beat
+      sleep 0.25
+      2.times { client.beat }
+      expect(at_limit_lines.size).to eq(3)
+      expect(at_limit_lines.last).to include("WARN", "(1/1) with 1 jobs waiting")
+    end
+  end
 end

@@ -40,13 +40,14 @@ RSpec.describe Sidekiq::LimitFetch, "options" do
 
       expect(described_class::DEFAULTS.keys).to match_array(members)
       expect(described_class::Configuration.capsule_options(described_class::DEFAULTS))
-        .to eq(described_class::CapsuleOptions.new(heartbeat_period: 15.0, max_recoveries: 3, lookahead: 100))
+        .to eq(described_class::CapsuleOptions.new(heartbeat_period: 15.0, max_recoveries: 3, lookahead: 100,
+          at_limit_warning_after: 60.0))
       expect(described_class::Configuration.fetch_options(described_class::DEFAULTS))
         .to eq(described_class::FetchOptions.new(fetch_timeout: 2.0, poll_range: 0.4..0.5))
     end
 
     {heartbeat_period: [0, -1, "3", nil, Float::NAN, Float::INFINITY], max_recoveries: [-1, 2.5, "3", nil],
-     lookahead: [0, -1, 10_001, 2.5, "3", nil]}
+     lookahead: [0, -1, 10_001, 2.5, "3", nil], at_limit_warning_after: [0, -1, "60", nil]}
       .each do |option, values|
         values.each do |bad|
           it "rejects #{option} #{bad.inspect} with an ArgumentError naming it, at boot, writing nothing" do
@@ -60,15 +61,15 @@ RSpec.describe Sidekiq::LimitFetch, "options" do
 
   describe Sidekiq::LimitFetch::CapsuleOptions do
     it "holds the period as Float seconds" do
-      options = described_class.new(heartbeat_period: 3, max_recoveries: 0, lookahead: 1)
+      options = described_class.new(heartbeat_period: 3, max_recoveries: 0, lookahead: 1, at_limit_warning_after: 5)
 
-      expect([options.heartbeat_period, options.max_recoveries, options.lookahead]).to eq([3.0, 0, 1])
+      expect(options.to_h).to eq(heartbeat_period: 3.0, max_recoveries: 0, lookahead: 1, at_limit_warning_after: 5.0)
     end
 
     it "raises on a missing or unknown member" do
       expect { described_class.new(heartbeat_period: 3) }.to raise_error(ArgumentError, /max_recoveries/)
-      expect { described_class.new(heartbeat_period: 3, max_recoveries: 1, lookahead: 1, extra: 1) }
-        .to raise_error(ArgumentError, /extra/)
+      members = {heartbeat_period: 3, max_recoveries: 1, lookahead: 1, at_limit_warning_after: 1}
+      expect { described_class.new(**members, extra: 1) }.to raise_error(ArgumentError, /extra/)
     end
   end
 
@@ -150,7 +151,10 @@ RSpec.describe Sidekiq::LimitFetch, "options" do
 
   describe Sidekiq::LimitFetch::Native do
     let(:settings) { Sidekiq::LimitFetch::RedisOptions.from_client_config(RedisClient.config(url: RedisServer.url)) }
-    let(:options) { Sidekiq::LimitFetch::CapsuleOptions.new(heartbeat_period: 15, max_recoveries: 3, lookahead: 100) }
+    let(:options) do
+      Sidekiq::LimitFetch::CapsuleOptions.new(heartbeat_period: 15, max_recoveries: 3, lookahead: 100,
+        at_limit_warning_after: 60)
+    end
 
     it "takes only the typed settings and options" do
       expect { described_class.new({"host" => "127.0.0.1", "port" => 6379}, options) }
