@@ -30,7 +30,7 @@ RSpec.describe "bin/chaos --quick", :e2e do
     expect(facts[:limited]).to include(parked_most: be_positive)
     expect(facts[:limited][:discards]).to include(jobs: be_positive, logged: facts[:limited][:discards][:jobs])
     expect(facts[:limited][:per_queue_most].values.max).to eq(2)
-    expect(facts[:limited][:tuned].map { _1[:limit] }).to eq([1, 3, 2, 1])
+    expect(facts[:limited][:tuned].map { _1[:limit] }).to eq([1, 4, 2, 1])
     expect(facts[:limited][:tuned]).to all(satisfy { |stretch| stretch[:most] <= stretch[:limit] })
     expect(facts[:job_limits].keys).to eq(LimitFetchChaos::WatchedLimit.all.map(&:id))
     expect(facts[:job_limits].values).to all(include(over: nil))
