@@ -41,6 +41,8 @@ module LimitFetchChaos
     PARKED = WatchedLimit.parking.flat_map { |limit| limit.queues.product([limit.parked_key]) }
                          .group_by(&:first).transform_values { |pairs| pairs.map(&:last) }.freeze
 
+    PACED = GroupedChaosJob::QUEUES
+
     # jid => tenant of every job of the LIMITED classes.
     attr_reader :jids, :tenants
 
@@ -57,12 +59,15 @@ module LimitFetchChaos
       @parked = {most: 0, ticks: 0, ticks_parked: 0, queues: PARKED.keys.to_h { [_1, 0] }}
     end
 
-    def feed(elapsed)
+    # `progress`: how far the run is (Plan#progress).
+    def feed(elapsed, progress)
       return if done?(elapsed)
 
       queued, parked = waiting
       note(parked)
-      queues.zip(queued).each { |queue, count| push(queue, [BACKLOG - count - parked[queue], left(queue)].compact.min) }
+      queues.zip(queued).each do |queue, count|
+        push(queue, [BACKLOG - count - parked[queue], left(queue), paced(queue, progress)].compact.min)
+      end
     end
 
     def done?(elapsed)
@@ -111,6 +116,16 @@ module LimitFetchChaos
       @parked[:ticks_parked] += 1 if total.positive?
       @parked[:most] = [@parked[:most], total].max
       parked.each { |queue, count| @parked[:queues][queue] += 1 if count.positive? }
+    end
+
+    # With --jobs, the tuned key's queue (PACED) gets its share in step with
+    # the run's progress, BACKLOG ahead, so that its jobs run throughout the
+    # limit's changes (else they would all be done within seconds); nil: no
+    # cap. It cannot stall the run: once the other queues' jobs are done, the
+    # progress they make (7/8 of it) leaves it room.
+    def paced(queue, progress)
+      quota = @plan.quota(queue)
+      (quota * progress).ceil + BACKLOG - @pushed[queue] if quota && PACED.include?(queue)
     end
 
     # Jobs the queue has still to get; nil: no quota.

@@ -85,8 +85,7 @@ module LimitFetchChaos
     # completed or were discarded.
     def tick(elapsed)
       @fleet.check!
-      @feeder.feed(elapsed)
-      redis { Discards.settled(_1) }
+      redis { Discards.settled(_1) }.tap { @feeder.feed(elapsed, @plan.progress(_1, elapsed)) }
     end
 
     def over?(elapsed, completed)
