@@ -59,15 +59,22 @@ module LimitFetchChaos
       @parked = {most: 0, ticks: 0, ticks_parked: 0, queues: PARKED.keys.to_h { [_1, 0] }}
     end
 
-    # `progress`: how far the run is (Plan#progress).
-    def feed(elapsed, progress)
+    def feed(elapsed)
       return if done?(elapsed)
 
       queued, parked = waiting
       note(parked)
       queues.zip(queued).each do |queue, count|
-        push(queue, [BACKLOG - count - parked[queue], left(queue), paced(queue, progress)].compact.min)
+        push(queue, [BACKLOG - count - parked[queue], left(queue), paced(queue)].compact.min)
       end
+    end
+
+    # How far the pushes are, from 0 to 1, by the queue furthest behind its
+    # quota (but PACED): the run ends once that queue's jobs are done, so
+    # this follows the run's time better than the share of jobs completed
+    # (the fast queues' jobs are done early). nil without --jobs.
+    def pace
+      (queues - PACED).filter_map { |queue| @plan.quota(queue)&.then { @pushed[queue].fdiv([_1, 1].max) } }.min
     end
 
     def done?(elapsed)
@@ -118,14 +125,14 @@ module LimitFetchChaos
       parked.each { |queue, count| @parked[:queues][queue] += 1 if count.positive? }
     end
 
-    # With --jobs, the tuned key's queue (PACED) gets its share in step with
-    # the run's progress, BACKLOG ahead, so that its jobs run throughout the
+    # With --jobs, the tuned key's queue (PACED) gets its share at the
+    # other queues' pace, BACKLOG ahead, so that its jobs run throughout the
     # limit's changes (else they would all be done within seconds); nil: no
-    # cap. It cannot stall the run: once the other queues' jobs are done, the
-    # progress they make (7/8 of it) leaves it room.
-    def paced(queue, progress)
+    # cap. It cannot stall the run: the other queues' pushes do not wait for
+    # it.
+    def paced(queue)
       quota = @plan.quota(queue)
-      (quota * progress).ceil + BACKLOG - @pushed[queue] if quota && PACED.include?(queue)
+      (quota * pace).ceil + BACKLOG - @pushed[queue] if quota && PACED.include?(queue)
     end
 
     # Jobs the queue has still to get; nil: no quota.

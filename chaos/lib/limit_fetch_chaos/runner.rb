@@ -75,9 +75,10 @@ module LimitFetchChaos
       end
     end
 
-    # No Redis outage while the limit is being changed.
+    # No Redis outage while the limit is being changed, which follows the
+    # pushes' pace (see Feeder#pace).
     def act(elapsed, progress)
-      @tuner.act(elapsed, progress)
+      @tuner.act(elapsed, @feeder.pace || progress)
       @mayhem.act(elapsed, progress, outage_ok: !@tuner.busy?)
     end
 
@@ -85,7 +86,8 @@ module LimitFetchChaos
     # completed or were discarded.
     def tick(elapsed)
       @fleet.check!
-      redis { Discards.settled(_1) }.tap { @feeder.feed(elapsed, @plan.progress(_1, elapsed)) }
+      @feeder.feed(elapsed)
+      redis { Discards.settled(_1) }
     end
 
     def over?(elapsed, completed)

@@ -3,7 +3,7 @@
 module LimitFetchChaos
   # Changes the limit of GroupedChaosJob's TUNED tenant while jobs run, as an
   # operator would from a console: at each of CHANGES's points of the run's
-  # progress, `bundle exec ruby tune.rb LIMIT|reset` in the app directory
+  # progress (with --jobs, the pushes' pace: Feeder#pace), `bundle exec ruby tune.rb LIMIT|reset` in the app directory
   # (JobLimit#limit= or #reset in a process of its own), one at a time,
   # logging to log/tune.log. Raised, lowered, then reset to the default its
   # jobs carry. #schedule is the limit over time that the ledger's runs are
