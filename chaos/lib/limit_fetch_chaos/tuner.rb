@@ -12,7 +12,7 @@ module LimitFetchChaos
   class Tuner
     ID = "key:#{GroupedChaosJob::GROUP}##{GroupedChaosJob::TUNED}".freeze
     # [progress, limit (nil: reset)]
-    CHANGES = [[0.15, 4], [0.4, 2], [0.7, nil]].freeze
+    CHANGES = [[0.2, 4], [0.5, 2], [0.8, nil]].freeze
     # What tune.rb printed: wall-clock ns before and after the call, and the
     # limit then stored ("-": none).
     Change = Data.define(:limit, :before, :after, :at_s, :stored)
