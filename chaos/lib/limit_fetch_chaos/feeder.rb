@@ -82,6 +82,9 @@ module LimitFetchChaos
       over || queues.all? { left(_1)&.zero? }
     end
 
+    # How many jobs a parked list held at the last tick.
+    def parked_now(key) = @parked_now&.fetch(key, 0) || 0
+
     # The LIMITED classes' jids, by class.
     def limited_jids = @limited
 
@@ -111,6 +114,7 @@ module LimitFetchChaos
     def waiting
       replies = @sidekiq.redis { |conn| conn.pipelined { |pipe| lists.each { pipe.call("LLEN", _1) } } }
       queued, counts = replies.partition.with_index { |_, i| i < queues.size }
+      @parked_now = PARKED.values.flatten.zip(counts).to_h
       [queued, PARKED.transform_values { counts.shift(_1.size).sum }.tap { _1.default = 0 }]
     end
 

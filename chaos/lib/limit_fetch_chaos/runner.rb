@@ -78,7 +78,7 @@ module LimitFetchChaos
     # No Redis outage while the limit is being changed, which follows the
     # pushes' pace (see Feeder#pace).
     def act(elapsed, progress)
-      @tuner.act(elapsed, @feeder.pace || progress)
+      @tuner.act(elapsed, @feeder.pace || progress, parked: @feeder.parked_now(Tuner::PARKED))
       @mayhem.act(elapsed, progress, outage_ok: !@tuner.busy?)
     end
 

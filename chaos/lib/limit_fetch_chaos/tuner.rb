@@ -13,6 +13,8 @@ module LimitFetchChaos
     ID = "key:#{GroupedChaosJob::GROUP}##{GroupedChaosJob::TUNED}".freeze
     # [progress, limit (nil: reset)]
     CHANGES = [[0.2, 4], [0.5, 2], [0.8, nil]].freeze
+    PARKED = "#{PREFIX}limit:#{ID}:parked".freeze
+    READY = 4
     # What tune.rb printed: wall-clock ns before and after the call, and the
     # limit then stored ("-": none).
     Change = Data.define(:limit, :before, :after, :at_s, :stored)
@@ -27,13 +29,16 @@ module LimitFetchChaos
       @changes = []
     end
 
-    def act(elapsed, progress)
+    # `parked`: the TUNED tenant's jobs parked now. A change waits until
+    # there are READY, so that jobs wait at its limit when it changes (else a
+    # raise could go unseen, its queue's jobs all done).
+    def act(elapsed, progress, parked:)
       if @pid
         status = LimitFetchTools::ChildProcess.ended(@pid) or return
         return done(status, elapsed)
       end
       point, = CHANGES[@changes.size]
-      start(elapsed) if point && progress >= point
+      start(elapsed) if point && progress >= point && parked >= READY
     end
 
     def busy? = !@pid.nil?
