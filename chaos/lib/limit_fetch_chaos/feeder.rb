@@ -115,8 +115,11 @@ module LimitFetchChaos
       replies = @sidekiq.redis { |conn| conn.pipelined { |pipe| lists.each { pipe.call("LLEN", _1) } } }
       queued, counts = replies.partition.with_index { |_, i| i < queues.size }
       @parked_now = PARKED.values.flatten.zip(counts).to_h
-      [queued, PARKED.transform_values { counts.shift(_1.size).sum }.tap { _1.default = 0 }]
+      [queued, by_queue(counts)]
     end
+
+    # Parked jobs per queue, from the parked lists' lengths.
+    def by_queue(counts) = PARKED.transform_values { counts.shift(_1.size).sum }.tap { _1.default = 0 }
 
     # The queues, then the parked lists.
     def lists = [*queues.map { "queue:#{_1}" }, *PARKED.values.flatten]

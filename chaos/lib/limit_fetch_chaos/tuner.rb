@@ -11,10 +11,12 @@ module LimitFetchChaos
   # is under way (#busy?).
   class Tuner
     ID = "key:#{GroupedChaosJob::GROUP}##{GroupedChaosJob::TUNED}".freeze
-    # [progress, limit (nil: reset)]
-    CHANGES = [[0.2, 4], [0.5, 2], [0.8, nil]].freeze
+    # [progress, limit (nil: reset), jobs parked first]: a raise waits until
+    # enough jobs are parked to fill the new slots at once, so that it shows
+    # (else its queue's jobs could be done by then); a lowering, until the
+    # limit is full.
+    CHANGES = [[0.2, 4, 3], [0.5, 2, 1], [0.8, nil, 1]].freeze
     PARKED = "#{PREFIX}limit:#{ID}:parked".freeze
-    READY = 4
     # What tune.rb printed: wall-clock ns before and after the call, and the
     # limit then stored ("-": none).
     Change = Data.define(:limit, :before, :after, :at_s, :stored)
@@ -29,16 +31,14 @@ module LimitFetchChaos
       @changes = []
     end
 
-    # `parked`: the TUNED tenant's jobs parked now. A change waits until
-    # there are READY, so that jobs wait at its limit when it changes (else a
-    # raise could go unseen, its queue's jobs all done).
+    # `parked`: the TUNED tenant's jobs parked now.
     def act(elapsed, progress, parked:)
       if @pid
         status = LimitFetchTools::ChildProcess.ended(@pid) or return
         return done(status, elapsed)
       end
-      point, = CHANGES[@changes.size]
-      start(elapsed) if point && progress >= point && parked >= READY
+      point, _, ready = CHANGES[@changes.size]
+      start(elapsed) if point && progress >= point && parked >= ready
     end
 
     def busy? = !@pid.nil?
@@ -69,7 +69,7 @@ module LimitFetchChaos
 
     # What went wrong: a change that was never made, or did not stick.
     def problems
-      missing = CHANGES.drop(@changes.size).map { |point, limit| "#{limit || "reset"} at #{point}" }
+      missing = CHANGES.drop(@changes.size).map { |point, limit, _| "#{limit || "reset"} at #{point}" }
       [("limit changes of #{ID} never made: #{missing.join(", ")}" if missing.any?),
        *@changes.filter_map do |change|
          "#{ID}: set to #{change.limit || "reset"}, stored #{change.stored.inspect}" if change.stored != change.limit
@@ -88,7 +88,7 @@ module LimitFetchChaos
       @started_at = elapsed
       @printed_from = File.exist?(log) ? File.size(log) : 0
       @pid = LimitFetchTools::ChildProcess.spawn({"BUNDLE_GEMFILE" => @app.gemfile, "REDIS_URL" => @redis_url},
-        "bundle", "exec", "ruby", "tune.rb", (CHANGES[@changes.size].last || "reset").to_s, log: log, chdir: @app.dir)
+        "bundle", "exec", "ruby", "tune.rb", (CHANGES[@changes.size][1] || "reset").to_s, log: log, chdir: @app.dir)
     end
 
     def done(status, elapsed)
@@ -102,7 +102,7 @@ module LimitFetchChaos
     end
 
     def change(before, after, stored)
-      Change.new(limit: CHANGES[@changes.size].last, before: Integer(before), after: Integer(after),
+      Change.new(limit: CHANGES[@changes.size][1], before: Integer(before), after: Integer(after),
         at_s: @started_at.round(2), stored: stored == "-" ? nil : Integer(stored))
     end
   end
