@@ -11,11 +11,10 @@ module LimitFetchChaos
   # is under way (#busy?).
   class Tuner
     ID = "key:#{GroupedChaosJob::GROUP}##{GroupedChaosJob::TUNED}".freeze
-    # [progress, limit (nil: reset), jobs parked first]: a raise waits until
-    # enough jobs are parked to fill the new slots at once, so that it shows
-    # (else its queue's jobs could be done by then); a lowering, until the
-    # limit is full.
-    CHANGES = [[0.2, 4, 3], [0.5, 2, 1], [0.8, nil, 1]].freeze
+    # [progress, limit (nil: reset), jobs parked first]: the raise waits until
+    # enough jobs are parked to fill its new slots at once, so that it shows
+    # (else its queue's jobs could all be done by then).
+    CHANGES = [[0.2, 4, 3], [0.5, 2, 0], [0.8, nil, 0]].freeze
     PARKED = "#{PREFIX}limit:#{ID}:parked".freeze
     # What tune.rb printed: wall-clock ns before and after the call, and the
     # limit then stored ("-": none).
