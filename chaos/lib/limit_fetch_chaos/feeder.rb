@@ -162,7 +162,11 @@ module LimitFetchChaos
     end
 
     def push_limited(queue, classes, count)
-      jobs = Array.new(count) { @plan.pick(classes).then { [_1, [queue, @plan.job_millis, @plan.tenant(_1)]] } }
+      jobs = Array.new(count) do
+        job_class = @plan.pick(classes)
+        tenant = @plan.tenant(job_class)
+        [job_class, [queue, @plan.job_millis(tenant), tenant]]
+      end
       jobs.group_by(&:first).flat_map do |job_class, pushes|
         args = pushes.map(&:last)
         jids = @client.push_bulk("class" => job_class, "queue" => queue, "args" => args)

@@ -16,6 +16,10 @@ module LimitFetchChaos
     HEARTBEAT_PERIOD = 2
     # How long each job works, in milliseconds.
     JOB_MILLIS = (5..50)
+    # How long the jobs of GroupedChaosJob's TUNED tenant work: longer, so
+    # that its jobs wait at its limit whatever it is (however fast the
+    # machine), and each change is seen at work.
+    TUNED_MILLIS = (100..200)
     # Seconds between two kills.
     KILL_EVERY = (1.5..2.5)
     # Redis restarts once the run is this far (share of the jobs completed, or
@@ -53,7 +57,7 @@ module LimitFetchChaos
       share + (queue == queues.first ? rest : 0)
     end
 
-    def job_millis = @job_random.rand(JOB_MILLIS)
+    def job_millis(tenant = nil) = @job_random.rand(tenant == GroupedChaosJob::TUNED ? TUNED_MILLIS : JOB_MILLIS)
 
     # The class of a job pushed to a queue that +classes+ share.
     def pick(classes) = classes.sample(random: @job_random)
