@@ -161,12 +161,14 @@ module LimitFetchChaos
       @client.push_bulk("class" => "ChaosJob", "queue" => queue, "args" => args)
     end
 
+    # [class, args] of a job for a random tenant.
+    def limited_job(queue, job_class)
+      tenant = @plan.tenant(job_class)
+      [job_class, [queue, @plan.job_millis(tenant), tenant]]
+    end
+
     def push_limited(queue, classes, count)
-      jobs = Array.new(count) do
-        job_class = @plan.pick(classes)
-        tenant = @plan.tenant(job_class)
-        [job_class, [queue, @plan.job_millis(tenant), tenant]]
-      end
+      jobs = Array.new(count) { limited_job(queue, @plan.pick(classes)) }
       jobs.group_by(&:first).flat_map do |job_class, pushes|
         args = pushes.map(&:last)
         jids = @client.push_bulk("class" => job_class, "queue" => queue, "args" => args)
