@@ -19,7 +19,7 @@ module LimitFetchChaos
     # How long the jobs of GroupedChaosJob's TUNED tenant work: longer, so
     # that its jobs wait at its limit whatever it is (however fast the
     # machine), and each change is seen at work.
-    TUNED_MILLIS = (100..200)
+    TUNED_MILLIS = (50..100)
     # Seconds between two kills.
     KILL_EVERY = (1.5..2.5)
     # Redis restarts once the run is this far (share of the jobs completed, or
