@@ -2,6 +2,7 @@
 
 require "json"
 require "sidekiq/limit_fetch"
+require "sidekiq/limit_fetch/cli/connection"
 require "sidekiq/limit_fetch/cli/duration"
 require "sidekiq/limit_fetch/cli/options"
 require "sidekiq/limit_fetch/cli/table"
@@ -32,29 +33,21 @@ module Sidekiq
       # The exit status.
       def run(argv)
         @options = Options.new(argv)
-        @options.help? ? @out.puts(@options.help) : execute
-        0
+        @options.help? ? @out.puts(@options.help) || 0 : execute
       rescue UsageError, ArgumentError => e
         fail_with(e.message, 2)
-      rescue ConnectionError, RedisClient::ConnectionError => e
-        # redis-client ends its message with the URL, already given
-        reason = redacted(e.message).sub(%r{ \(rediss?://[^)]*\)\z}, "")
-        fail_with("cannot reach Redis at #{redis_config(&:server_url)}: #{reason}", 2)
-      rescue Error, RedisClient::Error => e
-        fail_with("Redis refused: #{redacted(e.message)}", 1)
       end
 
       private
 
       def execute
-        connect
+        Connection.use(@options.url)
         send(:"run_#{@options.command}", *@options.args)
-      end
-
-      # Sidekiq's client and the console API use this Redis.
-      def connect
-        Sidekiq.default_configuration.redis = {url: @options.url} if @options.url
-        Sidekiq.default_configuration.logger = Sidekiq::Logger.new(File::NULL)
+        0
+      rescue ConnectionError, RedisClient::ConnectionError => e
+        fail_with(Connection.unreachable(e), 2)
+      rescue Error, RedisClient::Error => e
+        fail_with("Redis refused: #{Connection.redacted(e.message)}", 1)
       end
 
       def run_list
@@ -62,12 +55,11 @@ module Sidekiq
         @options.json? ? print_json(rows) : @out.print(Table.new(rows))
       end
 
-      def run_set(name, value)
+      def run_set(name, _value)
         queue = LimitFetch.queue(name)
         was = queue.public_send(kind)
-        limit = Limits.coerce(name, value, kind)
-        queue.public_send(:"#{kind}=", limit)
-        report(queue, "#{name}: #{kind_label} #{limit} (was #{was.inspect})")
+        queue.public_send(:"#{kind}=", @options.limit)
+        report(queue, "#{name}: #{kind_label} #{@options.limit} (was #{was.inspect})")
       end
 
       def run_unset(name)
@@ -80,7 +72,7 @@ module Sidekiq
       def run_pause(name)
         queue = LimitFetch.queue(name)
         if @options.duration
-          queue.pause_for(Duration.parse(@options.duration))
+          queue.pause_for(@options.duration)
           report(queue, "#{name}: paused until #{queue.paused_until.utc.iso8601}")
         else
           queue.pause
@@ -98,7 +90,7 @@ module Sidekiq
         @options.json? ? print_json(explanation.to_h.merge(queue: name)) : @out.puts("#{name}: #{explanation}")
       end
 
-      def kind = @options.process? ? :process_limit : :limit
+      def kind = @options.kind
 
       def kind_label = @options.process? ? "process limit" : "limit"
 
@@ -124,18 +116,6 @@ module Sidekiq
       def fail_with(message, status)
         @err.puts "sidekiq-limits: #{message}"
         status
-      end
-
-      def redacted(message)
-        password = redis_config(&:password)
-        password.is_a?(String) && !password.empty? ? message.gsub(password, "[FILTERED]") : message
-      end
-
-      # What the RedisClient::Config in use says (server_url has no password).
-      def redis_config
-        Sidekiq.default_configuration.redis { |conn| yield conn.config }
-      rescue
-        nil
       end
     end
   end

@@ -114,6 +114,15 @@ RSpec.describe "exe/sidekiq-limits" do
       expect(err).to match(%r{\Asidekiq-limits: cannot reach Redis at redis://127\.0\.0\.1:#{port}: .*refused.*\n\z})
       expect(err).not_to include("s3cret-pw")
     end
+
+    # bad input is named before any connection; a bad URL is not repeated
+    expect(limits("set", "webhooks", "abc", url: url)).to match(["", /invalid limit for queue "webhooks": "abc"/, 2])
+    ["foo://:s3cret-pw@x", "redis://:s3cret-pw@127.0.0.1:port/0"].each do |bad_url|
+      [limits("list", url: bad_url), limits("list", "--url", bad_url)].each do |out, err, status|
+        expect([out, err, status]).to eq(["", "sidekiq-limits: invalid Redis URL (expected redis://[:password@]host" \
+                                              "[:port][/db], rediss://... or unix:///path)\n", 2])
+      end
+    end
   end
 
   it "connects with --url before REDIS_URL" do

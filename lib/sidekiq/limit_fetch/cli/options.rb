@@ -28,7 +28,8 @@ module Sidekiq
           "unpause" => %w[QUEUE], "explain" => %w[QUEUE]
         }.freeze
 
-        attr_reader :command, :args, :url, :duration
+        # +limit+: set's N, checked; +duration+: pause's --for, in seconds.
+        attr_reader :command, :args, :url, :duration, :limit
 
         def initialize(argv)
           @args = parse(argv)
@@ -38,6 +39,7 @@ module Sidekiq
           check_command
           check_arguments
           check_flags
+          check_values
         end
 
         def help? = @help
@@ -45,6 +47,9 @@ module Sidekiq
         def process? = @process
 
         def help = parser.help
+
+        # The limit kind set and unset change.
+        def kind = process? ? :process_limit : :limit
 
         private
 
@@ -54,7 +59,7 @@ module Sidekiq
             opts.on("--url URL", "Redis URL (default: REDIS_URL, as Sidekiq)") { |url| @url = url }
             opts.on("--json", "print JSON instead of a table") { @json = true }
             opts.on("--process", "set/unset: the limit in each process") { @process = true }
-            opts.on("--for DURATION", "pause: for this long, then fetch again") { |text| @duration = text }
+            opts.on("--for DURATION", "pause: for this long, then fetch again") { |text| @duration_text = text }
             opts.on("-h", "--help", "print this help") { @help = true }
           end
         end
@@ -86,7 +91,12 @@ module Sidekiq
 
         def check_flags
           raise UsageError, "--process applies to set and unset only" if process? && !%w[set unset].include?(command)
-          raise UsageError, "--for applies to pause only" if duration && command != "pause"
+          raise UsageError, "--for applies to pause only" if @duration_text && command != "pause"
+        end
+
+        def check_values
+          @limit = Limits.coerce(args[0], args[1], kind) if command == "set"
+          @duration = Duration.parse(@duration_text) if @duration_text
         end
       end
     end
