@@ -64,7 +64,8 @@ RSpec.describe Sidekiq::LimitFetch, "with hostile input" do
     server = OwnRedisServer.new.start
     config = RedisClient.config(host: "127.0.0.1", port: server.port)
     native = described_class::Native.new(described_class::RedisOptions.from_client_config(config),
-      described_class::CapsuleOptions.new(heartbeat_period: 3600, max_recoveries: 3, lookahead: 100))
+      described_class::CapsuleOptions.new(heartbeat_period: 3600, max_recoveries: 3, lookahead: 100,
+        at_limit_warning_after: 60))
     server.with_client do |conn|
       fill = <<~LUA
         local batch = {}

@@ -8,7 +8,8 @@ RSpec.describe Sidekiq::LimitFetch::Native, "answers", :binding do
   # A capsule's core handle with no heartbeat thread: only the example beats.
   let(:native) do
     settings = Sidekiq::LimitFetch::RedisOptions.from_client_config(RedisClient.config(url: RedisServer.url))
-    options = Sidekiq::LimitFetch::CapsuleOptions.new(heartbeat_period: 15, max_recoveries: 1, lookahead: 100)
+    options = Sidekiq::LimitFetch::CapsuleOptions.new(heartbeat_period: 15, max_recoveries: 1, lookahead: 100,
+      at_limit_warning_after: 60)
     described_class.new(settings, options)
   end
   let(:report_class) { Sidekiq::LimitFetch::BeatReport }
