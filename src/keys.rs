@@ -19,6 +19,26 @@ pub fn busy(queue: &str) -> String {
     format!("{PREFIX}queue:{queue}:busy")
 }
 
+/// Present while the queue is paused: no fetch takes its jobs, whatever its
+/// limits. Its value is not read; a TTL ends a pause by itself.
+pub fn paused(queue: &str) -> String {
+    format!("{PREFIX}queue:{queue}:paused")
+}
+
+/// SCAN pattern for every key of every queue (limits, busy lists, pauses):
+/// the queues the gem knows of besides Sidekiq's own.
+pub const QUEUE_PATTERN: &str = "sidekiq:limit_fetch:queue:*";
+
+/// The suffixes of a queue's keys, after its name (see [`QUEUE_PATTERN`]).
+pub const QUEUE_SUFFIXES: [&str; 4] = [":limit", ":process_limit", ":busy", ":paused"];
+
+/// The queue a key of [`QUEUE_PATTERN`] belongs to, if it is one of a
+/// queue's keys.
+pub fn queue_of(key: &str) -> Option<&str> {
+    let rest = key.strip_prefix(PREFIX)?.strip_prefix("queue:")?;
+    QUEUE_SUFFIXES.iter().find_map(|s| rest.strip_suffix(s))
+}
+
 pub fn heartbeat(uuid: &str) -> String {
     format!("{PREFIX}capsule:{uuid}:heartbeat")
 }
@@ -32,6 +52,13 @@ pub fn queue(name: &str) -> String {
 /// acknowledged or pushed back; the reaper returns them if it dies.
 pub fn in_progress(uuid: &str, queue: &str) -> String {
     format!("{PREFIX}capsule:{uuid}:inprogress:{queue}")
+}
+
+/// What a capsule says of itself for the control plane (its process's
+/// Sidekiq identity, its queues...), as the Ruby side writes it (JSON); the
+/// core stores it at each heartbeat and never reads it.
+pub fn capsule_info(uuid: &str) -> String {
+    format!("{PREFIX}capsule:{uuid}:info")
 }
 
 /// The queues a capsule has in-progress lists for.

@@ -12,6 +12,7 @@
 
 mod admin;
 mod capsule;
+mod capsules;
 mod connection;
 mod direct;
 mod doorbell;
@@ -23,18 +24,21 @@ pub mod keys;
 mod ledger;
 mod limits;
 mod process;
+mod queues;
 mod reaper;
 mod runtime;
 mod script;
 
 pub use admin::{Limits, StoredLimit};
 pub use capsule::{BeatReport, Capsule, CapsuleOptions};
+pub use capsules::CapsuleEntry;
 pub use connection::{ConnectionSettings, Tls};
 pub use error::{Error, Result};
 pub use fetch::{Fetch, Wait};
 pub use interrupt::Interrupt;
 pub use job_limits::JobLimitState;
 pub use limits::{LimitKind, LimitValue};
+pub use queues::{Pause, QueueState};
 pub use reaper::{JobRef, Reaped};
 pub use runtime::Pending;
 pub use script::fetch::{Discarded, Fetched};

@@ -198,6 +198,45 @@ fn a_waiting_fetch_obeys_a_limit_raised_without_a_capsule() {
 }
 
 #[test]
+fn a_waiting_fetch_takes_a_job_of_a_paused_queue_at_once_when_unpaused() {
+    let q = queue("bell-unpause");
+    push(&q, 1);
+    let a = capsule();
+    let admin = limit_fetch_core::Limits::new(&support::settings());
+    let none = Interrupt::new();
+    admin.pause(&q, None, &none).unwrap();
+    let waiter = waiting(&a, &q, LONG);
+    let unpaused = Instant::now();
+    admin.unpause(&q, &none).unwrap();
+    let (_, fetched) = waiter.join().unwrap();
+    assert!(fetched.is_some());
+    let after = unpaused.elapsed();
+    assert!(after < PROMPT, "woke {after:?} after the unpause");
+}
+
+#[test]
+fn a_waiting_fetch_takes_a_job_of_a_paused_queue_at_once_when_its_pause_ends() {
+    let q = queue("bell-pause-for");
+    push(&q, 1);
+    let a = capsule();
+    let admin = limit_fetch_core::Limits::new(&support::settings());
+    let none = Interrupt::new();
+    let pause = Duration::from_millis(1500);
+    let paused = Instant::now();
+    admin.pause(&q, Some(pause), &none).unwrap();
+    let waiter = waiting(&a, &q, LONG);
+    let (_, fetched) = waiter.join().unwrap();
+    assert!(fetched.is_some());
+    let waited = paused.elapsed();
+    // Redis deletes an expired key within about 100 ms (its active expiry
+    // cycle) and tells the trackers; the fetch's own backstop is 5 s away.
+    assert!(
+        waited >= pause && waited < pause + Duration::from_secs(1),
+        "took the job {waited:?} after a pause of {pause:?}"
+    );
+}
+
+#[test]
 fn a_burst_wakes_as_many_waiters_as_it_feeds() {
     let q = queue("bell-burst");
     let a = capsule();

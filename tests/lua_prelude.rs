@@ -30,7 +30,8 @@ fn the_preludes_key_names_are_the_data_models() {
                          busy_key(ARGV[1]), in_progress_key(ARGV[2], ARGV[1]),
                          capsule_queues_key(ARGV[2]), job_limit_key(ARGV[1]),
                          job_busy_key(ARGV[1]), parked_key(ARGV[1]),
-                         capsule_limits_key(ARGV[2])}",
+                         capsule_limits_key(ARGV[2]), paused_key(ARGV[1]),
+                         capsule_info_key(ARGV[2])}",
                 &[],
                 &[name, uuid],
             );
@@ -50,6 +51,8 @@ fn the_preludes_key_names_are_the_data_models() {
                 keys::job_busy(name),
                 keys::parked(name),
                 keys::capsule_limits(uuid),
+                keys::paused(name),
+                keys::capsule_info(uuid),
             ];
             assert_eq!(got, want, "queue {name:?}, capsule {uuid:?}");
         }

@@ -11,6 +11,8 @@ require "sidekiq/limit_fetch/capsule_options"
 require "sidekiq/limit_fetch/fetch_options"
 require "sidekiq/limit_fetch/beat_report"
 require "sidekiq/limit_fetch/stored_limit"
+require "sidekiq/limit_fetch/queue_state"
+require "sidekiq/limit_fetch/capsule_entry"
 require "sidekiq/limit_fetch/limits"
 require "sidekiq/limit_fetch/job_limit_id"
 require "sidekiq/limit_fetch/job_key"
@@ -26,6 +28,9 @@ require "sidekiq/limit_fetch/broken_limits"
 require "sidekiq/limit_fetch/heartbeat"
 require "sidekiq/limit_fetch/client"
 require "sidekiq/limit_fetch/unit_of_work"
+require "sidekiq/limit_fetch/explanation"
+require "sidekiq/limit_fetch/queue"
+require "sidekiq/limit_fetch/console"
 require "sidekiq/limit_fetch/global/queue_semaphore"
 
 module Sidekiq
@@ -48,6 +53,18 @@ module Sidekiq
       # The capsule's client, set up on first use.
       def client(capsule)
         @clients[capsule] || setup(capsule)
+      end
+
+      # The capsule's client if it is set up in this process, else nil.
+      def client?(capsule)
+        @clients[capsule]
+      end
+
+      # Sends the pending acknowledgements of every capsule of this process
+      # (they ride on the next fetch, or go within 2 ms), so that a reader
+      # here sees the jobs it just finished as finished.
+      def flush_acknowledgements
+        @lock.synchronize { @clients.values }.each { |client| client.native.flush }
       end
 
       # Ends the capsule's waiting fetches: Sidekiq is quieting.

@@ -2,6 +2,7 @@
 //! its busy and in-progress lists, reaping dead capsules, deregistering.
 
 use crate::admin::write_defaults;
+use crate::capsules::INFO_TTL_SECS;
 use crate::connection::Conn;
 use crate::reaper::Reaped;
 use crate::runtime::run_plain;
@@ -93,8 +94,8 @@ impl Inner {
     /// Sets the heartbeat and membership; true if the heartbeat key was gone,
     /// in which case the configured limits are written again where unset.
     async fn register(&self, conn: &mut Conn) -> Result<bool> {
-        let (existed,): (bool,) = redis::pipe()
-            .atomic()
+        let mut pipe = redis::pipe();
+        pipe.atomic()
             .cmd("EXISTS")
             .arg(keys::heartbeat(&self.uuid))
             .cmd("SET")
@@ -106,9 +107,16 @@ impl Inner {
             .cmd("SADD")
             .arg(keys::CAPSULES)
             .arg(&self.uuid)
-            .ignore()
-            .query_async(conn)
-            .await?;
+            .ignore();
+        if let Some(info) = self.info.lock().as_deref() {
+            pipe.cmd("SET")
+                .arg(keys::capsule_info(&self.uuid))
+                .arg(info)
+                .arg("EX")
+                .arg(self.heartbeat_ttl + INFO_TTL_SECS)
+                .ignore();
+        }
+        let (existed,): (bool,) = pipe.query_async(conn).await?;
         if !existed {
             let defaults = self.defaults.lock().clone();
             write_defaults(conn, &defaults).await?;

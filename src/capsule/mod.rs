@@ -65,6 +65,9 @@ struct Inner {
     heartbeat_ttl: u64,
     /// Limits from the configuration, written again if Redis loses its data.
     defaults: Mutex<Vec<(String, LimitKind, u64)>>,
+    /// What the capsule says of itself for the control plane, written at
+    /// each registration (see `keys::capsule_info`).
+    info: Mutex<Option<String>>,
     /// How long a caller waits for a reply (Sidekiq's `timeout`).
     timeout: Duration,
     /// A forked child starts with an empty one, as it holds none of its
@@ -118,6 +121,7 @@ impl Capsule {
             redis,
             timeout: settings.timeout,
             defaults: Mutex::default(),
+            info: Mutex::default(),
             heartbeat_ttl: (period * 4.0).ceil().max(1.0) as u64,
             ledger: Mutex::new(ForkLocal::new(Ledger::default(), Stale::Drop)),
             gate: Arc::new(RwLock::new(())),
@@ -212,6 +216,18 @@ impl Capsule {
     ) -> Result<()> {
         *self.inner.defaults.lock() = limits.clone();
         self.inner.limits.set_default_limits(limits, interrupt)
+    }
+
+    /// What this capsule says of itself to a control plane (opaque to the
+    /// core: the Ruby side writes JSON), stored from the next registration
+    /// or heartbeat on (see [`Limits::capsules`]).
+    pub fn describe(&self, info: String) {
+        *self.inner.info.lock() = Some(info);
+    }
+
+    /// Seconds the heartbeat key lives: 4 heartbeat periods.
+    pub fn heartbeat_ttl(&self) -> u64 {
+        self.inner.heartbeat_ttl
     }
 
     /// Busy slots of `queue`: across all capsules, and this capsule's own.

@@ -3,6 +3,8 @@
 -- fetchers anywhere can both take the last slot, and one round trip per job
 -- (the acknowledgement of a job rides on the next fetch of its capsule).
 --
+-- A paused queue (its paused key exists; see src/keys.rs) is never eligible.
+--
 -- A taken job moves to the capsule's in-progress list of its queue, where it
 -- stays until acknowledged or pushed back: if the capsule dies, the reaper
 -- returns it to its queue.
@@ -22,10 +24,12 @@
 --                  the tracking connection (which sent it after CLIENT CACHING
 --                  yes) goes on tracking them;
 --             't'  take nothing: read, for each queue, the keys whether it is
---                  eligible depends on, and its length if it is (arming the
---                  doorbell, after CLIENT CACHING yes). A full queue's own key
---                  is not read: pushes to it change nothing until a slot or a
---                  limit does, and those keys are read.
+--                  eligible depends on (its limits, pause and busy list), and
+--                  its length if it is (arming the doorbell, after CLIENT
+--                  CACHING yes). A full or paused queue's own key is not
+--                  read: pushes to it change nothing until a slot, a limit or
+--                  the pause does, and those keys are read (a pause's TTL
+--                  running out deletes its key, which Redis reports too).
 -- ARGV[3]     how many jobs the fetch may set aside at most (>= 1)
 -- ARGV[4]     n, the number of acknowledgements that follow
 -- then n triples: queue name, job, SHA1 of the job (hex)
@@ -92,12 +96,16 @@ local function done(reply)
 end
 
 -- Whether the capsule may take one more job of the queue, whose busy list is
--- `busy` (the slots it freed above count as free).
+-- `busy` (the slots it freed above count as free): not paused, and under
+-- its limits. One MGET reads both limits and the pause: a queue with
+-- neither costs one call, as the limit's GET alone did before pauses.
 local function eligible(name, busy)
+  local state = redis.call('MGET', limit_key(name), process_limit_key(name), paused_key(name))
+  if state[3] then return false end
   local own_freed = freed[name] or 0
-  local limit = read_limit(limit_key(name))
+  local limit = parse_limit(state[1])
   if limit and redis.call('LLEN', busy) - own_freed >= limit then return false end
-  local process_limit = read_limit(process_limit_key(name))
+  local process_limit = parse_limit(state[2])
   if process_limit == 0 then return false end
   -- Stops scanning as soon as the capsule's share is known to be full.
   return not process_limit or

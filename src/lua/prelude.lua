@@ -15,8 +15,10 @@ local function queue_key(name) return 'queue:' .. name end
 local function limit_key(name) return PREFIX .. 'queue:' .. name .. ':limit' end
 local function process_limit_key(name) return PREFIX .. 'queue:' .. name .. ':process_limit' end
 local function busy_key(name) return PREFIX .. 'queue:' .. name .. ':busy' end
+local function paused_key(name) return PREFIX .. 'queue:' .. name .. ':paused' end
 local function in_progress_key(uuid, name) return PREFIX .. 'capsule:' .. uuid .. ':inprogress:' .. name end
 local function capsule_queues_key(uuid) return PREFIX .. 'capsule:' .. uuid .. ':queues' end
+local function capsule_info_key(uuid) return PREFIX .. 'capsule:' .. uuid .. ':info' end
 -- Job limits (a job class's, or a key's) by id: see src/keys.rs.
 local function job_limit_key(id) return PREFIX .. 'limit:' .. id .. ':limit' end
 local function job_busy_key(id) return PREFIX .. 'limit:' .. id .. ':busy' end
@@ -32,9 +34,9 @@ local MAX_LIMIT = 9007199254740991
 -- A limit that is not decimal digits (ASCII whitespace around allowed) up to
 -- MAX_LIMIT reads as 0: a broken limit must never mean "unlimited". The core
 -- (limits.rs) and Ruby (limits.rb) read limits the same way; the values all
--- must agree on are in spec/fixtures/limit_values.json.
-local function read_limit(key)
-  local raw = redis.call('GET', key)
+-- must agree on are in spec/fixtures/limit_values.json. `raw`: the value
+-- as GET (or MGET) gives it, false when the key is missing.
+local function parse_limit(raw)
   if not raw then return nil end
   -- tonumber rounds digits to the nearest double: above MAX_LIMIT only if
   -- their value is.
@@ -42,6 +44,8 @@ local function read_limit(key)
   if limit and limit <= MAX_LIMIT then return limit end
   return 0
 end
+
+local function read_limit(key) return parse_limit(redis.call('GET', key)) end
 
 -- Puts a job back first in line: Sidekiq pushes jobs on the left of a queue
 -- and takes them from the right.

@@ -25,6 +25,7 @@ local now = tonumber(ARGV[4])
 if not clean and redis.call('EXISTS', KEYS[2]) == 1 then return nil end
 redis.call('DEL', KEYS[2])
 if redis.call('SREM', KEYS[1], uuid) == 0 and not clean then return nil end
+redis.call('DEL', capsule_info_key(uuid))
 
 local freed = 0
 for i = 3, #KEYS do

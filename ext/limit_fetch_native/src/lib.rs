@@ -1,19 +1,21 @@
 //! Ruby binding of `limit_fetch_core`.
 //!
 //! One file per Ruby class the binding defines (`native.rs`,
-//! `native_limits.rs`), reads
-//! (`redis_settings.rs`, `capsule_options.rs`) or builds (`beat_report.rs`,
-//! `stored_limit.rs`, `errors.rs`), each with its own `init`; the Ruby side
-//! defines and checks the shapes (lib/sidekiq/limit_fetch/). This file only
-//! wires them up.
+//! `native_limits.rs`), reads (`redis_settings.rs`, `capsule_options.rs`)
+//! or builds (`beat_report.rs`, `stored_limit.rs`, `queue_state.rs`,
+//! `capsule_entry.rs`, `errors.rs`), each with its own `init`; the Ruby
+//! side defines and checks the shapes (lib/sidekiq/limit_fetch/). This file
+//! only wires them up.
 
 mod beat_report;
+mod capsule_entry;
 mod capsule_options;
 mod errors;
 mod helpers;
 mod native;
 mod native_limits;
 mod nogvl;
+mod queue_state;
 mod redis_settings;
 mod stored_limit;
 
@@ -31,6 +33,8 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     capsule_options::init(namespace)?;
     beat_report::init(namespace)?;
     stored_limit::init(namespace)?;
+    queue_state::init(namespace)?;
+    capsule_entry::init(namespace)?;
     native::init(ruby, namespace)?;
     native_limits::init(ruby, namespace)
 }

@@ -32,6 +32,17 @@ impl Native {
         self.capsule.uuid().to_owned()
     }
 
+    /// What the capsule says of itself to a control plane (JSON, from
+    /// Client#start), stored from its next registration on.
+    fn describe(&self, info: String) {
+        self.capsule.describe(info);
+    }
+
+    /// Seconds its heartbeat key lives (4 heartbeat periods).
+    fn heartbeat_ttl(&self) -> u64 {
+        self.capsule.heartbeat_ttl()
+    }
+
     /// Round trips this capsule made to Redis so far (for the benchmark).
     fn round_trips(&self) -> u64 {
         self.capsule.round_trips()
@@ -234,6 +245,8 @@ pub fn init(ruby: &Ruby, namespace: RClass) -> Result<(), Error> {
     class.define_singleton_method("panic_through_binding", function!(panic_through_binding, 1))?;
     class.define_method("uuid", method!(Native::uuid, 0))?;
     class.define_method("round_trips", method!(Native::round_trips, 0))?;
+    class.define_method("describe", method!(Native::describe, 1))?;
+    class.define_method("heartbeat_ttl", method!(Native::heartbeat_ttl, 0))?;
     class.define_method("fetch", method!(Native::fetch, 3))?;
     class.define_method("quiet", method!(Native::quiet, 0))?;
     class.define_method("acknowledge", method!(Native::acknowledge, 2))?;

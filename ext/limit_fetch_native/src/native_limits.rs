@@ -6,8 +6,10 @@
 use limit_fetch_core::Limits;
 use magnus::{function, method, prelude::*, Error, RArray, RClass, Ruby, Value};
 
+use crate::helpers::seconds;
+use crate::helpers::symbol_enum::LIMIT_KIND;
 use crate::nogvl::call;
-use crate::redis_settings;
+use crate::{capsule_entry, queue_state, redis_settings};
 
 #[magnus::wrap(class = "Sidekiq::LimitFetch::NativeLimits", free_immediately, size)]
 struct NativeLimits {
@@ -48,6 +50,78 @@ impl NativeLimits {
         })
     }
 
+    /// A queue's limit (`which`: :limit or :process_limit), as the fetch
+    /// reads it.
+    fn limit(ruby: &Ruby, rb_self: &Self, queue: String, which: Value) -> Result<Option<u64>, Error> {
+        let which = LIMIT_KIND.get(ruby, which)?;
+        let limits = rb_self.limits.clone();
+        call(ruby, |interrupt| limits.limit(&queue, which, interrupt))
+    }
+
+    /// Sets (nil: removes) a queue's limit, checked by Ruby (Limits.coerce).
+    fn set_limit(
+        ruby: &Ruby,
+        rb_self: &Self,
+        queue: String,
+        which: Value,
+        value: Option<u64>,
+    ) -> Result<(), Error> {
+        let which = LIMIT_KIND.get(ruby, which)?;
+        let limits = rb_self.limits.clone();
+        call(ruby, |interrupt| {
+            limits.set_limit(&queue, which, value, interrupt)
+        })
+    }
+
+    /// `QueueState`s of `queues`, in one round trip.
+    fn queue_states(ruby: &Ruby, rb_self: &Self, queues: Vec<String>) -> Result<RArray, Error> {
+        let limits = rb_self.limits.clone();
+        let states = call(ruby, |interrupt| limits.queue_states(&queues, interrupt))?;
+        let array = ruby.ary_new_capa(states.len());
+        for state in states {
+            array.push(queue_state::to_ruby(ruby, state)?)?;
+        }
+        Ok(array)
+    }
+
+    /// Pauses a queue, until unpaused (`seconds` nil) or for `seconds`
+    /// (checked by Ruby).
+    fn pause(
+        ruby: &Ruby,
+        rb_self: &Self,
+        queue: String,
+        duration: Option<f64>,
+    ) -> Result<(), Error> {
+        let duration = duration
+            .map(|s| seconds(ruby, "pause", s))
+            .transpose()?;
+        let limits = rb_self.limits.clone();
+        call(ruby, |interrupt| limits.pause(&queue, duration, interrupt))
+    }
+
+    /// Ends a queue's pause; true if it was paused.
+    fn unpause(ruby: &Ruby, rb_self: &Self, queue: String) -> Result<bool, Error> {
+        let limits = rb_self.limits.clone();
+        call(ruby, |interrupt| limits.unpause(&queue, interrupt))
+    }
+
+    /// Names of the queues the gem holds a key of, sorted.
+    fn known_queues(ruby: &Ruby, rb_self: &Self) -> Result<Vec<String>, Error> {
+        let limits = rb_self.limits.clone();
+        call(ruby, |interrupt| limits.known_queues(interrupt))
+    }
+
+    /// `CapsuleEntry`s of the registered capsules, sorted by UUID.
+    fn capsules(ruby: &Ruby, rb_self: &Self) -> Result<RArray, Error> {
+        let limits = rb_self.limits.clone();
+        let entries = call(ruby, |interrupt| limits.capsules(interrupt))?;
+        let array = ruby.ary_new_capa(entries.len());
+        for entry in entries {
+            array.push(capsule_entry::to_ruby(ruby, entry)?)?;
+        }
+        Ok(array)
+    }
+
     /// Ids of the job limits with running or parked jobs.
     fn active_job_limits(ruby: &Ruby, rb_self: &Self) -> Result<Vec<String>, Error> {
         let limits = rb_self.limits.clone();
@@ -60,6 +134,13 @@ pub fn init(ruby: &Ruby, namespace: RClass) -> Result<(), Error> {
     class.define_singleton_method("new", function!(NativeLimits::new, 1))?;
     class.define_method("job_limits", method!(NativeLimits::job_limits, 1))?;
     class.define_method("set_job_limit", method!(NativeLimits::set_job_limit, 2))?;
+    class.define_method("limit", method!(NativeLimits::limit, 2))?;
+    class.define_method("set_limit", method!(NativeLimits::set_limit, 3))?;
+    class.define_method("queue_states", method!(NativeLimits::queue_states, 1))?;
+    class.define_method("pause", method!(NativeLimits::pause, 2))?;
+    class.define_method("unpause", method!(NativeLimits::unpause, 1))?;
+    class.define_method("known_queues", method!(NativeLimits::known_queues, 0))?;
+    class.define_method("capsules", method!(NativeLimits::capsules, 0))?;
     class.define_method(
         "active_job_limits",
         method!(NativeLimits::active_job_limits, 0),

@@ -27,6 +27,7 @@ module Sidekiq
           logger.warn("sidekiq-limit_fetch: a limit is set for queue #{queue.inspect}, which no capsule processes")
         end
         @native.set_default_limits(@limits)
+        @native.describe(RegisteredCapsule.describe(config, identity: identity, heartbeat_ttl: @native.heartbeat_ttl))
         @native.register
         @heartbeat.start
         self

@@ -11,6 +11,9 @@ module Sidekiq
     #   Sidekiq::LimitFetch::JobLimit.for(SyncJob, key: tenant.id).reset      # back to the default
     #   Sidekiq::LimitFetch::JobLimit.for(ExportJob).running
     #   Sidekiq::LimitFetch::JobLimit.active                                  # with running or parked jobs
+    #
+    # Also reached as Sidekiq::LimitFetch.job_limit(SyncJob, key: tenant.id)
+    # and Sidekiq::LimitFetch.job_limits (the active ones).
     class JobLimit
       attr_reader :id
 
@@ -42,7 +45,7 @@ module Sidekiq
         end
 
         def native
-          @native ||= NativeLimits.new(RedisOptions.for(Sidekiq.default_configuration))
+          LimitFetch.admin
         end
       end
 

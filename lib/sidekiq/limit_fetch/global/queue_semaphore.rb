@@ -1,52 +1,36 @@
 # frozen_string_literal: true
 
+require "forwardable"
+
 module Sidekiq
   class LimitFetch < BasicFetch
     module Global
-      # Reads and changes one queue's limits at run time; the next fetch, in
-      # every process, obeys the change.
+      # v5's handle on one queue's limits, kept for compatibility: it
+      # delegates to Sidekiq::LimitFetch::Queue, which needs no capsule, and
+      # sets nothing up (no registration, no thread).
       #
       #   queue = Sidekiq::LimitFetch::Global::QueueSemaphore.new(capsule, "webhooks")
       #   queue.limit = 5
       #   queue.process_limit = nil # removes it
       class QueueSemaphore
-        attr_reader :name
+        extend Forwardable
+
+        def_delegators :@queue, :name, :limit, :limit=, :process_limit, :process_limit=, :busy,
+          :pause, :pause_for, :unpause, :paused?
 
         def initialize(capsule, name)
           @capsule = capsule
-          @name = name.to_s
+          @queue = Queue.new(name)
         end
 
-        def limit
-          native.limit(name, :limit)
-        end
-
-        def limit=(value)
-          native.set_limit(name, :limit, Limits.coerce(name, value, :limit))
-        end
-
-        def process_limit
-          native.limit(name, :process_limit)
-        end
-
-        def process_limit=(value)
-          native.set_limit(name, :process_limit, Limits.coerce(name, value, :process_limit))
-        end
-
-        # Jobs of this queue in progress across every process.
-        def busy
-          native.busy(name).first
-        end
-
-        # Jobs of this queue in progress in this capsule.
+        # Jobs of this queue in progress in this capsule: none unless the
+        # capsule fetches in this process.
         def process_busy
-          native.busy(name).last
-        end
+          client = LimitFetch.client?(@capsule)
+          return 0 unless client
 
-        private
-
-        def native
-          LimitFetch.client(@capsule).native
+          LimitFetch.flush_acknowledgements
+          @queue.state.busy.fetch(client.uuid, 0)
         end
       end
     end

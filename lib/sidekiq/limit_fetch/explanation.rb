@@ -1,0 +1,86 @@
+# frozen_string_literal: true
+
+require "time"
+
+module Sidekiq
+  class LimitFetch < BasicFetch
+    # Why a queue's next job is or is not being fetched right now
+    # (Queue#explain), from one read of the queue and of the registered
+    # capsules. +reason+, the first that applies, in this order:
+    #
+    # :paused            paused (until +paused_until+, or until unpaused)
+    # :empty             no job waits in it
+    # :at_limit          its running jobs fill its global limit
+    # :no_process        no live capsule (process) serves it
+    # :at_process_limit  each live capsule serving it is at its process limit
+    #                    (+processes+: their identities)
+    # :eligible          the next fetch of a capsule serving it takes a job
+    class Explanation
+      REASONS = %i[eligible empty paused at_limit at_process_limit no_process].freeze
+
+      attr_reader :queue, :reason, :busy, :limit, :process_limit, :queued, :paused_until, :processes
+
+      # From a QueueState and RegisteredCapsules.
+      def self.of(state, capsules)
+        new(state, capsules)
+      end
+
+      def initialize(state, capsules)
+        @queue = state.name
+        @busy = state.busy.values.sum
+        @limit = state.limit
+        @process_limit = state.process_limit
+        @queued = state.queued
+        @paused_until = (Time.now + state.pause_left if state.pause_left)
+        @processes = []
+        @reason = reason_for(state, capsules.reject(&:expired?))
+      end
+
+      # A one-line sentence: "at its global limit 3/3", "paused until
+      # 12:04:10Z", "at its process limit 1 in host:1234:abc", "empty", "no
+      # live process serves it", "eligible: 12 queued".
+      def to_s
+        case reason
+        when :paused then paused_until ? "paused until #{format_time(paused_until)}" : "paused until unpaused"
+        when :empty then "empty"
+        when :at_limit then "at its global limit #{busy}/#{limit}"
+        when :no_process then "no live process serves it"
+        when :at_process_limit then "at its process limit #{process_limit} in #{processes.join(", ")}"
+        else "eligible: #{queued} queued, #{busy} running"
+        end
+      end
+
+      def to_h
+        {
+          reason: reason, message: to_s, busy: busy, limit: limit, process_limit: process_limit,
+          queued: queued, paused_until: paused_until, processes: processes
+        }
+      end
+
+      def inspect
+        "#<#{self.class.name} #{queue}: #{self}>"
+      end
+
+      private
+
+      def reason_for(state, live)
+        return :paused if state.paused
+        return :empty if queued.zero?
+        return :at_limit if limit && busy >= limit
+
+        serving = live.select { |capsule| capsule.identity.nil? || capsule.queues.include?(queue) }
+        return :no_process if serving.empty?
+        return :eligible unless process_limit && serving.all? { |c| state.busy.fetch(c.uuid, 0) >= process_limit }
+
+        @processes = serving.map(&:label).uniq.sort
+        :at_process_limit
+      end
+
+      # Within a day: the time of day (UTC); later, the date as well.
+      def format_time(time)
+        time = time.utc
+        (time - Time.now < 86_400) ? time.strftime("%H:%M:%SZ") : time.iso8601
+      end
+    end
+  end
+end

@@ -1,0 +1,142 @@
+# frozen_string_literal: true
+
+module Sidekiq
+  class LimitFetch < BasicFetch
+    # One queue's limits, slots, backlog and pause, read and changed from any
+    # process (a console, a deploy task, the Web UI, the CLI) with no
+    # capsule: it registers nothing and starts no thread. A change holds in
+    # every process at their next fetch; a pause ended wakes their idle
+    # fetchers at once.
+    #
+    #   queue = Sidekiq::LimitFetch.queue("webhooks")
+    #   queue.limit = 5
+    #   queue.pause_for(600)
+    #   queue.explain.to_s # => "paused until 12:04:10Z"
+    class Queue
+      attr_reader :name
+
+      def initialize(name, admin: LimitFetch.admin)
+        @name = name.to_s
+        @admin = admin
+      end
+
+      # The global limit (all processes), as the fetch reads it; nil: none.
+      def limit
+        @admin.limit(name, :limit)
+      end
+
+      # An Integer from 0 (no new fetches) up, or nil to remove the limit.
+      def limit=(value)
+        @admin.set_limit(name, :limit, Limits.coerce(name, value, :limit))
+      end
+
+      # The limit in each capsule (process), as the fetch reads it; nil: none.
+      def process_limit
+        @admin.limit(name, :process_limit)
+      end
+
+      def process_limit=(value)
+        @admin.set_limit(name, :process_limit, Limits.coerce(name, value, :process_limit))
+      end
+
+      # Jobs of the queue running now, across every process. Sends this
+      # process's pending acknowledgements first.
+      def busy
+        fresh_state.busy.values.sum
+      end
+
+      # {process identity => jobs of the queue it runs now}: the Sidekiq
+      # identity ("host:pid:hex") of each process, the capsule's UUID for
+      # a process that did not say (sidekiq-limit_fetch v5).
+      def busy_by_process
+        by_process(fresh_state.busy, LimitFetch.capsules)
+      end
+
+      # Jobs waiting in Sidekiq's list of the queue.
+      def queued
+        state.queued
+      end
+
+      # No process fetches from the queue until #unpause; its limits stay
+      # as they are, running jobs are untouched. Replaces a #pause_for.
+      def pause
+        @admin.pause(name, nil)
+        nil
+      end
+
+      # As #pause, ending by itself after +seconds+ (a Redis TTL: it ends
+      # even if no process is alive to end it).
+      def pause_for(seconds)
+        @admin.pause(name, Check.seconds(:pause_for, seconds))
+        nil
+      end
+
+      # Ends a pause; idle fetchers in every process wake at once. True if
+      # the queue was paused.
+      def unpause
+        @admin.unpause(name)
+      end
+
+      def paused?
+        state.paused
+      end
+
+      # When a #pause_for ends (a Time); nil when paused until #unpause, or
+      # not paused.
+      def paused_until
+        until_time(state)
+      end
+
+      # Why the queue's next job is or is not being fetched right now: an
+      # Explanation (#reason, #to_s, #to_h). Sends this process's pending
+      # acknowledgements first.
+      def explain
+        Explanation.of(fresh_state, LimitFetch.capsules)
+      end
+
+      # Everything above, as a plain Hash (for JSON and metrics): one round
+      # trip, and one more for the capsules.
+      def to_h
+        state = fresh_state
+        capsules = LimitFetch.capsules
+        {
+          name: name,
+          limit: state.limit,
+          process_limit: state.process_limit,
+          busy: state.busy.values.sum,
+          busy_by_process: by_process(state.busy, capsules),
+          queued: state.queued,
+          paused: state.paused,
+          paused_until: until_time(state),
+          explain: Explanation.of(state, capsules).to_h
+        }
+      end
+
+      # The queue as Redis holds it now (a QueueState).
+      def state
+        @admin.queue_states([name]).first
+      end
+
+      private
+
+      # After this process's pending acknowledgements reached Redis: a
+      # reader that just finished jobs sees them finished.
+      def fresh_state
+        LimitFetch.flush_acknowledgements
+        state
+      end
+
+      def by_process(busy, capsules)
+        labels = capsules.to_h { |capsule| [capsule.uuid, capsule.label] }
+        busy.each_with_object({}) do |(uuid, count), sums|
+          label = labels.fetch(uuid, uuid)
+          sums[label] = sums.fetch(label, 0) + count
+        end
+      end
+
+      def until_time(state)
+        Time.now + state.pause_left if state.pause_left
+      end
+    end
+  end
+end

@@ -1,0 +1,215 @@
+//! Queues as a control plane sees them: their limits, busy slots by
+//! capsule, backlog and pause, read in one round trip; pausing and
+//! unpausing; and the names of every queue the gem holds a key of. Needs no
+//! capsule (see admin.rs).
+//!
+//! A pause is one key per queue (`keys::paused`): while it exists the fetch
+//! script finds the queue not eligible, whatever its limits, and leaves the
+//! limits as they are. A pause for a time is the same key with a TTL, so it
+//! ends by itself, with no process alive to end it. Deleting the key (or
+//! its expiry) is a write Redis reports to every capsule's doorbell, which
+//! tracks the key while its fetchers sleep: they wake and take the queue's
+//! jobs at once.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use crate::admin::Limits;
+use crate::runtime::run_plain;
+use crate::{keys, Error, Interrupt, LimitValue, Result};
+
+/// One queue as Redis holds it now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueState {
+    pub name: String,
+    /// As the fetch reads it (a broken value reads as 0).
+    pub limit: LimitValue,
+    pub process_limit: LimitValue,
+    /// Busy slots per capsule UUID, in the order the busy list first names
+    /// each (the oldest booking first).
+    pub busy: Vec<(String, u64)>,
+    /// Jobs waiting in Sidekiq's list of the queue.
+    pub queued: u64,
+    pub pause: Pause,
+}
+
+/// Whether a queue is paused, and for how long.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pause {
+    None,
+    /// Until unpaused.
+    Indefinite,
+    /// Ends by itself after this long (from the read).
+    For(Duration),
+}
+
+impl QueueState {
+    /// Busy slots across every capsule.
+    pub fn busy_total(&self) -> u64 {
+        self.busy.iter().map(|(_, n)| n).sum()
+    }
+}
+
+impl Limits {
+    /// Each of `queues` as Redis holds it now, in one round trip.
+    pub fn queue_states<S: AsRef<str>>(
+        &self,
+        queues: &[S],
+        interrupt: &Interrupt,
+    ) -> Result<Vec<QueueState>> {
+        let names: Vec<String> = queues.iter().map(|q| q.as_ref().to_owned()).collect();
+        if names.is_empty() {
+            return Ok(Vec::new());
+        }
+        let redis = self.redis().clone();
+        run_plain(interrupt, self.timeout(), async move {
+            let mut pipe = redis::pipe();
+            for name in &names {
+                pipe.cmd("GET").arg(keys::limit(name));
+                pipe.cmd("GET").arg(keys::process_limit(name));
+                pipe.cmd("LRANGE").arg(keys::busy(name)).arg(0).arg(-1);
+                pipe.cmd("LLEN").arg(keys::queue(name));
+                pipe.cmd("PTTL").arg(keys::paused(name));
+            }
+            type Reply = (Option<Vec<u8>>, Option<Vec<u8>>, Vec<String>, u64, i64);
+            let flat: Vec<redis::Value> = pipe.query_async(&mut redis.conn().await?).await?;
+            let replies: Vec<Reply> = flat
+                .chunks(5)
+                .map(|c| redis::from_redis_value(&redis::Value::Array(c.to_vec())))
+                .collect::<redis::RedisResult<_>>()?;
+            Ok(names
+                .into_iter()
+                .zip(replies)
+                .map(|(name, (limit, process_limit, busy, queued, pttl))| {
+                    let parse = |raw: Option<Vec<u8>>| {
+                        let raw = raw.as_deref().map(String::from_utf8_lossy);
+                        crate::limits::parse_stored(raw.as_deref())
+                    };
+                    QueueState {
+                        name,
+                        limit: parse(limit),
+                        process_limit: parse(process_limit),
+                        busy: count(busy),
+                        queued,
+                        pause: pause(pttl),
+                    }
+                })
+                .collect())
+        })
+    }
+
+    /// Pauses `queue`: no fetch takes its jobs until [`Limits::unpause`],
+    /// or, with `duration`, until that has passed. Its limits stay as they
+    /// are; running jobs are untouched. A pause replaces the one before.
+    pub fn pause(
+        &self,
+        queue: &str,
+        duration: Option<Duration>,
+        interrupt: &Interrupt,
+    ) -> Result<()> {
+        let millis = match duration {
+            None => None,
+            Some(d) if d.is_zero() => {
+                return Err(Error::Invalid(format!(
+                    "a pause of queue {queue:?} must last a positive time"
+                )))
+            }
+            // At least a millisecond: PX takes whole ones.
+            Some(d) => Some(u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)),
+        };
+        let redis = self.redis().clone();
+        let key = keys::paused(queue);
+        run_plain(interrupt, self.timeout(), async move {
+            let mut cmd = redis::cmd("SET");
+            cmd.arg(key).arg(1);
+            if let Some(ms) = millis {
+                cmd.arg("PX").arg(ms);
+            }
+            cmd.query_async::<()>(&mut *redis.writer().await?).await?;
+            Ok(())
+        })
+    }
+
+    /// Ends `queue`'s pause; its fetchers, asleep in every process, wake.
+    /// True if it was paused.
+    pub fn unpause(&self, queue: &str, interrupt: &Interrupt) -> Result<bool> {
+        let redis = self.redis().clone();
+        let key = keys::paused(queue);
+        run_plain(interrupt, self.timeout(), async move {
+            let deleted: u64 = redis::cmd("DEL")
+                .arg(key)
+                .query_async(&mut *redis.writer().await?)
+                .await?;
+            Ok(deleted > 0)
+        })
+    }
+
+    /// Every queue the gem holds a key of (a stored limit, a busy list, a
+    /// pause), sorted, found by `SCAN` (incremental: never blocks Redis).
+    pub fn known_queues(&self, interrupt: &Interrupt) -> Result<Vec<String>> {
+        let redis = self.redis().clone();
+        run_plain(interrupt, self.timeout() * 4, async move {
+            let mut conn = redis.conn().await?;
+            let mut names = BTreeSet::new();
+            let mut cursor: u64 = 0;
+            loop {
+                let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN")
+                    .arg(cursor)
+                    .arg("MATCH")
+                    .arg(keys::QUEUE_PATTERN)
+                    .arg("COUNT")
+                    .arg(1000)
+                    .query_async(&mut conn)
+                    .await?;
+                names.extend(batch.iter().filter_map(|k| keys::queue_of(k)).map(str::to_owned));
+                if next == 0 {
+                    return Ok(names.into_iter().collect());
+                }
+                cursor = next;
+            }
+        })
+    }
+}
+
+/// Entries of a busy list counted per capsule, in order of first entry.
+fn count(busy: Vec<String>) -> Vec<(String, u64)> {
+    let mut counts: Vec<(String, u64)> = Vec::new();
+    for uuid in busy {
+        match counts.iter_mut().find(|(u, _)| *u == uuid) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((uuid, 1)),
+        }
+    }
+    counts
+}
+
+/// A `PTTL` reply: -2 no key, -1 no TTL.
+fn pause(pttl: i64) -> Pause {
+    match pttl {
+        -1 => Pause::Indefinite,
+        ms if ms >= 0 => Pause::For(Duration::from_millis(ms.unsigned_abs())),
+        _ => Pause::None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn busy_entries_count_per_capsule_in_order() {
+        let busy = ["b", "a", "b", "b", "c"].map(String::from).to_vec();
+        assert_eq!(
+            count(busy),
+            vec![("b".into(), 3), ("a".into(), 1), ("c".into(), 1)]
+        );
+    }
+
+    #[test]
+    fn a_pttl_reads_as_a_pause() {
+        assert_eq!(pause(-2), Pause::None);
+        assert_eq!(pause(-1), Pause::Indefinite);
+        assert_eq!(pause(0), Pause::For(Duration::ZERO));
+        assert_eq!(pause(1500), Pause::For(Duration::from_millis(1500)));
+    }
+}
