@@ -242,7 +242,9 @@ RSpec.describe Sidekiq::LimitFetch::Web, :web do
     redis.call("DEL", heartbeat_key(uuid)) # as when its process died a heartbeat expiry ago
     get "/limits"
     rows = page.css("table.lf-capsules tr.lf-capsule")
-    expect(rows.map { _1.at_css("code").text }).to include(a_string_including(uuid))
+    expect(rows.map { _1.at_css(".lf-uuid").text }).to eq([uuid])
+    expect(rows.first.css("td").map { _1.text.split.join(" ") })
+      .to eq([Sidekiq::LimitFetch.capsules.first.identity, "default #{uuid}", "webhooks"])
   end
 
   it "shows keyed scopes with their busiest keys: running, parked and limit" do

@@ -53,12 +53,6 @@ module Sidekiq
             %(aria-label="#{running} / #{limit}"><rect class="lf-track" width="100" height="10"/>) +
             %(<rect class="lf-fill" width="#{width}" height="10"/></svg>)
         end
-
-        # How long ago a capsule last beat, as shown.
-        def limit_fetch_age(capsule)
-          age = capsule.heartbeat_age
-          age.nil? ? t("LimitFetchNever") : t("LimitFetchSecondsAgo", seconds: age.round)
-        end
       end
     end
   end

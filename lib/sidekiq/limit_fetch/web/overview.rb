@@ -57,10 +57,10 @@ module Sidekiq
 
         private
 
+        # From Queue#to_h: one read of the queue, one of the capsules.
         def queue_row(queue)
-          QueueRow.new(name: queue.name, limit: queue.limit, process_limit: queue.process_limit, busy: queue.busy,
-            busy_by_process: queue.busy_by_process, queued: queue.queued, paused: queue.paused?,
-            paused_until: queue.paused_until, explanation: queue.explain.to_s)
+          state = queue.to_h
+          QueueRow.new(**state.slice(*QueueRow.members), explanation: state.dig(:explain, :message))
         end
 
         def scope(name, limits)
