@@ -76,6 +76,7 @@ RSpec.describe "the Limits tab in a headless browser", :browser, :e2e do
     browser.on("Log.entryAdded") do |params|
       entry = params["entry"]
       next unless entry["level"] == "error"
+
       missing_script = entry["url"].to_s.match?(WebUiBrowser::MISSING_SCRIPT) && entry["text"].include?("404")
       next if entry["source"] == "network" && missing_script
 
