@@ -161,7 +161,12 @@ impl Limits {
                     .arg(1000)
                     .query_async(&mut conn)
                     .await?;
-                names.extend(batch.iter().filter_map(|k| keys::queue_of(k)).map(str::to_owned));
+                names.extend(
+                    batch
+                        .iter()
+                        .filter_map(|k| keys::queue_of(k))
+                        .map(str::to_owned),
+                );
                 if next == 0 {
                     return Ok(names.into_iter().collect());
                 }

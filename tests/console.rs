@@ -40,7 +40,10 @@ fn a_paused_queue_is_skipped_and_keeps_its_limits() {
     assert_eq!(state.queued, 3);
 
     assert!(admin.unpause(&paused, &none).unwrap());
-    assert!(!admin.unpause(&paused, &none).unwrap(), "not paused any more");
+    assert!(
+        !admin.unpause(&paused, &none).unwrap(),
+        "not paused any more"
+    );
     assert_eq!(
         fetch_all(&a, &order),
         vec![paused.clone(), paused.clone()],
@@ -92,7 +95,11 @@ fn queue_states_count_busy_slots_per_capsule_in_one_read() {
     let _: () = redis().set(keys::limit(&q), "oops").unwrap();
     let state = &admin.queue_states(&[&q], &none).unwrap()[0];
     assert_eq!(state.name, q);
-    assert_eq!(state.limit, Some(0), "a broken limit reads as the fetch reads it");
+    assert_eq!(
+        state.limit,
+        Some(0),
+        "a broken limit reads as the fetch reads it"
+    );
     assert_eq!(state.process_limit, Some(2));
     assert_eq!(state.queued, 1);
     assert_eq!(state.busy_total(), 4);
@@ -101,7 +108,10 @@ fn queue_states_count_busy_slots_per_capsule_in_one_read() {
     let mut want = vec![(a.uuid().to_owned(), 2), (b.uuid().to_owned(), 2)];
     want.sort();
     assert_eq!(busy, want);
-    assert!(admin.queue_states(&[] as &[&str], &none).unwrap().is_empty());
+    assert!(admin
+        .queue_states(&[] as &[&str], &none)
+        .unwrap()
+        .is_empty());
 }
 
 #[test]
@@ -126,7 +136,10 @@ fn known_queues_are_those_with_a_limit_a_pause_or_busy_slots() {
     for q in [&limited, &paused, &busy, &odd] {
         assert!(known.contains(q), "{q} missing from {known:?}");
     }
-    assert!(known.windows(2).all(|w| w[0] < w[1]), "sorted, no duplicates");
+    assert!(
+        known.windows(2).all(|w| w[0] < w[1]),
+        "sorted, no duplicates"
+    );
 }
 
 #[test]
@@ -156,7 +169,14 @@ fn capsules_say_who_they_are_until_reaped() {
     assert_eq!(entry.heartbeat_left_ms, None, "expired");
 
     a.deregister(&[] as &[&str], &none).unwrap();
-    assert!(!admin.capsules(&none).unwrap().iter().any(|c| c.uuid == a.uuid()));
+    assert!(!admin
+        .capsules(&none)
+        .unwrap()
+        .iter()
+        .any(|c| c.uuid == a.uuid()));
     let info: bool = redis().exists(keys::capsule_info(a.uuid())).unwrap();
-    assert!(!info, "deregistering deletes what the capsule said of itself");
+    assert!(
+        !info,
+        "deregistering deletes what the capsule said of itself"
+    );
 }

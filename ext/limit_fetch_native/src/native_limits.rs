@@ -52,7 +52,12 @@ impl NativeLimits {
 
     /// A queue's limit (`which`: :limit or :process_limit), as the fetch
     /// reads it.
-    fn limit(ruby: &Ruby, rb_self: &Self, queue: String, which: Value) -> Result<Option<u64>, Error> {
+    fn limit(
+        ruby: &Ruby,
+        rb_self: &Self,
+        queue: String,
+        which: Value,
+    ) -> Result<Option<u64>, Error> {
         let which = LIMIT_KIND.get(ruby, which)?;
         let limits = rb_self.limits.clone();
         call(ruby, |interrupt| limits.limit(&queue, which, interrupt))
@@ -92,9 +97,7 @@ impl NativeLimits {
         queue: String,
         duration: Option<f64>,
     ) -> Result<(), Error> {
-        let duration = duration
-            .map(|s| seconds(ruby, "pause", s))
-            .transpose()?;
+        let duration = duration.map(|s| seconds(ruby, "pause", s)).transpose()?;
         let limits = rb_self.limits.clone();
         call(ruby, |interrupt| limits.pause(&queue, duration, interrupt))
     }

@@ -64,22 +64,38 @@ module Sidekiq
       private
 
       def reason_for(state, live)
-        return :paused if state.paused
-        return :empty if queued.zero?
-        return :at_limit if limit && busy >= limit
+        queue_reason(state) || process_reason(state, live)
+      end
 
-        serving = live.select { |capsule| capsule.identity.nil? || capsule.queues.include?(queue) }
+      def queue_reason(state)
+        if state.paused then :paused
+        elsif queued.zero? then :empty
+        elsif limit && busy >= limit then :at_limit
+        end
+      end
+
+      def process_reason(state, live)
+        serving = serving(live)
         return :no_process if serving.empty?
-        return :eligible unless process_limit && serving.all? { |c| state.busy.fetch(c.uuid, 0) >= process_limit }
+        return :eligible unless full?(state, serving)
 
         @processes = serving.map(&:label).uniq.sort
         :at_process_limit
       end
 
+      # A capsule that did not say which queues it serves (v5) may serve it.
+      def serving(live)
+        live.select { |capsule| capsule.identity.nil? || capsule.queues.include?(queue) }
+      end
+
+      def full?(state, serving)
+        process_limit && serving.all? { |capsule| state.busy.fetch(capsule.uuid, 0) >= process_limit }
+      end
+
       # Within a day: the time of day (UTC); later, the date as well.
       def format_time(time)
         time = time.utc
-        (time - Time.now < 86_400) ? time.strftime("%H:%M:%SZ") : time.iso8601
+        time - Time.now < 86_400 ? time.strftime("%H:%M:%SZ") : time.iso8601
       end
     end
   end
