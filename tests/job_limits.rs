@@ -20,9 +20,16 @@ fn turn() -> std::sync::MutexGuard<'static, ()> {
     BEATING.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// A job of `queue` as Sidekiq's client pushes it, carrying `limits`:
-/// (id, default, discard).
+/// A job of `queue` as Sidekiq's client pushes it with the gem's client
+/// middleware, carrying `limits` (id, default, discard) first.
 fn job(queue: &str, jid: &str, limits: &[(&str, u64, bool)]) -> String {
+    format!(
+        r#"{{"limit_fetch":{},"class":"SyncJob","args":[1],"queue":"{queue}","jid":"{jid}"}}"#,
+        limits_field(limits)
+    )
+}
+
+fn limits_field(limits: &[(&str, u64, bool)]) -> String {
     let limits: Vec<String> = limits
         .iter()
         .map(|(id, concurrency, discard)| {
@@ -30,10 +37,7 @@ fn job(queue: &str, jid: &str, limits: &[(&str, u64, bool)]) -> String {
             format!(r#"{{"id":"{id}","concurrency":{concurrency}{discard}}}"#)
         })
         .collect();
-    format!(
-        r#"{{"class":"SyncJob","args":[1],"queue":"{queue}","jid":"{jid}","limit_fetch":[{}]}}"#,
-        limits.join(",")
-    )
+    format!("[{}]", limits.join(","))
 }
 
 /// A fresh queue and key with two jobs of that key (limit 1), `<label>1`
@@ -124,16 +128,18 @@ fn a_full_key_parks_its_job_and_the_fetch_takes_the_next_then_a_finished_job_sen
     assert_eq!(fetch(&c, &[&q]), None);
 }
 
-/// The writes Redis reports on `key` (keyspace notifications) while `f`
-/// runs: what would wake a fetcher sleeping on it.
-fn writes_to<F: FnOnce()>(key: &str, f: F) -> Vec<String> {
+/// The writes Redis reports on `keys` (keyspace notifications) while `f`
+/// runs: what would wake a fetcher sleeping on them.
+fn writes_to<F: FnOnce()>(keys: &[String], f: F) -> Vec<String> {
     let mut conn = redis();
     let _: () = redis::cmd("CONFIG")
         .arg(&["SET", "notify-keyspace-events", "Kl"])
         .query(&mut conn)
         .unwrap();
     let mut pubsub = conn.as_pubsub();
-    pubsub.psubscribe(format!("__keyspace@*__:{key}")).unwrap();
+    for key in keys {
+        pubsub.psubscribe(format!("__keyspace@*__:{key}")).unwrap();
+    }
     pubsub
         .set_read_timeout(Some(Duration::from_millis(300)))
         .unwrap();
@@ -155,10 +161,12 @@ fn a_parked_job_that_the_acknowledging_fetch_takes_never_touches_its_queue() {
     assert_eq!(fetch(&c, &[&q]), None, "held2 parked");
     assert_eq!(parked(&k), 1);
     // Taken by the fetch its release rides on: the queue's key is not
-    // written, so no fetcher sleeping on it wakes for nothing.
+    // written, so no fetcher sleeping on it wakes for nothing, and the
+    // key's slot passes from the first job to it without a write.
     c.acknowledge(&q, first.job);
     let mut second = None;
-    let events = writes_to(&keys::queue(&q), || second = Some(fetch_job(&c, &[&q])));
+    let watched = [keys::queue(&q), keys::job_busy(&k)];
+    let events = writes_to(&watched, || second = Some(fetch_job(&c, &[&q])));
     assert_eq!(second.as_ref().map(jid).as_deref(), Some("held2"));
     assert_eq!(events, Vec::<String>::new());
     // Released by a fetch from other queues: pushed to the front of its own.
@@ -168,6 +176,60 @@ fn a_parked_job_that_the_acknowledging_fetch_takes_never_touches_its_queue() {
     assert_eq!(fetch(&c, &[&other]), None);
     assert_eq!((parked(&k), running(&k)), (0, 0));
     assert_eq!(fetch(&c, &[&q]).as_deref(), Some("held3"));
+}
+
+#[test]
+fn limits_are_read_first_in_a_payload_or_anywhere_at_its_top_level_never_in_its_arguments() {
+    let _turn = turn();
+    let q = queue("where");
+    // An id with brackets: its array, first in the payload, does not
+    // decode alone, and the whole payload is.
+    let bracketed = format!("{}]x[", id("bracket"));
+    // Written last, as by a client without the middleware's ordering.
+    let last = id("last");
+    let inner = id("inner");
+    let hidden = format!(
+        r#"{{"limit_fetch":{}}}"#,
+        limits_field(&[(&inner, 0, false)])
+    );
+    push_jobs(
+        &q,
+        &[
+            job(&q, "b1", &[(&bracketed, 1, false)]),
+            job(&q, "b2", &[(&bracketed, 1, false)]),
+            format!(
+                r#"{{"class":"SyncJob","args":[1],"queue":"{q}","jid":"l1","limit_fetch":{}}}"#,
+                limits_field(&[(&last, 1, false)])
+            ),
+            format!(
+                r#"{{"class":"SyncJob","args":[1],"queue":"{q}","jid":"l2","limit_fetch":{}}}"#,
+                limits_field(&[(&last, 1, false)])
+            ),
+            // A hash among the arguments with a limit_fetch key: data, not
+            // the job's limits (0 would park it for good).
+            format!(r#"{{"class":"SyncJob","args":[{hidden}],"queue":"{q}","jid":"h1"}}"#),
+            format!(
+                r#"{{"limit_fetch":{},"class":"SyncJob","args":[{hidden}],"queue":"{q}","jid":"h2"}}"#,
+                limits_field(&[(&last, 1, false)])
+            ),
+        ],
+    );
+    let c = capsule();
+    let taken: Vec<Option<String>> = (0..4).map(|_| fetch(&c, &[&q])).collect();
+    let taken: Vec<Option<&str>> = taken.iter().map(Option::as_deref).collect();
+    assert_eq!(
+        taken,
+        [Some("b1"), Some("l1"), Some("h1"), None],
+        "b2, l2 and h2 parked"
+    );
+    assert_eq!(
+        (parked(&bracketed), parked(&last), parked(&inner)),
+        (1, 2, 0)
+    );
+    assert_eq!(
+        (running(&bracketed), running(&last), running(&inner)),
+        (1, 1, 0)
+    );
 }
 
 #[test]

@@ -6,6 +6,10 @@ require "sidekiq"
 require "sidekiq-limit_fetch"
 require_relative "chaos_job"
 require_relative "keyed_chaos_job"
+require_relative "grouped_chaos_job"
+require_relative "co_grouped_chaos_job"
+require_relative "per_queue_chaos_job"
+require_relative "discard_chaos_job"
 
 Sidekiq.configure_server do |config|
   # Short, so that the capsule of a killed process is reaped within seconds

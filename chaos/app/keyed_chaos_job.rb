@@ -7,6 +7,7 @@ require_relative "chaos_job"
 # queue k with a handful of tenants, so that jobs are parked all the time.
 class KeyedChaosJob < ChaosJob
   QUEUE = "k"
+  QUEUES = [QUEUE].freeze
   TENANTS = %w[t1 t2 t3 t4 t5].freeze
   TENANT_LIMIT = 1
   CLASS_LIMIT = 3

@@ -6,8 +6,8 @@
 # clock. Each write is idempotent, so one whose reply was lost is sent again,
 # until Redis is back (a restart) or RETRY_FOR seconds have passed.
 module ChaosLedger
-  # hash: run token => "jid worker queue start_ns[ tenant]" (a tenant for
-  # KeyedChaosJob's runs)
+  # hash: run token => "jid worker queue start_ns class[ tenant]" (a tenant
+  # for the runs of the classes with job limits)
   STARTS = "chaos:starts"
   # hash: run token => "end_ns"
   ENDS = "chaos:ends"
@@ -18,8 +18,9 @@ module ChaosLedger
 
   module_function
 
-  def started(run, jid, worker, queue, tenant = nil)
-    entry = [jid, worker, queue, now, tenant].compact.join(" ")
+  # `labels`: the job's class, and its tenant if any.
+  def started(run, jid, worker, queue, *labels)
+    entry = [jid, worker, queue, now, *labels.compact].join(" ")
     write { |conn| conn.call("HSET", STARTS, run, entry) }
   end
 

@@ -7,7 +7,9 @@ require "sidekiq-limit_fetch"
 
 $LOAD_PATH.unshift(File.expand_path("../../demo/lib", __dir__))
 require "limit_fetch_demo"
-require_relative "../app/keyed_chaos_job"
+%w[keyed_chaos_job grouped_chaos_job co_grouped_chaos_job per_queue_chaos_job discard_chaos_job].each do |job|
+  require_relative "../app/#{job}"
+end
 
 # bin/chaos: three Sidekiq processes on a Redis of their own (persisted with
 # AOF), fed thousands of short jobs across limited and unlimited queues while
@@ -15,8 +17,10 @@ require_relative "../app/keyed_chaos_job"
 # and restarts Redis once. Afterwards it checks, from a ledger the jobs wrote
 # to Redis, that no job was lost, that jobs ran more than once only when
 # their process was killed (or Redis restarted) under them, that no limit was
-# exceeded (queue limits, and the job limits of KeyedChaosJob's jobs: per
-# tenant and per class), and that nothing was left behind in Redis.
+# exceeded (queue limits, and the job limits the LIMITED classes' jobs
+# carry: per tenant, per class, shared by a group, per queue, one changed
+# at run time), that every job discarded at its limit was counted and
+# logged, and that nothing was left behind in Redis.
 #
 # It reuses bin/demo's pieces (LimitFetchDemo: the app directory) and the
 # tools' (LimitFetchTools: child processes, the Redis server).
@@ -36,14 +40,20 @@ module LimitFetchChaos
 end
 
 require_relative "limit_fetch_chaos/options"
+require_relative "limit_fetch_chaos/watched_limit"
+require_relative "limit_fetch_chaos/limit_schedule"
 require_relative "limit_fetch_chaos/plan"
 require_relative "limit_fetch_chaos/fleet"
 require_relative "limit_fetch_chaos/feeder"
 require_relative "limit_fetch_chaos/mayhem"
+require_relative "limit_fetch_chaos/tuner"
 require_relative "limit_fetch_chaos/run"
 require_relative "limit_fetch_chaos/concurrency"
 require_relative "limit_fetch_chaos/duplicates"
+require_relative "limit_fetch_chaos/discards"
 require_relative "limit_fetch_chaos/leftovers"
+require_relative "limit_fetch_chaos/limited_report"
 require_relative "limit_fetch_chaos/report"
+require_relative "limit_fetch_chaos/environment"
 require_relative "limit_fetch_chaos/markdown"
 require_relative "limit_fetch_chaos/runner"

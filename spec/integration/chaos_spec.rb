@@ -4,8 +4,11 @@ require_relative "../../chaos/lib/limit_fetch_chaos"
 
 # bin/chaos in small (--quick): jobs pushed for 15 s to three `sidekiq`
 # processes, a kill -9 and a replacement every ~2 s, a Redis restart halfway;
-# its own Redis and app directory. Queue k's KeyedChaosJob carries job limits
-# (1 per tenant, 3 of the class). The random choices follow RSpec's seed.
+# its own Redis and app directory. The LIMITED classes' jobs carry job limits
+# (1 per tenant; 3 of KeyedChaosJob's class; a group shared by two classes,
+# one of whose keys is raised, lowered and reset while jobs run; keys per
+# queue; a class that discards at its limit). The random choices follow
+# RSpec's seed.
 RSpec.describe "bin/chaos --quick", :e2e do
   it "loses no job, keeps every queue and job limit and leaves nothing behind while processes are killed " \
      "and Redis restarts" do
@@ -17,12 +20,20 @@ RSpec.describe "bin/chaos --quick", :e2e do
 
     expect(report.failures).to eq([]), story
     expect(facts[:jobs]).to include(lost: 0, repeated_unexplained: [])
-    expect(facts[:jobs][:completed]).to eq(facts[:jobs][:enqueued])
+    expect(facts[:jobs][:completed] + facts[:jobs][:discarded]).to be >= facts[:jobs][:enqueued]
     expect(facts[:concurrency].values).to all(satisfy { |seen| seen[:max] <= (seen[:limit] || seen[:max]) })
     expect(facts[:concurrency]["b"][:max_per_process]).to be <= 1
-    expect(facts[:keyed]).to include(lost: 0, not_carried: 0, carried: facts[:keyed][:enqueued],
-      completed: facts[:keyed][:enqueued], parked_most: be_positive)
-    expect(facts[:job_limits].keys).to eq(LimitFetchChaos::Feeder::LIMIT_IDS)
+    facts[:limited][:classes].each do |name, seen|
+      expect(seen).to include(lost: 0, not_carried: 0, carried: seen[:enqueued]), name
+      expect(seen[:completed] + seen[:discarded]).to be >= seen[:enqueued], name
+    end
+    expect(facts[:limited]).to include(parked_most: be_positive)
+    expect(facts[:limited][:discards]).to include(jobs: be_positive, logged: facts[:limited][:discards][:jobs])
+    expect(facts[:limited][:per_queue_most].values.max).to eq(2)
+    expect(facts[:limited][:tuned].map { _1[:limit] }).to eq([1, 4, 2, 1])
+    expect(facts[:limited][:tuned]).to all(satisfy { |stretch| stretch[:most] <= stretch[:limit] })
+    expect(facts[:job_limits].keys).to eq(LimitFetchChaos::WatchedLimit.all.map(&:id))
+    expect(facts[:job_limits].values).to all(include(over: nil))
     expect(facts[:job_limits].values).to all(satisfy { |seen| seen[:max] <= seen[:limit] })
     expect(facts[:chaos][:kills]).to be >= 2, story
     expect(facts[:chaos][:redis_restart]).to include(down_s: be >= LimitFetchChaos::Plan::REDIS_DOWN)
@@ -41,12 +52,19 @@ RSpec.describe "bin/chaos's accounting" do
       tenant: tenant)
   end
 
+  def of(limit_id, runs, schedule = nil)
+    watched = LimitFetchChaos::WatchedLimit.all.find { _1.id == limit_id }
+    LimitFetchChaos::JobLimitConcurrency.of(limit_id, watched.runs_of(runs),
+      schedule || LimitFetchChaos::LimitSchedule.constant(watched.limit))
+  end
+
   it "holds KeyedChaosJob's runs to their tenant's limit and the class's, naming the runs at an excess" do
     rows = [["j1", "w1", 0, 10, "t1"], ["j2", "w2", 5, 20, "t1"], ["j4", "w2", 40, 45, "t3"],
             ["j5", "w3", 42, 44, "t4"], ["j6", "w3", 43, 46, "t5"]]
     keyed = rows.map { |jid, worker, start, finish, tenant| run(jid, worker, start, finish, queue: "k", tenant:) }
     keyed += [run("j3", "w1", 30, nil, cut: 50, queue: "k", tenant: "t2"), run("j7", "w3", 0, 100, queue: "c")]
-    seen = LimitFetchChaos::JobLimitConcurrency.of_keyed(keyed).to_h { [_1.id, _1] }
+    ids = ["class:KeyedChaosJob", *%w[t1 t2 t3 t4 t5].map { "key:KeyedChaosJob##{_1}" }]
+    seen = ids.to_h { [_1, of(_1, keyed)] }
 
     expect(seen.transform_values(&:max)).to eq("class:KeyedChaosJob" => 4, "key:KeyedChaosJob#t1" => 2,
       "key:KeyedChaosJob#t2" => 1, "key:KeyedChaosJob#t3" => 1, "key:KeyedChaosJob#t4" => 1,
@@ -55,6 +73,67 @@ RSpec.describe "bin/chaos's accounting" do
                                                            "limit 1 (j1 in w1 from 0 to 10; j2 in w2 from 5 to 20)"])
     expect(seen["class:KeyedChaosJob"].at_peak.map { _1[/\Aj\d/] }).to contain_exactly(*%w[j3 j4 j5 j6])
     expect(seen["key:KeyedChaosJob#t2"].violations).to eq([])
+  end
+
+  it "counts the two grouped classes' runs of a tenant together, and per-queue keys per queue" do
+    grouped = [run("j1", "w1", 0, 10, queue: "g", tenant: "t1").with(job_class: "GroupedChaosJob"),
+               run("j2", "w2", 5, 20, queue: "g", tenant: "t1").with(job_class: "CoGroupedChaosJob"),
+               run("j3", "w1", 0, 20, queue: "p", tenant: "t1"), run("j4", "w2", 0, 20, queue: "q", tenant: "t1")]
+
+    expect(of("key:chaos_tenants#t1", grouped).violations.first).to start_with("job limit key:chaos_tenants#t1: 2 jobs")
+    expect([of("key:PerQueueChaosJob@p#t1", grouped).max, of("key:PerQueueChaosJob@q#t1", grouped).max]).to eq([1, 1])
+  end
+
+  it "holds a limit changed at run time to the highest in force within FETCH_LAG before each start" do
+    lag = LimitFetchChaos::FETCH_LAG
+    tuner = LimitFetchChaos::Tuner.new(nil, nil, say: nil)
+    # Raised to 3 by a call from 10 s to 11 s, lowered to 2 from 20 to 21 s, reset from 30 to 31 s.
+    [[3, 10], [2, 20], [nil, 30]].each do |limit, at|
+      tuner.changes << LimitFetchChaos::Tuner::Change.new(limit: limit, before: at * second,
+        after: (at + 1) * second, at_s: at, stored: limit)
+    end
+    schedule = tuner.schedule
+    expect(schedule.steps).to eq([[10 * second, 3], [21 * second, 2], [31 * second, 1]])
+
+    hot = lambda { |*spans|
+      spans.each_with_index.map do |(from, to), i|
+        run("j#{i}", "w1", from, to, queue: "g", tenant: "hot")
+      end
+    }
+    three_raised = hot.call([10 * second, 12 * second], [10 * second, 12 * second], [11 * second, 12 * second])
+    expect(of("key:chaos_tenants#hot", three_raised, schedule).violations).to eq([])
+    three_before = hot.call([9 * second, 12 * second], [9 * second, 12 * second], [9.5 * second, 12 * second])
+    expect(of("key:chaos_tenants#hot", three_before, schedule).over).to include(seen: 3, limit: 1)
+
+    # Fetched under 3 before the lowering took hold, started within FETCH_LAG after it: allowed.
+    late = hot.call([20 * second, 22 * second], [20 * second, 22 * second], [(21 * second) + lag - 1, 22 * second])
+    expect(of("key:chaos_tenants#hot", late, schedule).violations).to eq([])
+    too_late = hot.call([20 * second, 23 * second], [20 * second, 23 * second], [(21 * second) + lag + 1, 23 * second])
+    expect(of("key:chaos_tenants#hot", too_late, schedule).over).to include(seen: 3, limit: 2)
+
+    after_reset = hot.call([40 * second, 41 * second], [40.5 * second, 42 * second])
+    seen = of("key:chaos_tenants#hot", three_raised + after_reset, schedule)
+    expect(seen.over).to include(seen: 2, limit: 1)
+    expect(seen.phases.map { _1.slice(:limit, :most) }).to eq([{limit: 1, most: 0}, {limit: 3, most: 3},
+                                                               {limit: 2, most: 0}, {limit: 1, most: 2}])
+  end
+
+  it "accounts for each discarded job by Redis's count and one log line naming its jid and its tenant's key" do
+    tenants = {"d1" => "t1", "d2" => "t2", "k1" => "t1"}
+    line = ->(jid, id, job_class = "DiscardChaosJob") { [job_class, jid, id] }
+    good = [line.call("d1", "key:DiscardChaosJob#t1"), line.call("d2", "key:DiscardChaosJob#t2")]
+    expect(LimitFetchChaos::Discards.new({"DiscardChaosJob" => 2}, good).problems(tenants)).to eq([])
+
+    expect(LimitFetchChaos::Discards.new({"DiscardChaosJob" => 3}, good).problems(tenants))
+      .to eq(["DiscardChaosJob: 3 discards counted in sidekiq:limit_fetch:discarded, 2 logged"])
+    wrong = [line.call("d1", "key:DiscardChaosJob#t2"), line.call("k1", "key:KeyedChaosJob#t1", "KeyedChaosJob")]
+    expect(LimitFetchChaos::Discards.new({"DiscardChaosJob" => 1, "KeyedChaosJob" => 1}, wrong).problems(tenants))
+      .to eq(["jobs of classes that park were discarded: KeyedChaosJob 1",
+              "a discard logged for no DiscardChaosJob pushed with that key: DiscardChaosJob d1 key:DiscardChaosJob#t2",
+              "a discard logged for no DiscardChaosJob pushed with that key: KeyedChaosJob k1 key:KeyedChaosJob#t1"])
+    twice = [good.first, good.first]
+    expect(LimitFetchChaos::Discards.new({"DiscardChaosJob" => 2}, twice).problems(tenants))
+      .to eq(["jobs discarded more than once: [\"d1\"]"])
   end
 
   it "counts runs that merely touch as overlapping, and an unfinished run until its process was seen gone" do

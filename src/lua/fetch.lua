@@ -50,21 +50,27 @@ local FIRST_QUEUE = FIRST_ACK + 3 * acks
 local written = {}
 
 -- Idempotent: an acknowledgement sent again (its reply was lost) finds its
--- job gone and frees no second slot. The slots freed, per queue, are
--- released at the end, unless a job of the same queue takes them again
--- here: its busy list is then not written at all, and rings no fetcher
--- sleeping on it. Likewise the parked jobs the acknowledgements send back
--- are held, by queue name, and pushed to their queues at the end, unless
--- this fetch takes them (see release in the prelude).
+-- job gone and frees no second slot. The slots freed, per queue and per job
+-- limit, are released at the end, unless a job taken here books them
+-- again: a queue's busy list is then not written at all, and rings no
+-- fetcher sleeping on it; a job limit's slot passes from one job to the
+-- next without a write. Likewise the parked jobs the acknowledgements send
+-- back are held, by queue name, and pushed to their queues at the end,
+-- unless this fetch takes them (see release in the prelude): a hot key's
+-- next job goes from its parked list to the capsule that freed its slot.
 local freed = {}
+local vacated = {}
 local held = {}
 local forget = acks > 0 and redis.call('EXISTS', RECOVERIES_KEY) == 1
 for i = FIRST_ACK, FIRST_QUEUE - 1, 3 do
   local name, job = ARGV[i], ARGV[i + 1]
   if redis.call('LREM', in_progress_key(uuid, name), 1, job) == 1 then
     freed[name] = (freed[name] or 0) + 1
-    local limits = job_limits(job)
-    if limits then free_job_limits(uuid, limits, written, held) end
+    for _, limit in ipairs(job_limits(job) or {}) do
+      local id = limit.id
+      vacated[id] = (vacated[id] or 0) + 1
+      release(id, 1, held, vacated[id])
+    end
   end
   if forget then redis.call('HDEL', RECOVERIES_KEY, ARGV[i + 2]) end
 end
@@ -84,6 +90,9 @@ end
 
 local function done(reply)
   push_held()
+  for id, n in pairs(vacated) do
+    if n > 0 then unbook_job_limit(uuid, id, n) end
+  end
   for name, n in pairs(freed) do
     if n > 0 then
       local busy = busy_key(name)
@@ -134,12 +143,28 @@ end
 local full = {}
 local aside, discarded = 0, {}
 
--- The first of a job's limits that is at its limit, if any.
+-- The first of a job's limits that is at its limit, if any (the slots the
+-- capsule vacated above count as free).
 local function at_limit(limits)
   for _, limit in ipairs(limits) do
-    if full[limit.id] or redis.call('LLEN', job_busy_key(limit.id)) >= job_limit(limit) then
-      full[limit.id] = true
+    local id = limit.id
+    if full[id] or redis.call('LLEN', job_busy_key(id)) - (vacated[id] or 0) >= job_limit(limit) then
+      full[id] = true
       return limit
+    end
+  end
+end
+
+-- Books a slot of each of a job's limits for the capsule: one it vacated
+-- above if any (its entry stays), else a new entry.
+local function book(limits)
+  for _, limit in ipairs(limits) do
+    local id = limit.id
+    if (vacated[id] or 0) > 0 then
+      vacated[id] = vacated[id] - 1
+    else
+      redis.call('RPUSH', job_busy_key(id), uuid)
+      redis.call('SADD', capsule_limits_key(uuid), id)
     end
   end
 end
@@ -165,9 +190,10 @@ end
 
 -- Moves the job just taken (first in `inprogress`) aside, for `limit`.
 local parked = {}
-local function set_aside(inprogress, limit, parsed)
+local function set_aside(job, inprogress, limit)
   if limit.discard then
     redis.call('LPOP', inprogress)
+    local parsed = parse(job) or {}
     local class = tostring(parsed.wrapped or parsed.class or '?')
     redis.call('HINCRBY', DISCARDED_KEY, class, 1)
     discarded[#discarded + 1] = {tostring(parsed.jid or '?'), class, limit.id}
@@ -190,10 +216,10 @@ for i = FIRST_QUEUE, #ARGV do
     local inprogress = in_progress_key(uuid, name)
     local job = take(name, queue, inprogress)
     while job do
-      local limits, parsed = job_limits(job)
+      local limits = job_limits(job)
       local limit = limits and at_limit(limits)
       if not limit then
-        if limits then book_job_limits(uuid, limits) end
+        if limits then book(limits) end
         if (freed[name] or 0) > 0 then
           -- Takes again a slot it freed: its busy entry stays.
           freed[name] = freed[name] - 1
@@ -205,7 +231,7 @@ for i = FIRST_QUEUE, #ARGV do
         push_held()
         return done({name, job, report and more_from(i) or 0, discarded})
       end
-      set_aside(inprogress, limit, parsed)
+      set_aside(job, inprogress, limit)
       if aside == lookahead then return done({false, false, 1, discarded}) end
       job = take(name, queue, inprogress)
     end

@@ -5,6 +5,9 @@
 -- only, which every script sees; no Redis command runs here (Redis allows
 -- none while it loads a library). The capsules set and heartbeat keys reach
 -- the reap script from the core, as KEYS.
+--
+-- Locals here outlive a call: what one call may keep is reset by
+-- new_call(), which every function runs first (script/mod.rs).
 
 local PREFIX = 'sidekiq:limit_fetch:'
 local RECOVERIES_KEY = 'sidekiq:limit_fetch:recoveries'
@@ -51,30 +54,76 @@ local function read_limit(key) return parse_limit(redis.call('GET', key)) end
 -- and takes them from the right.
 local function push_back(name, job) redis.call('RPUSH', queue_key(name), job) end
 
--- The job limits a payload carries, each {id =, concurrency =, discard =}
--- (lib/sidekiq/limit_fetch/job_limits.rb writes them), and the payload
--- parsed; nil for a job that carries none, which costs one plain find. A
--- job without a queue to go back to from parking carries none that count.
-local function job_limits(job)
-  if not string.find(job, '"limit_fetch":', 1, true) then return nil end
-  local ok, parsed = pcall(cjson.decode, job)
-  if not ok or type(parsed) ~= 'table' or type(parsed.limit_fetch) ~= 'table'
-    or type(parsed.queue) ~= 'string' then
-    return nil
+-- What this call has learnt, so that it asks once: payloads parsed and the
+-- limits they carry (a hot key's job is met twice in a fetch: released
+-- from parking, then taken), and job limits' stored values, by id.
+local parsed_jobs, carried_limits, stored_job_limits = {}, {}, {}
+local function new_call()
+  parsed_jobs, carried_limits, stored_job_limits = {}, {}, {}
+end
+
+-- A payload as a table, or nil when it is not a JSON object.
+local function parse(job)
+  local parsed = parsed_jobs[job]
+  if parsed == nil then
+    local ok, value = pcall(cjson.decode, job)
+    parsed = ok and type(value) == 'table' and value or false
+    parsed_jobs[job] = parsed
+  end
+  return parsed or nil
+end
+
+-- The valid job limits of a payload's "limit_fetch" field, or false.
+--
+-- The client middleware writes the field first in the payload, where only
+-- its array is decoded: a payload's arguments may be large, and the fetch
+-- reads the limits of every keyed job it acknowledges and takes. Elsewhere
+-- (a payload written otherwise), or if that array does not decode (an id
+-- with a bracket ends %b[] early or late, leaving JSON that does not
+-- parse), the whole payload is. Only at the start is the field surely the
+-- payload's own, not a key of a hash among its arguments.
+local LIMITS_FIRST = '{"limit_fetch":'
+local function carried(job)
+  local ok, list = false, nil
+  if string.sub(job, 1, #LIMITS_FIRST) == LIMITS_FIRST then
+    local array = string.match(job, '^%b[]', #LIMITS_FIRST + 1)
+    if array then ok, list = pcall(cjson.decode, array) end
+  end
+  if not ok then
+    local parsed = parse(job)
+    list = parsed and parsed.limit_fetch
   end
   local limits = {}
-  for _, limit in ipairs(parsed.limit_fetch) do
-    if type(limit) == 'table' and type(limit.id) == 'string' then limits[#limits + 1] = limit end
+  if type(list) == 'table' then
+    for _, limit in ipairs(list) do
+      if type(limit) == 'table' and type(limit.id) == 'string' then limits[#limits + 1] = limit end
+    end
   end
-  if #limits == 0 then return nil end
-  return limits, parsed
+  return #limits > 0 and limits
+end
+
+-- The job limits a payload carries, each {id =, concurrency =, discard =}
+-- (lib/sidekiq/limit_fetch/job_limits.rb writes them); nil for a job that
+-- carries none, which costs one plain find.
+local function job_limits(job)
+  if not string.find(job, '"limit_fetch":', 1, true) then return nil end
+  local limits = carried_limits[job]
+  if limits == nil then
+    limits = carried(job)
+    carried_limits[job] = limits
+  end
+  return limits or nil
 end
 
 -- A job limit's value: the one stored for its id (set at run time), else
 -- the default its job carries. Like a stored limit, a broken default reads
 -- as 0.
 local function job_limit(limit)
-  local stored = read_limit(job_limit_key(limit.id))
+  local stored = stored_job_limits[limit.id]
+  if stored == nil then
+    stored = read_limit(job_limit_key(limit.id)) or false
+    stored_job_limits[limit.id] = stored
+  end
   if stored then return stored end
   local default = limit.concurrency
   if type(default) == 'number' and default >= 0 and default <= MAX_LIMIT and default % 1 == 0 then
@@ -90,8 +139,10 @@ end
 -- are not pushed but appended to held[queue name], in the order they would
 -- have been pushed: the fetch takes them from there, so that a job it
 -- takes at once never writes its queue, which would wake idle fetchers for
--- nothing, and pushes the rest when it ends (see fetch.lua).
-local function release(id, n, held)
+-- nothing, and pushes the rest when it ends (see fetch.lua). `vacated`:
+-- how many entries of the limit's busy list are slots already freed, that
+-- the caller removes later (the fetch's hand-over; 0 if nil).
+local function release(id, n, held, vacated)
   local parked = parked_key(id)
   local oldest = redis.call('LINDEX', parked, -1)
   if not oldest then
@@ -100,7 +151,9 @@ local function release(id, n, held)
   end
   local room = 0
   for _, limit in ipairs(job_limits(oldest) or {}) do
-    if limit.id == id then room = job_limit(limit) - redis.call('LLEN', job_busy_key(id)) end
+    if limit.id == id then
+      room = job_limit(limit) - redis.call('LLEN', job_busy_key(id)) + (vacated or 0)
+    end
   end
   if n and n < room then room = n end
   local jobs = {}
@@ -114,10 +167,10 @@ local function release(id, n, held)
   if #jobs > 0 and redis.call('EXISTS', parked) == 0 then redis.call('SREM', PARKED_KEY, id) end
   local queues = {}
   for i = #jobs, 1, -1 do
-    -- Only jobs with a queue are parked (see job_limits): anything else was
-    -- written by hand, and goes where Sidekiq shows it, not nowhere.
-    local ok, parsed = pcall(cjson.decode, jobs[i])
-    if ok and type(parsed) == 'table' and type(parsed.queue) == 'string' then
+    -- A job without a queue was written by hand (Sidekiq's payloads all
+    -- name theirs): it goes where Sidekiq shows it, not nowhere.
+    local parsed = parse(jobs[i])
+    if parsed and type(parsed.queue) == 'string' then
       if held then
         local waiting = held[parsed.queue] or {}
         waiting[#waiting + 1] = jobs[i]
@@ -134,26 +187,24 @@ local function release(id, n, held)
   return queues
 end
 
--- Books a slot of each of a job's limits for the capsule taking it.
-local function book_job_limits(uuid, limits)
-  for _, limit in ipairs(limits) do
-    redis.call('RPUSH', job_busy_key(limit.id), uuid)
-    redis.call('SADD', capsule_limits_key(uuid), limit.id)
+-- Removes `n` of the capsule's entries from a job limit's busy list (slots
+-- it freed), and the limit from the capsule's set once it has none left.
+local function unbook_job_limit(uuid, id, n)
+  local busy = job_busy_key(id)
+  local removed = redis.call('LREM', busy, n, uuid)
+  if removed > 0 and not redis.call('LPOS', busy, uuid) then
+    redis.call('SREM', capsule_limits_key(uuid), id)
   end
+  return removed
 end
 
 -- Frees the slots of a job's limits that the capsule booked for it (the job
 -- ended or went back), and sends for each the oldest parked job to be
--- fetched next if it has room. Appends the keys it wrote to `written`;
--- `held`: see release.
-local function free_job_limits(uuid, limits, written, held)
+-- fetched next if it has room. Appends the keys it wrote to `written`.
+local function free_job_limits(uuid, limits, written)
   for _, limit in ipairs(limits) do
-    local busy = job_busy_key(limit.id)
-    if redis.call('LREM', busy, 1, uuid) == 1 then
-      if not redis.call('LPOS', busy, uuid) then
-        redis.call('SREM', capsule_limits_key(uuid), limit.id)
-      end
-      for _, queue in ipairs(release(limit.id, 1, held)) do written[#written + 1] = queue end
+    if unbook_job_limit(uuid, limit.id, 1) == 1 then
+      for _, queue in ipairs(release(limit.id, 1)) do written[#written + 1] = queue end
     end
   end
 end
@@ -161,10 +212,8 @@ end
 -- The jid and class of a job, for logs: '?' for what its payload lacks, or
 -- for all of it when it is not a JSON object.
 local function describe_job(job)
-  local ok, parsed = pcall(cjson.decode, job)
-  if ok and type(parsed) == 'table' then
-    return tostring(parsed.jid or '?'), tostring(parsed.class or '?')
-  end
+  local parsed = parse(job)
+  if parsed then return tostring(parsed.jid or '?'), tostring(parsed.class or '?') end
   return '?', '?'
 end
 

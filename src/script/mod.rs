@@ -54,7 +54,7 @@ static LIBRARY: LazyLock<Library> = LazyLock::new(|| {
     let mut source = format!("#!lua name=limit_fetch_{VERSION}\n{PRELUDE}");
     for (name, body) in SCRIPTS {
         source.push_str(&format!(
-            "\nredis.register_function('{}', function(KEYS, ARGV)\n{body}\nend)\n",
+            "\nredis.register_function('{}', function(KEYS, ARGV)\nnew_call()\n{body}\nend)\n",
             function_name(name, VERSION)
         ));
     }

@@ -1,21 +1,24 @@
 # frozen_string_literal: true
 
 module LimitFetchChaos
-  # Pushes the jobs, ChaosJob.perform(queue, millis), and on queue k
-  # KeyedChaosJob.perform(queue, millis, tenant) for a random tenant: keeps
-  # BACKLOG jobs waiting in each queue (on k, counting the jobs parked at their
-  # job limits), so that every thread is busy, the limited queues stay at
-  # their limits and keyed jobs are parked, until every queue had its share
-  # of --jobs or --duration is over.
+  # Pushes the jobs, ChaosJob.perform(queue, millis), and on the queues of
+  # the classes with job limits (LIMITED) one of them (the queue's, chosen
+  # at random) with perform(queue, millis, tenant) for a random tenant of
+  # its own: keeps BACKLOG jobs waiting in each queue (counting the jobs
+  # parked at their job limits), so that every thread is busy, the limited
+  # queues stay at their limits and jobs are parked (or, on queue d,
+  # discarded), until every queue had its share of --jobs or --duration is
+  # over.
   #
-  # KeyedChaosJob is pushed by its class, so that the gem's client middleware
-  # computes the limits its jobs carry; Carried counts the pushes whose
-  # payload then has them.
+  # The LIMITED classes are pushed by class, so that the gem's client
+  # middleware computes the limits their jobs carry; Carried counts the
+  # pushes whose payload then has them.
   class Feeder
     BACKLOG = 50
 
-    # Client middleware, after the gem's: tallies KeyedChaosJob's payloads by
-    # whether they carry their job limits ("limit_fetch"), and keeps one.
+    # Client middleware, after the gem's: tallies the LIMITED classes'
+    # payloads by class and whether they carry their job limits
+    # ("limit_fetch"), and keeps one of each class.
     class Carried
       include Sidekiq::ClientMiddleware
 
@@ -24,31 +27,36 @@ module LimitFetchChaos
       end
 
       def call(_job_class, job, _queue, _redis_pool)
-        if job["class"].to_s == KeyedChaosJob.name
+        tally = @tally[job["class"].to_s]
+        if tally
           limits = job[Sidekiq::LimitFetch::ClientMiddleware::FIELD]
-          @tally[limits.is_a?(Array) && limits.any? ? :with : :without] += 1
-          @tally[:sample] ||= limits
+          tally[limits.is_a?(Array) && limits.any? ? :carried : :not_carried] += 1
+          tally[:sample] ||= limits
         end
         yield
       end
     end
 
-    # The parked lists of KeyedChaosJob's job limits.
-    LIMIT_IDS = ["class:KeyedChaosJob", *KeyedChaosJob::TENANTS.map { "key:KeyedChaosJob##{_1}" }].freeze
-    PARKED = LIMIT_IDS.map { "#{PREFIX}limit:#{_1}:parked" }.freeze
+    # The parked lists of the job limits of each queue's jobs.
+    PARKED = WatchedLimit.parking.flat_map { |limit| limit.queues.product([limit.parked_key]) }
+                         .group_by(&:first).transform_values { |pairs| pairs.map(&:last) }.freeze
 
-    attr_reader :jids
+    PACED = GroupedChaosJob::QUEUES
+
+    # jid => tenant of every job of the LIMITED classes.
+    attr_reader :jids, :tenants
 
     def initialize(plan, sidekiq)
       @plan = plan
       @sidekiq = sidekiq
-      @carried = {with: 0, without: 0, sample: nil}
+      @carried = LIMITED.to_h { [_1.name, {carried: 0, not_carried: 0, sample: nil}] }
       install_middleware
       @client = Sidekiq::Client.new(config: sidekiq)
       @pushed = Hash.new(0)
       @jids = []
-      @keyed = []
-      @parked = {most: 0, ticks: 0, ticks_parked: 0}
+      @limited = LIMITED.to_h { [_1.name, []] }
+      @tenants = {}
+      @parked = {most: 0, ticks: 0, ticks_parked: 0, queues: PARKED.keys.to_h { [_1, 0] }}
     end
 
     def feed(elapsed)
@@ -57,9 +65,16 @@ module LimitFetchChaos
       queued, parked = waiting
       note(parked)
       queues.zip(queued).each do |queue, count|
-        count += parked if queue == KeyedChaosJob::QUEUE
-        push(queue, [BACKLOG - count, left(queue)].compact.min)
+        push(queue, [BACKLOG - count - parked[queue], left(queue), paced(queue)].compact.min)
       end
+    end
+
+    # How far the pushes are, from 0 to 1, by the queue furthest behind its
+    # quota (but PACED): the run ends once that queue's jobs are done, so
+    # this follows the run's time better than the share of jobs completed
+    # (the fast queues' jobs are done early). nil without --jobs.
+    def pace
+      (queues - PACED).filter_map { |queue| @plan.quota(queue)&.then { @pushed[queue].fdiv([_1, 1].max) } }.min
     end
 
     def done?(elapsed)
@@ -67,14 +82,19 @@ module LimitFetchChaos
       over || queues.all? { left(_1)&.zero? }
     end
 
-    # KeyedChaosJob's jids, its pushes by whether their payload carried the
-    # job limits (with, without), one payload's limits (sample), and how many
-    # of its jobs were parked at most, and in how many of the feeder's ticks
-    # any were.
-    def keyed_h
-      {jids: @keyed, carried: @carried[:with], not_carried: @carried[:without],
-       sample: @carried[:sample], parked_most: @parked[:most], ticks_parked: @parked[:ticks_parked],
-       ticks: @parked[:ticks]}
+    # How many jobs a parked list held at the last tick.
+    def parked_now(key) = @parked_now&.fetch(key, 0) || 0
+
+    # The LIMITED classes' jids, by class.
+    def limited_jids = @limited
+
+    # Per LIMITED class, its pushes by whether their payload carried the job
+    # limits, and one payload's limits (sample); how many jobs were parked at
+    # most, in how many of the feeder's ticks any were, and in how many some
+    # of each queue's were.
+    def limited_h
+      {classes: @carried, parked_most: @parked[:most], ticks_parked: @parked[:ticks_parked], ticks: @parked[:ticks],
+       ticks_parked_by_queue: @parked[:queues]}
     end
 
     private
@@ -90,21 +110,36 @@ module LimitFetchChaos
       end
     end
 
-    # Each queue's length, and how many keyed jobs are parked.
+    # Each queue's length, and how many of its jobs are parked (queue => count).
     def waiting
-      replies = @sidekiq.redis do |conn|
-        conn.pipelined do |pipe|
-          queues.each { pipe.call("LLEN", "queue:#{_1}") }
-          PARKED.each { pipe.call("LLEN", _1) }
-        end
-      end
-      [replies.first(queues.size), replies.drop(queues.size).sum]
+      replies = @sidekiq.redis { |conn| conn.pipelined { |pipe| lists.each { pipe.call("LLEN", _1) } } }
+      queued, counts = replies.partition.with_index { |_, i| i < queues.size }
+      @parked_now = PARKED.values.flatten.zip(counts).to_h
+      [queued, by_queue(counts)]
     end
 
+    # Parked jobs per queue, from the parked lists' lengths.
+    def by_queue(counts) = PARKED.transform_values { counts.shift(_1.size).sum }.tap { _1.default = 0 }
+
+    # The queues, then the parked lists.
+    def lists = [*queues.map { "queue:#{_1}" }, *PARKED.values.flatten]
+
     def note(parked)
+      total = parked.values.sum
       @parked[:ticks] += 1
-      @parked[:ticks_parked] += 1 if parked.positive?
-      @parked[:most] = [@parked[:most], parked].max
+      @parked[:ticks_parked] += 1 if total.positive?
+      @parked[:most] = [@parked[:most], total].max
+      parked.each { |queue, count| @parked[:queues][queue] += 1 if count.positive? }
+    end
+
+    # With --jobs, the tuned key's queue (PACED) gets its share at the
+    # other queues' pace, BACKLOG ahead, so that its jobs run throughout the
+    # limit's changes (else they would all be done within seconds); nil: no
+    # cap. It cannot stall the run: the other queues' pushes do not wait for
+    # it.
+    def paced(queue)
+      quota = @plan.quota(queue)
+      (quota * pace).ceil + BACKLOG - @pushed[queue] if quota && PACED.include?(queue)
     end
 
     # Jobs the queue has still to get; nil: no quota.
@@ -116,7 +151,8 @@ module LimitFetchChaos
     def push(queue, count)
       return unless count.positive?
 
-      @jids.concat(queue == KeyedChaosJob::QUEUE ? push_keyed(count) : push_plain(queue, count))
+      classes = LIMITED.select { _1::QUEUES.include?(queue) }
+      @jids.concat(classes.empty? ? push_plain(queue, count) : push_limited(queue, classes, count))
       @pushed[queue] += count
     end
 
@@ -125,9 +161,21 @@ module LimitFetchChaos
       @client.push_bulk("class" => "ChaosJob", "queue" => queue, "args" => args)
     end
 
-    def push_keyed(count)
-      args = Array.new(count) { [KeyedChaosJob::QUEUE, @plan.job_millis, @plan.tenant] }
-      @client.push_bulk("class" => KeyedChaosJob, "args" => args).tap { @keyed.concat(_1) }
+    # [class, args] of a job for a random tenant.
+    def limited_job(queue, job_class)
+      tenant = @plan.tenant(job_class)
+      [job_class, [queue, @plan.job_millis(tenant), tenant]]
+    end
+
+    def push_limited(queue, classes, count)
+      jobs = Array.new(count) { limited_job(queue, @plan.pick(classes)) }
+      jobs.group_by(&:first).flat_map do |job_class, pushes|
+        args = pushes.map(&:last)
+        jids = @client.push_bulk("class" => job_class, "queue" => queue, "args" => args)
+        @limited[job_class.name].concat(jids)
+        jids.zip(args) { |jid, (_, _, tenant)| @tenants[jid] = tenant }
+        jids
+      end
     end
   end
 end

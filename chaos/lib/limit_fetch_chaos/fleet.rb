@@ -78,7 +78,7 @@ module LimitFetchChaos
     # heartbeat logs each dead capsule it frees): capsules, busy slots freed,
     # in-progress jobs pushed back to their queues.
     def reaped
-      lines = Dir[File.join(@app.dir, "log", "w*.log")].flat_map { File.readlines(_1).grep(REAPED) }
+      lines = logs.flat_map { File.readlines(_1).grep(REAPED) }
       counts = lines.map { _1.match(REAPED).captures.map(&:to_i) }
       {capsules: counts.size, slots: counts.sum(&:first), jobs: counts.sum(&:last)}
     end
@@ -91,6 +91,9 @@ module LimitFetchChaos
       {heartbeat: log.include?("heartbeat failed: Sidekiq::LimitFetch::ConnectionError"),
        fetch: log.match?(/\(Sidekiq::LimitFetch::ConnectionError\)$/)}
     end
+
+    # The log files of every process, live or not.
+    def logs = Dir[File.join(@app.dir, "log", "w*.log")]
 
     def tails = @live.map { |worker| "#{worker.log}:\n#{LimitFetchTools.tail(worker.log)}" }.join
 

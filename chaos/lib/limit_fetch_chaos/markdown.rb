@@ -10,8 +10,7 @@ module LimitFetchChaos
       ["# bin/chaos: #{report[:passed] ? "passed" : "FAILED"}", "", environment(report[:environment]), "",
        setup(report[:plan]), "", *table(["", ""], facts(report)), "",
        *table(["queue", "most at once / limit", "most in one process / limit"], concurrency(report)), "",
-       *table(["job limit (KeyedChaosJob, queue k)", "most at once / limit", "most in one process"],
-         job_limits(report)), "",
+       *table(["job limit", "queues", "most at once / limit", "most in one process"], job_limits(report)), "",
        *verdict(report[:failures])].join("\n") << "\n"
     end
 
@@ -40,22 +39,52 @@ module LimitFetchChaos
 
     def facts(report)
       jobs = report[:jobs]
-      [["jobs enqueued / completed / lost", "#{jobs[:enqueued]} / #{jobs[:completed]} / #{jobs[:lost]}"],
-       ["runs; jobs run more than once", repeats(jobs)], ["KeyedChaosJob's jobs", keyed(report[:keyed])],
-       *chaos(report[:chaos]),
+      [["jobs enqueued / completed / discarded / lost",
+        "#{jobs[:enqueued]} / #{jobs[:completed]} / #{jobs[:discarded]} / #{jobs[:lost]}"],
+       ["runs; jobs run more than once", repeats(jobs)], *limited(report), *chaos(report[:chaos]),
        ["time until every job completed; throughput",
         "#{report[:timing][:seconds]} s; #{report[:timing][:jobs_per_second]} jobs/s"],
        ["left in Redis after the processes stopped", leftovers(report[:redis_after_stop])]]
     end
 
-    def keyed(keyed)
-      "#{keyed[:enqueued]} enqueued / #{keyed[:completed]} completed / #{keyed[:lost]} lost, #{keyed[:tenants]} " \
-        "tenants; #{keyed[:carried]} pushes carried their job limits, #{keyed[:not_carried]} did not; parked at " \
-        "most #{keyed[:parked_most]} at once, some parked in #{keyed[:ticks_parked]} of #{keyed[:ticks]} feeder ticks"
+    def limited(report)
+      limited = report[:limited]
+      [*limited[:classes].map { |name, seen| ["#{name}'s jobs", limited_class(seen)] },
+       ["jobs parked at their job limits", parked(limited)], ["discarded (DiscardChaosJob)", discards(limited)],
+       ["most of a PerQueueChaosJob tenant at once across p and q (1 per queue)",
+        limited[:per_queue_most].map { _1.join(" ") }.join(", ")],
+       ["#{report[:tuner][:id]} changed at run time", tuned(report)]]
+    end
+
+    def limited_class(seen)
+      "#{seen[:enqueued]} enqueued / #{seen[:completed]} completed / #{seen[:discarded]} discarded / " \
+        "#{seen[:lost]} lost; #{seen[:carried]} pushes carried their job limits, #{seen[:not_carried]} did not"
+    end
+
+    def parked(limited)
+      by_queue = limited[:ticks_parked_by_queue].map { _1.join(" ") }.join(", ")
+      "at most #{limited[:parked_most]} at once; some in #{limited[:ticks_parked]} of #{limited[:ticks]} feeder " \
+        "ticks (by queue: #{by_queue})"
+    end
+
+    def discards(limited)
+      discards = limited[:discards]
+      "#{discards[:jobs]} jobs: #{discards[:counted].fetch(Discards::NAME, 0)} counted in Redis, " \
+        "#{discards[:logged]} logged"
+    end
+
+    # The limit's stretches (the most at once seen in each / its limit) and when each change was made.
+    def tuned(report)
+      stretches = report[:limited][:tuned].map { "#{_1[:most]}/#{_1[:limit]}" }.join(", ")
+      changes = report[:tuner][:changes].map { "#{_1[:limit] || "reset"} at #{_1[:at_s]} s" }.join(", ")
+      "#{report[:tuner][:schedule]} (#{changes}); most at once / limit in each stretch: #{stretches}"
     end
 
     def job_limits(report)
-      report[:job_limits].map { |id, seen| ["`#{id}`", "#{seen[:max]} / #{seen[:limit]}", seen[:max_per_process]] }
+      queues = report[:plan][:job_limits]
+      report[:job_limits].map do |id, seen|
+        ["`#{id}`", queues.dig(id, :queues).join(", "), "#{seen[:max]} / #{seen[:limit]}", seen[:max_per_process]]
+      end
     end
 
     def repeats(jobs)

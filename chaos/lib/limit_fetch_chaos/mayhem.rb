@@ -6,7 +6,8 @@ module LimitFetchChaos
   # Plan::RESTART_AT far, a Redis outage of Plan::REDIS_DOWN seconds (SIGTERM,
   # which makes Redis flush its AOF and exit, then the same port and
   # directory) that the processes must live through and get over by
-  # themselves. Says what it does (`say`: elapsed, text).
+  # themselves; not while `outage_ok` is false (a limit change is under
+  # way). Says what it does (`say`: elapsed, text).
   class Mayhem
     # When Redis went down and was answering again (wall-clock ns), how many
     # seconds into the run, and the processes that ran through the outage.
@@ -26,9 +27,9 @@ module LimitFetchChaos
       @next_kill = plan.kill_interval
     end
 
-    def act(elapsed, progress)
+    def act(elapsed, progress, outage_ok: true)
       if @restart.nil? && progress >= Plan::RESTART_AT
-        return unless ready_for_outage? # nor kills meanwhile: the outage must come
+        return unless outage_ok && ready_for_outage? # nor kills meanwhile: the outage must come
 
         restart_redis(elapsed)
       end

@@ -6,7 +6,7 @@ module LimitFetchChaos
   Options = Data.define(:jobs, :duration, :seed, :timeout, :results)
 
   class Options
-    DEFAULT_JOBS = 3000
+    DEFAULT_JOBS = 6000
     QUICK_SECONDS = 15.0
 
     BANNER = "Usage: bin/chaos [options]\n\nRuns jobs on three Sidekiq processes through sidekiq-limit_fetch-rs " \

@@ -2,8 +2,8 @@
 
 module LimitFetchChaos
   # What the chaos run does: the app (chaos/app; its config/sidekiq.yml holds
-  # the queues and limits; chaos/app/keyed_chaos_job.rb, KeyedChaosJob's job limits
-  # and tenants), how many processes, the jobs, and the pace of the
+  # the queues and limits; the LIMITED classes' files, their job limits,
+  # queues and tenants), how many processes, the jobs, and the pace of the
   # kills. The random choices come from two generators seeded with --seed,
   # one for the jobs' lengths and one for the kills (when, and which
   # process), so that the n-th job and the n-th kill repeat with the seed.
@@ -16,6 +16,10 @@ module LimitFetchChaos
     HEARTBEAT_PERIOD = 2
     # How long each job works, in milliseconds.
     JOB_MILLIS = (5..50)
+    # How long the jobs of GroupedChaosJob's TUNED tenant work: longer, so
+    # that its jobs wait at its limit whatever it is (however fast the
+    # machine), and each change is seen at work.
+    TUNED_MILLIS = (50..100)
     # Seconds between two kills.
     KILL_EVERY = (1.5..2.5)
     # Redis restarts once the run is this far (share of the jobs completed, or
@@ -53,10 +57,13 @@ module LimitFetchChaos
       share + (queue == queues.first ? rest : 0)
     end
 
-    def job_millis = @job_random.rand(JOB_MILLIS)
+    def job_millis(tenant = nil) = @job_random.rand(tenant == GroupedChaosJob::TUNED ? TUNED_MILLIS : JOB_MILLIS)
 
-    # A KeyedChaosJob's tenant.
-    def tenant = KeyedChaosJob::TENANTS.sample(random: @job_random)
+    # The class of a job pushed to a queue that +classes+ share.
+    def pick(classes) = classes.sample(random: @job_random)
+
+    # A tenant of +job_class+ (a LIMITED class) for a job.
+    def tenant(job_class) = job_class::TENANTS.sample(random: @job_random)
 
     def kill_interval = @kill_random.rand(KILL_EVERY)
 
@@ -76,8 +83,9 @@ module LimitFetchChaos
       jobs = options.jobs ? "#{options.jobs} jobs" : "jobs for #{options.duration} s"
       "#{PROCESSES} Sidekiq processes x #{concurrency} threads, #{jobs} of #{JOB_MILLIS.min}-#{JOB_MILLIS.max} ms " \
         "on queues #{queues.join(", ")}, limits #{limits}, process limits #{process_limits}, and an idle capsule " \
-        "of 1 thread each; on queue k, KeyedChaosJob of #{KeyedChaosJob::TENANTS.size} tenants, limits " \
-        "#{KeyedChaosJob::TENANT_LIMIT} per tenant, #{KeyedChaosJob::CLASS_LIMIT} of the class; seed #{options.seed}"
+        "of 1 thread each; job limits (1 per tenant): on k KeyedChaosJob (and 3 of the class), on g " \
+        "GroupedChaosJob and CoGroupedChaosJob sharing their group's (#{Tuner::ID}'s changed at run time), " \
+        "on p and q PerQueueChaosJob (per queue), on d DiscardChaosJob (the rest discarded); seed #{options.seed}"
     end
   end
 end

@@ -9,29 +9,35 @@ module LimitFetchChaos
 
     attr_reader :failures
 
-    # `outcome`: jids (pushed), completed (jids), runs, leftovers, keyed
-    # (Feeder#keyed_h: KeyedChaosJob's jids, what its pushes carried), reaped (as
+    # `outcome`: jids (pushed), completed (jids), runs, leftovers, feeder (the
+    # Feeder: the LIMITED classes' jids and tenants, what their pushes
+    # carried, the parked jobs it saw), discards (Discards), reaped (as
     # Fleet#reaped), unclean (processes TERM did not stop), unsettled (nil, or
     # the capsules still registered when dead ones should have been reaped),
-    # seconds (until every job had completed), environment.
-    def initialize(plan, fleet, restart, **outcome)
+    # seconds (until every job had completed or was discarded), environment.
+    def initialize(plan, fleet, restart, tuner, **outcome)
       @plan = plan
       @fleet = fleet
       @restart = restart
+      @tuner = tuner
       @outcome = outcome
-      @failures = job_failures + keyed_failures + (concurrency + job_limits).flat_map(&:violations) +
-                  chaos_failures + leftovers.problems
+      @failures = find_failures
     end
 
     def passed? = failures.empty?
 
     def to_h
       {passed: passed?, failures: failures, environment: @outcome.fetch(:environment), plan: plan_h,
-       jobs: jobs_h.merge(duplicates_h), keyed: keyed_h, **limits_h,
+       jobs: jobs_h.merge(duplicates_h), limited: limited.to_h, tuner: @tuner.to_h, **limits_h,
        chaos: chaos_h, redis_after_stop: leftovers_h, timing: timing_h}
     end
 
     private
+
+    def find_failures
+      job_failures + limited.problems + (concurrency + job_limits).flat_map(&:violations) + @tuner.problems +
+        chaos_failures + leftovers.problems
+    end
 
     def jids = @outcome.fetch(:jids)
 
@@ -43,28 +49,25 @@ module LimitFetchChaos
 
     def seconds = @outcome.fetch(:seconds)
 
-    def lost = @lost ||= jids - completed
+    # Jids neither completed nor discarded.
+    def lost = @lost ||= jids - completed - discarded
+
+    def discarded = @outcome.fetch(:discards).jids
 
     def concurrency
       @concurrency ||= @plan.queues.map { |queue| Concurrency.of(queue, runs.select { _1.queue == queue }, @plan) }
     end
 
-    # KeyedChaosJob's class limit, then each tenant's.
-    def job_limits = @job_limits ||= JobLimitConcurrency.of_keyed(runs)
-
-    def carried = @outcome.fetch(:keyed)
-
-    def keyed = carried.fetch(:jids)
-
-    def keyed_failures
-      [("no KeyedChaosJob was pushed" if keyed.empty?),
-       ("#{carried[:not_carried]} KeyedChaosJob pushes carried no job limits" if carried[:not_carried].positive?),
-       ("no KeyedChaosJob was ever seen parked" if keyed.any? && carried[:parked_most].zero?)].compact
+    # Each WatchedLimit's, the tuned one against the Tuner's schedule.
+    def job_limits
+      @job_limits ||= WatchedLimit.all.map do |watched|
+        schedule = watched.id == Tuner::ID ? @tuner.schedule : LimitSchedule.constant(watched.limit)
+        JobLimitConcurrency.of(watched.id, watched.runs_of(runs), schedule)
+      end
     end
 
-    def keyed_h
-      {enqueued: keyed.size, completed: (keyed & completed).size, lost: (keyed & lost).size,
-       **carried.except(:jids), tenants: KeyedChaosJob::TENANTS.size}
+    def limited
+      @limited ||= LimitedReport.new(@outcome, lost, job_limits.find { _1.id == Tuner::ID })
     end
 
     def limits_h
@@ -112,15 +115,19 @@ module LimitFetchChaos
     def plan_h
       {processes: Plan::PROCESSES, concurrency: @plan.concurrency, queues: @plan.queues, limits: @plan.limits,
        process_limits: @plan.process_limits, heartbeat_period: Plan::HEARTBEAT_PERIOD,
-       job_limits: {class: KeyedChaosJob.name, queue: KeyedChaosJob::QUEUE, tenants: KeyedChaosJob::TENANTS,
-                    per_tenant: KeyedChaosJob::TENANT_LIMIT, per_class: KeyedChaosJob::CLASS_LIMIT},
-       job_ms: Plan::JOB_MILLIS.minmax, kill_every_s: Plan::KILL_EVERY.minmax, redis_down_s: Plan::REDIS_DOWN,
+       **job_limits_plan, job_ms: Plan::JOB_MILLIS.minmax, kill_every_s: Plan::KILL_EVERY.minmax, redis_down_s: Plan::REDIS_DOWN,
        redis: LimitFetchTools::RedisServer::AOF.map { _1.empty? ? '""' : _1 }.join(" "),
        **@plan.options.to_h.slice(:jobs, :duration, :seed)}
     end
 
+    def job_limits_plan
+      {job_limits: WatchedLimit.all.to_h { [_1.id, {queues: _1.queues, limit: _1.limit}] },
+       limited: LIMITED.to_h { [_1.name, {queues: _1::QUEUES, tenants: _1::TENANTS}] }, fetch_lag_s: FETCH_LAG / 1e9}
+    end
+
     def jobs_h
-      {enqueued: jids.size, completed: completed.size, lost: lost.size, lost_jids: lost.first(SHOWN),
+      {enqueued: jids.size, completed: completed.size, discarded: discarded.size, lost: lost.size,
+       lost_jids: lost.first(SHOWN),
        runs: runs.size, extra_runs: runs.size - ran.size}
     end
 

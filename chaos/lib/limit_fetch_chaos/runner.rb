@@ -42,6 +42,7 @@ module LimitFetchChaos
       settled_within?(60) or raise Failure, "the Sidekiq processes did not start:\n#{@fleet.tails}"
       @feeder = Feeder.new(@plan, @sidekiq)
       @mayhem = Mayhem.new(@plan, @fleet, @redis, @sidekiq, say: method(:say_at))
+      @tuner = Tuner.new(app, @redis.url, say: method(:say_at))
     end
 
     # The run's Redis, and a Sidekiq configuration of the driver's own that
@@ -58,26 +59,35 @@ module LimitFetchChaos
       end
     end
 
-    # Feeds, kills and restarts until every job pushed has completed, or the
-    # timeout after the last push; returns the seconds that took.
+    # Feeds, changes a limit, kills and restarts until every job pushed has
+    # completed (or was discarded), or the timeout after the last push;
+    # returns the seconds that took.
     def chaos
       started = LimitFetchChaos.monotonic
       loop do
         elapsed = LimitFetchChaos.monotonic - started
         completed = tick(elapsed)
-        return elapsed if over?(elapsed, completed)
+        return elapsed.tap { @tuner.finish } if over?(elapsed, completed)
 
-        @mayhem.act(elapsed, @plan.progress(completed, elapsed))
+        act(elapsed, @plan.progress(completed, elapsed))
         status(elapsed, completed)
         sleep TICK
       end
     end
 
-    # Checks the processes and feeds them; returns how many jobs have completed.
+    # No Redis outage while the limit is being changed, which follows the
+    # pushes' pace (see Feeder#pace).
+    def act(elapsed, progress)
+      @tuner.act(elapsed, @feeder.pace || progress, parked: @feeder.parked_now(Tuner::PARKED))
+      @mayhem.act(elapsed, progress, outage_ok: !@tuner.busy?)
+    end
+
+    # Checks the processes and feeds them; returns how many jobs have
+    # completed or were discarded.
     def tick(elapsed)
       @fleet.check!
       @feeder.feed(elapsed)
-      redis { _1.call("SCARD", ChaosLedger::COMPLETED) }
+      redis { Discards.settled(_1) }
     end
 
     def over?(elapsed, completed)
@@ -91,7 +101,8 @@ module LimitFetchChaos
       return if @status_at && elapsed - @status_at < STATUS_EVERY
 
       @status_at = elapsed
-      say_at(elapsed, "#{completed} of #{@feeder.jids.size} jobs pushed completed; processes #{@fleet.names.join(" ")}")
+      say_at(elapsed,
+        "#{completed} of #{@feeder.jids.size} jobs done (completed or discarded); #{@fleet.names.join(" ")}")
     end
 
     # Waits until the dead processes' capsules are reaped and the last
@@ -117,26 +128,17 @@ module LimitFetchChaos
     def report(seconds, unsettled, unclean)
       say "Stopped the Sidekiq processes (TERM); reading the ledger"
       redis do |conn|
-        Report.new(@plan, @fleet, @mayhem.restart,
+        Report.new(@plan, @fleet, @mayhem.restart, @tuner,
           jids: @feeder.jids, completed: conn.call("SMEMBERS", ChaosLedger::COMPLETED),
-          runs: Run.read(conn, @fleet.ended), leftovers: Leftovers.read(conn, @plan.queues), keyed: @feeder.keyed_h,
-          reaped: @fleet.reaped, unclean:, unsettled:, seconds:, environment: environment(conn))
+          runs: Run.read(conn, @fleet.ended), leftovers: Leftovers.read(conn, @plan.queues), feeder: @feeder,
+          discards: Discards.read(conn, @fleet.logs), reaped: @fleet.reaped, unclean:, unsettled:, seconds:,
+          environment: Environment.read(conn))
       end
-    end
-
-    def environment(conn)
-      {date: Time.now.utc.strftime("%Y-%m-%d %H:%M UTC"), cpus: Etc.nprocessors,
-       cpu: File.read("/proc/cpuinfo")[/model name\s*:\s*(.+)/, 1], kernel: Etc.uname[:release],
-       ruby: RUBY_VERSION, sidekiq: Sidekiq::VERSION, redis: conn.call("INFO", "server")[/redis_version:(\S+)/, 1],
-       commit: IO.popen(%w[git rev-parse --short HEAD], chdir: REPO, err: File::NULL, &:read).strip}
     end
 
     def redis(&) = @sidekiq.redis(&)
 
-    def cleanup
-      @fleet&.stop
-      @redis&.stop
-    end
+    def cleanup = [@tuner, @fleet, @redis].each { _1&.stop }
 
     def say(message) = @out.puts("==> #{message}")
 

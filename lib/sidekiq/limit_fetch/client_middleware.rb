@@ -24,12 +24,22 @@ module Sidekiq
         declared = job[FIELD]
         if declared.is_a?(Hash)
           limits = declaration(class_name(job), declared).payload(arguments(job), queue)
-          limits.empty? ? job.delete(FIELD) : job[FIELD] = limits
+          limits.empty? ? job.delete(FIELD) : carry(job, limits)
         end
         yield
       end
 
       private
+
+      # The limits first in the payload: the fetch decodes them there alone,
+      # not the whole payload (prelude.lua's job_limits).
+      def carry(job, limits)
+        job.delete(FIELD)
+        rest = job.to_a
+        job.clear
+        job[FIELD] = limits
+        rest.each { |key, value| job[key] = value }
+      end
 
       def class_name(job)
         (job["wrapped"] || job["class"]).to_s

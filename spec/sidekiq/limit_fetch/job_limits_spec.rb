@@ -18,7 +18,7 @@ RSpec.describe Sidekiq::LimitFetch, "job limits" do
     redis.call("KEYS", "#{LimitFetchHelpers::KEY_PREFIX}limit:*")
   end
 
-  it "carries each job's limits in its payload, computed at push" do
+  it "carries each job's limits in its payload, computed at push, first, where the fetch reads them alone" do
     LimitFetchSpec::ExportJob.perform_async(0)
     LimitFetchSpec::SyncJob.perform_async("tenant ünï", 0)
 
@@ -26,6 +26,7 @@ RSpec.describe Sidekiq::LimitFetch, "job limits" do
       [{"id" => "class:LimitFetchSpec::ExportJob", "concurrency" => 2}],
       [{"id" => "key:LimitFetchSpec::SyncJob#tenant ünï", "concurrency" => 1}]
     )
+    expect(redis.call("LRANGE", "queue:#{queue}", 0, -1)).to all(start_with('{"limit_fetch":['))
   end
 
   it "keeps a class limit and each key's limit across processes, and leaves nothing behind" do
