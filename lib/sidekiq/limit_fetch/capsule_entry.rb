@@ -19,6 +19,12 @@ module Sidekiq
     RegisteredCapsule = Data.define(:uuid, :identity, :name, :queues, :concurrency, :heartbeat_age, :expired)
 
     class RegisteredCapsule
+      # Every capsule registered on the Redis of +admin+ (a NativeLimits),
+      # sorted by identity.
+      def self.all(admin)
+        admin.capsules.map { |entry| from(entry) }.sort_by { |c| [c.label, c.name.to_s, c.uuid] }
+      end
+
       # From a CapsuleEntry.
       def self.from(entry)
         info = parse(entry.info)

@@ -7,6 +7,9 @@ module Sidekiq
     # The console API: queues, job limits and capsules, read and changed from
     # any process with no capsule of its own (see Queue and JobLimit). It
     # talks to the Redis of Sidekiq's client (Sidekiq.default_configuration).
+    @admins = {}
+    @admin_lock = Mutex.new
+
     class << self
       # The queue named +name+ (a Queue).
       def queue(name)
@@ -25,7 +28,7 @@ module Sidekiq
       # The registered capsules (RegisteredCapsule), sorted by identity,
       # expired ones included.
       def capsules
-        admin.capsules.map { |entry| RegisteredCapsule.from(entry) }.sort_by { |c| [c.label, c.name.to_s, c.uuid] }
+        RegisteredCapsule.all(admin)
       end
 
       # A job class's limit, or with +key:+ one key's (a JobLimit).
@@ -39,9 +42,11 @@ module Sidekiq
       end
 
       # The capsule-free limits administration (NativeLimits) on the Redis
-      # of Sidekiq's client, opened on first use.
-      def admin
-        @admin ||= NativeLimits.new(RedisOptions.for(Sidekiq.default_configuration))
+      # of +config+ (a Sidekiq::Config or capsule; default: Sidekiq's
+      # client's), one per Redis, each opened on first use.
+      def admin(config = Sidekiq.default_configuration)
+        settings = RedisOptions.for(config)
+        @admin_lock.synchronize { @admins[settings] ||= NativeLimits.new(settings) }
       end
     end
   end

@@ -15,6 +15,7 @@ module Sidekiq
     class Queue
       attr_reader :name
 
+      # +admin+: the NativeLimits of the Redis to use (LimitFetch.admin).
       def initialize(name, admin: LimitFetch.admin)
         @name = name.to_s
         @admin = admin
@@ -49,7 +50,7 @@ module Sidekiq
       # identity ("host:pid:hex") of each process, the capsule's UUID for
       # a process that did not say (sidekiq-limit_fetch v5).
       def busy_by_process
-        by_process(fresh_state.busy, LimitFetch.capsules)
+        by_process(fresh_state.busy, capsules)
       end
 
       # Jobs waiting in Sidekiq's list of the queue.
@@ -91,24 +92,24 @@ module Sidekiq
       # Explanation (#reason, #to_s, #to_h). Sends this process's pending
       # acknowledgements first.
       def explain
-        Explanation.of(fresh_state, LimitFetch.capsules)
+        Explanation.of(fresh_state, capsules)
       end
 
       # Everything above, as a plain Hash (for JSON and metrics): one round
       # trip, and one more for the capsules.
       def to_h
         state = fresh_state
-        capsules = LimitFetch.capsules
+        registered = capsules
         {
           name: name,
           limit: state.limit,
           process_limit: state.process_limit,
           busy: state.busy.values.sum,
-          busy_by_process: by_process(state.busy, capsules),
+          busy_by_process: by_process(state.busy, registered),
           queued: state.queued,
           paused: state.paused,
           paused_until: until_time(state),
-          explain: Explanation.of(state, capsules).to_h
+          explain: Explanation.of(state, registered).to_h
         }
       end
 
@@ -118,6 +119,10 @@ module Sidekiq
       end
 
       private
+
+      def capsules
+        RegisteredCapsule.all(@admin)
+      end
 
       # After this process's pending acknowledgements reached Redis: a
       # reader that just finished jobs sees them finished.

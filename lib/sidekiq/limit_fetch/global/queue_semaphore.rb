@@ -6,7 +6,7 @@ module Sidekiq
   class LimitFetch < BasicFetch
     module Global
       # v5's handle on one queue's limits, kept for compatibility: it
-      # delegates to Sidekiq::LimitFetch::Queue, which needs no capsule, and
+      # delegates to Sidekiq::LimitFetch::Queue on the capsule's Redis, and
       # sets nothing up (no registration, no thread).
       #
       #   queue = Sidekiq::LimitFetch::Global::QueueSemaphore.new(capsule, "webhooks")
@@ -20,7 +20,7 @@ module Sidekiq
 
         def initialize(capsule, name)
           @capsule = capsule
-          @queue = Queue.new(name)
+          @queue = Queue.new(name, admin: LimitFetch.admin(capsule))
         end
 
         # Jobs of this queue in progress in this capsule: none unless the
