@@ -12,8 +12,8 @@ Gem::Specification.new do |spec|
   spec.required_ruby_version = ">= 3.2"
   spec.metadata["rubygems_mfa_required"] = "true"
 
-  spec.files = Dir["lib/**/*.rb", "src/**/*.{rs,lua}", "ext/**/*.{rs,rb,toml}", "Cargo.{toml,lock}",
-    "exe/*", "README.md", "LICENSE"]
+  spec.files = Dir["lib/**/*.rb", "web/**/*.{erb,yml,css}", "src/**/*.{rs,lua}", "ext/**/*.{rs,rb,toml}",
+    "Cargo.{toml,lock}", "exe/*", "README.md", "LICENSE"]
   spec.bindir = "exe"
   spec.executables = ["sidekiq-limits"]
   spec.require_paths = ["lib"]

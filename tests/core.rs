@@ -665,11 +665,28 @@ fn a_thread_fetches_on_its_own_connection_in_one_round_trip() {
     push(&q, 20);
     let none = Interrupt::new();
     let before = a.round_trips();
+    // An acknowledgement waits 2 ms for the next fetch to carry it, then
+    // goes on its own: a gap that long (this thread descheduled on a loaded
+    // machine) may cost one round trip more, and only such a gap may.
+    let mut slow_gaps = 0;
+    let mut acknowledged: Option<Instant> = None;
     for _ in 0..20 {
+        if acknowledged.is_some_and(|at| at.elapsed() >= Duration::from_millis(2)) {
+            slow_gaps += 1;
+        }
         let fetched = a.fetch(&[q.as_str()], &none).unwrap().expect("a job");
         a.acknowledge(&q, fetched.job);
+        acknowledged = Some(Instant::now());
     }
-    assert_eq!(a.round_trips() - before, 20, "acknowledgements ride along");
+    let trips = a.round_trips() - before;
+    if acknowledged.is_some_and(|at| at.elapsed() >= Duration::from_millis(2)) {
+        slow_gaps += 1;
+    }
+    assert!(slow_gaps < 15, "too loaded to tell: {slow_gaps} slow gaps");
+    assert!(
+        (20..=20 + slow_gaps).contains(&trips),
+        "acknowledgements ride along: {trips} round trips for 20 fetches, {slow_gaps} slow gaps"
+    );
     a.flush(&none).unwrap();
     assert_eq!(a.busy(&q, &none).unwrap(), (0, 0));
 }

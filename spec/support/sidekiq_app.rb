@@ -8,7 +8,8 @@ require "yaml"
 require_relative "../../tools/lib/limit_fetch_tools"
 
 # A throwaway app for the end-to-end specs: a Gemfile using this repository
-# by path, an app.rb that requires the gem and the TrackedJob, and one
+# by path, an app.rb that requires the gem and the job classes (TrackedJob,
+# the keyed jobs), and one
 # config/<name>.yml per kind of process. Processes are real `bundle exec
 # sidekiq` commands (LimitFetchTools::ChildProcess: a process group each).
 class SidekiqApp
@@ -82,7 +83,7 @@ class SidekiqApp
 
       require "sidekiq"
       require "sidekiq-limit_fetch"
-      require #{File.join(REPO_ROOT, "spec/support/tracked_job.rb").inspect}
+      require #{File.join(REPO_ROOT, "spec/support/keyed_jobs.rb").inspect}
 
       Sidekiq.configure_server do |config|
         # After the gem's own :startup hook: its capsules are set up.

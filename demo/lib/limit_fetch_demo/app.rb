@@ -3,15 +3,17 @@
 module LimitFetchDemo
   # The demo app in a temporary directory: demo/app (app.rb and
   # config/sidekiq.yml), or another template (bin/chaos uses chaos/app), plus
-  # a Gemfile that takes the gem from this repository.
+  # a Gemfile that takes the gem from this repository, with +gems+ besides
+  # (bin/demo's Web UI needs puma and rack-session).
   class App
     TEMPLATE = File.join(REPO, "demo", "app")
 
     attr_reader :dir
 
-    def initialize(dir, template: TEMPLATE)
+    def initialize(dir, template: TEMPLATE, gems: [])
       @dir = dir
       @template = template
+      @gems = gems
     end
 
     def create
@@ -22,6 +24,7 @@ module LimitFetchDemo
 
         gem "sidekiq-limit_fetch-rs", path: #{REPO.dump}
         gem "sidekiq"
+        #{@gems.map { "gem #{_1.dump}" }.join("\n")}
       RUBY
       bundle_install
       self

@@ -41,10 +41,17 @@ module LimitFetchDemo
 
     def start(dir)
       say "Writing the demo app in #{dir} and installing its bundle"
-      app = App.new(dir).create
+      app = App.new(dir, gems: WebUi::GEMS).create
       app.load_bundle
       start_redis(dir)
+      start_web
       start_workers(app)
+    end
+
+    # Sidekiq's Web UI with the Limits tab, served while the demo runs.
+    def start_web
+      @web = WebUi.start
+      say "Sidekiq's Web UI is up; watch the queues live on its Limits tab: #{@web.limits_url}?refresh=2"
     end
 
     def start_redis(dir)
@@ -88,6 +95,7 @@ module LimitFetchDemo
       %w[INT TERM].each { trap(_1, "IGNORE") }
       @watch&.close
       @workers&.stop
+      @web&.stop
       @redis&.stop
     end
 

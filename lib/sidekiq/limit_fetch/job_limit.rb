@@ -32,6 +32,18 @@ module Sidekiq
           native.active_job_limits.map { |id| new(id) }
         end
 
+        # #to_h of every job limit with running or parked jobs, read in one
+        # round trip (their limit is the stored one: the default travels in
+        # the jobs).
+        def active_states
+          native.job_limits(native.active_job_limits).map { |state| state_h(state) }
+        end
+
+        def state_h(state, default = nil)
+          id, stored, running, parked = state
+          {id: id, limit: stored || default, stored: stored, running: running, parked: parked}
+        end
+
         def native
           LimitFetch.admin
         end
@@ -68,8 +80,7 @@ module Sidekiq
       def parked = state[3]
 
       def to_h
-        _, stored, running, parked = state
-        {id: id, limit: stored || @default, stored: stored, running: running, parked: parked}
+        JobLimit.state_h(state, @default)
       end
 
       private

@@ -20,6 +20,16 @@ module Sidekiq
         scope = "#{scope}@#{queue}" if queue
         "key:#{scope}##{key}"
       end
+
+      # :class or :key.
+      def kind(id) = id.start_with?("key:") ? :key : :class
+
+      # What a key id's keys share: "SyncJob" or "SyncJob@default" (nil for a
+      # class id).
+      def scope(id) = id[/\Akey:([^#]*)#/, 1]
+
+      # The key of a key id (nil for a class id).
+      def key(id) = kind(id) == :key ? id.split("#", 2).last : nil
     end
   end
 end

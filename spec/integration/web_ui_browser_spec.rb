@@ -1,0 +1,180 @@
+# frozen_string_literal: true
+
+require "ferrum"
+require_relative "../../tools/lib/limit_fetch_tools/web_server"
+require_relative "../support/sidekiq_app"
+require_relative "../support/sidekiq_processes"
+
+# The Limits tab in a real headless Chromium (Debian's
+# chromium-headless-shell, driven by ferrum): Sidekiq::Web served by puma
+# from this process, a real `sidekiq` process running the jobs. Run it alone
+# with `rspec --tag browser`.
+#
+# LIMIT_FETCH_SCREENSHOT=docs/limits-tab.png also saves a screenshot of the
+# tab while the jobs run.
+module WebUiBrowser
+  CHROMIUM = "/usr/bin/chromium-headless-shell"
+  # Debian's ruby-sidekiq ships without it; Sidekiq's layout links it.
+  MISSING_SCRIPT = %r{/javascripts/application\.js\z}
+
+  # Reports every Content-Security-Policy violation of every page to the
+  # test (a CDP binding), from before the page's own code runs (scripts
+  # added through CDP are exempt from the CSP).
+  CSP_BINDING = "__limitFetchCspViolation"
+  CSP_LISTENER = <<~JS.freeze
+    document.addEventListener("securitypolicyviolation", (e) => {
+      #{CSP_BINDING}(e.violatedDirective + " " + (e.blockedURI || "inline") + " at " + e.documentURI);
+    });
+  JS
+end
+
+RSpec.describe "the Limits tab in a headless browser", :browser, :e2e do
+  include SidekiqProcesses
+  include WebUiBrowser
+
+  before(:context) do
+    @app = SidekiqApp.new
+    @web = LimitFetchTools::WebServer.new.start
+  end
+
+  after(:context) do
+    @web&.stop
+    @app&.remove
+  end
+
+  let(:app) { @app }
+  let(:problems) { [] }
+  def browser
+    @browser ||= Ferrum::Browser.new(browser_path: WebUiBrowser::CHROMIUM, headless: true, timeout: 10,
+      process_timeout: 20, window_size: [1280, 900], browser_options: {"no-sandbox" => nil}).tap { watch(_1) }
+  end
+
+  after do |example|
+    @browser&.quit
+    if example.exception
+      Dir[File.join(app.dir, "log", "*.log")].each do |path|
+        warn "---- #{File.basename(path)} (last 40 lines)\n#{File.readlines(path).last(40).join}"
+      end
+    end
+    app.stop_all
+  end
+
+  # Every console error, uncaught exception and CSP violation goes into
+  # +problems+, but the log line of application.js's 404.
+  def watch(browser)
+    browser.page.command("Runtime.addBinding", name: WebUiBrowser::CSP_BINDING)
+    browser.page.command("Page.addScriptToEvaluateOnNewDocument", source: WebUiBrowser::CSP_LISTENER)
+    browser.on("Runtime.bindingCalled") do |params|
+      problems << "CSP violation: #{params["payload"]}" if params["name"] == WebUiBrowser::CSP_BINDING
+    end
+    browser.on("Runtime.consoleAPICalled") do |params|
+      next unless %w[error assert].include?(params["type"])
+
+      problems << "console.#{params["type"]}: #{params["args"].map { _1["value"] || _1["description"] }.join(" ")}"
+    end
+    browser.on("Runtime.exceptionThrown") { problems << "exception: #{_1.dig("exceptionDetails", "text")}" }
+    browser.on("Log.entryAdded") do |params|
+      entry = params["entry"]
+      next unless entry["level"] == "error"
+
+      missing_script = entry["url"].to_s.match?(WebUiBrowser::MISSING_SCRIPT) && entry["text"].include?("404")
+      next if entry["source"] == "network" && missing_script
+
+      problems << "log #{entry["source"]}: #{entry["text"]} #{entry["url"]}"
+    end
+  end
+
+  # Network failures of the page loads so far, application.js's 404 aside
+  # (at most one per page load); then forgets them.
+  def failed_requests(browser)
+    traffic = browser.network.traffic
+    loads = traffic.count { _1.request&.type?("Document") }
+    failed = traffic.filter_map do |exchange|
+      status = exchange.response&.status
+      next "#{exchange.url}: #{exchange.error&.error_text || "no response"}" if status.nil? && exchange.finished?
+      next unless status.nil? || status >= 400
+
+      "#{exchange.url}: #{status || "pending"}"
+    end
+    browser.network.clear(:traffic)
+    missing, others = failed.partition { _1.match?(%r{/javascripts/application\.js: 404\z}) }
+    expect(missing.size).to be_between(1, loads)
+    others
+  end
+
+  def figures(browser, queue)
+    browser.at_css(%(tr.lf-queue[data-queue="#{queue}"] .lf-figures))&.text.to_s.split.join(" ")
+  end
+
+  it "changes a limit through the form, and a running sidekiq process obeys it" do
+    keyed = LimitFetchSpec::KeyedJobs::QUEUE
+    config = app.write_config("web", queues: ["webui", "reports", keyed], limits: {"webui" => 1}, concurrency: 8)
+    before = registered_capsules
+    process = app.spawn("w1", config: config)
+    await_registration([process], before)
+    Sidekiq::LimitFetch.queue("reports").limit = 2
+    Sidekiq::LimitFetch.queue("reports").pause_for(600)
+    3.times { LimitFetchSpec::SyncJob.perform_async("tenant-a", 3) }
+    LimitFetchSpec::SyncJob.perform_async("tenant-b", 3)
+    jids = push_jobs("webui", 16, seconds: 0.4)
+    wait_until(message: "the first job to run") { running("webui") == 1 }
+    wait_until(message: "tenant-a's jobs to be parked") do
+      Sidekiq::LimitFetch.job_limit(LimitFetchSpec::SyncJob, key: "tenant-a").parked == 2
+    end
+
+    browser.go_to(@web.limits_url)
+    expect(browser.at_css("h1").text).to eq("Limits")
+    expect(figures(browser, "webui")).to eq("1 / 1")
+    expect(browser.at_css(%(tr.lf-queue[data-queue="reports"] .lf-paused))).not_to be_nil
+    expect(browser.evaluate("getComputedStyle(document.querySelector('svg.lf-bar .lf-fill')).fill"))
+      .not_to eq("rgb(0, 0, 0)") # the stylesheet applied
+    expect(max_running("webui")).to eq(1)
+    keys = browser.css("table.lf-scopes tr.lf-key").map { |tr| tr.css("td").map { _1.text.strip } }
+    expect(keys).to eq([["tenant-a", "1 / default", "2"], ["tenant-b", "1 / default", "0"]])
+
+    input = browser.at_css(%(table.lf-forms tr[data-queue="webui"] form.lf-set-limit input[name="value"]))
+    input.focus.type([:Ctrl, "a"], :Backspace, "3")
+    browser.at_css(%(table.lf-forms tr[data-queue="webui"] form.lf-set-limit input[type="submit"])).click
+    browser.network.wait_for_idle
+    expect(browser.current_url).to eq(@web.limits_url)
+    expect(Sidekiq::LimitFetch.queue("webui").limit).to eq(3)
+    expect(figures(browser, "webui")).to end_with("/ 3")
+
+    wait_until(timeout: 10, message: -> { "3 jobs to run at once, at most #{max_running("webui")} did" }) do
+      running("webui") == 3
+    end
+    if (path = ENV.fetch("LIMIT_FETCH_SCREENSHOT", nil))
+      browser.refresh
+      # the whole page in the window: Sidekiq's footer is fixed to its bottom
+      browser.resize(width: 1280, height: browser.evaluate("document.documentElement.scrollHeight"))
+      browser.screenshot(path: path)
+    end
+    wait_until(timeout: 20, message: -> { "16 jobs done, #{done_jids("webui").size} are" }) do
+      done_jids("webui").size >= jids.size
+    end
+    expect(done_jids("webui").sort).to eq(jids.sort)
+    expect(max_running("webui")).to eq(3)
+    expect(failed_requests(browser)).to eq([])
+    expect(problems).to eq([])
+
+    # a bad limit: the page says why, and nothing changed
+    browser.go_to(@web.limits_url)
+    input = browser.at_css(%(table.lf-forms tr[data-queue="webui"] form.lf-set-limit input[name="value"]))
+    input.focus.type([:Ctrl, "a"], :Backspace, "-2")
+    browser.at_css(%(table.lf-forms tr[data-queue="webui"] form.lf-set-limit input[type="submit"])).click
+    browser.network.wait_for_idle
+    expect(browser.at_css(".lf-error")&.text.to_s).to include("invalid limit for queue \"webui\": \"-2\"")
+    expect(Sidekiq::LimitFetch.queue("webui").limit).to eq(3)
+    # the page that says why comes with a 422, which the browser logs
+    expect(failed_requests(browser)).to eq(["#{@web.limits_url}/limit: 422"])
+    expect(problems).to contain_exactly(a_string_matching(%r{\Alog network: .* 422 .* #{@web.limits_url}/limit\z}))
+    problems.clear
+
+    # the watch sees a violation, twice: an inline style, which the CSP refuses
+    browser.execute("document.body.insertAdjacentHTML('beforeend', '<p style=\"color: red\">x</p>')")
+    wait_until(timeout: 2, message: -> { "the CSP violation to be reported: #{problems}" }) { problems.size == 2 }
+    expect(problems).to contain_exactly(a_string_starting_with("log security: Applying inline style violates"),
+      "CSP violation: style-src-attr inline at #{@web.limits_url}/limit")
+    stop_process(process)
+  end
+end

@@ -1,0 +1,275 @@
+# frozen_string_literal: true
+
+require "nokogiri"
+require "rack/session"
+require "rack/test"
+require "sidekiq/limit_fetch/web"
+
+# Every route of the "Limits" tab, through Sidekiq::Web as an app mounts it
+# (with a session), against the test Redis; jobs run in a real embedded
+# Sidekiq. The browser test is spec/integration/web_ui_browser_spec.rb.
+RSpec.describe Sidekiq::LimitFetch::Web, :web do
+  include Rack::Test::Methods
+
+  def app
+    secret = SecureRandom.hex(32)
+    Rack::Builder.new do
+      use Rack::Session::Cookie, secret: secret, same_site: true
+      run Sidekiq::Web
+    end
+  end
+
+  # A form post as a browser sends it from the tab itself (Sidekiq 8.1
+  # accepts a POST only with Sec-Fetch-Site: same-origin).
+  def submit(action, params, site: "same-origin")
+    post("/limits/#{action}", params, "HTTP_SEC_FETCH_SITE" => site)
+  end
+
+  def page
+    Nokogiri::HTML(last_response.body)
+  end
+
+  def row(name)
+    page.at_css(%(tr.lf-queue[data-queue="#{name}"])) or raise "no row for queue #{name} in:\n#{last_response.body}"
+  end
+
+  def cell(name, css)
+    row(name).at_css(css).text.split.join(" ")
+  end
+
+  def error_text
+    page.at_css(".lf-error")&.text&.strip
+  end
+
+  def queue(name) = Sidekiq::LimitFetch.queue(name)
+
+  it "adds a Limits tab to Sidekiq's navigation, in the visitor's language" do
+    get "/"
+    expect(last_response.status).to eq(200)
+    expect(page.css("header .nav a").map { [_1.text.strip, _1["href"]] }).to include(["Limits", "/limits"])
+
+    get "/", {}, "HTTP_ACCEPT_LANGUAGE" => "fr-FR,fr;q=0.9"
+    expect(page.css("header .nav a").map(&:text).map(&:strip)).to include("Limites")
+  end
+
+  it "serves its stylesheet through the extension's assets, linked from the page with the CSP nonce" do
+    get "/limits"
+    link = page.css("head link[rel=stylesheet]").find { _1["href"].include?("limit_fetch/css/limits.css") }
+    expect(link).not_to be_nil, "no stylesheet of the tab in:\n#{page.at_css("head")}"
+    expect(link["nonce"]).to match(/\A\h{16}\z/)
+    csp = last_response.headers["content-security-policy"]
+    expect(csp).to include("style-src 'self' 'nonce-#{link["nonce"]}'")
+    # no inline style or script of the tab's own
+    expect(page.css("[style]")).to be_empty
+    expect(page.css("style")).to be_empty
+    expect(page.css("script").map { _1["src"] }).to all(end_with("javascripts/application.js"))
+
+    get link["href"]
+    expect(last_response.status).to eq(200)
+    expect(last_response.headers["content-type"]).to start_with("text/css")
+    expect(last_response.body).to include(".lf-bar")
+  end
+
+  it "shows each queue's running jobs against its limits, its backlog and who runs them" do
+    config = build_config(queues: %w[webhooks mailers], limits: {"webhooks" => 2}, process_limits: {"webhooks" => 2},
+      concurrency: 3)
+    start_embedded(config)
+    uuid = uuid_of(config.default_capsule)
+    push_jobs("webhooks", 3, seconds: 10, gate: "web")
+    push_jobs("mailers", 1, seconds: 10, gate: "web")
+    wait_until(message: -> { "2 webhooks and 1 mailer to run: #{running("webhooks")}, #{running("mailers")}" }) do
+      running("webhooks") == 2 && running("mailers") == 1
+    end
+
+    get "/limits"
+    expect(last_response.status).to eq(200)
+    expect(cell("webhooks", ".lf-figures")).to eq("2 / 2")
+    expect(row("webhooks").at_css("svg.lf-bar.lf-full rect.lf-fill")["width"]).to eq("100")
+    expect(cell("webhooks", ".lf-process-limit")).to eq("2")
+    expect(cell("webhooks", ".lf-queued")).to eq("1")
+    expect(cell("webhooks", ".lf-per-process")).to include(": 2 / 2")
+    expect(cell("webhooks", ".lf-per-process")).to include(queue("webhooks").busy_by_process.keys.first)
+    expect(cell("webhooks", ".lf-explain")).to eq(queue("webhooks").explain.to_s)
+    expect(cell("webhooks", ".lf-explain")).not_to be_empty
+    expect(cell("mailers", ".lf-figures")).to eq("1 / none")
+    expect(row("mailers").at_css("svg.lf-bar")).to be_nil # no limit, no bar
+    expect(cell("mailers", ".lf-process-limit")).to eq("none")
+    expect(page.at_css(".lf-no-expired")).not_to be_nil
+    expect(uuid).not_to be_nil
+  ensure
+    open_gate("web")
+  end
+
+  it "sets a queue's limit and process limit from the forms, and removes them when left blank" do
+    queue("webhooks").limit = 5
+    get "/limits"
+    form = row_form("webhooks", "lf-set-limit")
+    expect(form.at_css("input[name=value]")["value"]).to eq("5")
+    expect(form.at_css("input[name=queue]")["value"]).to eq("webhooks")
+
+    submit("limit", {"queue" => "webhooks", "value" => "3"})
+    expect(last_response.status).to eq(302)
+    expect(last_response.headers["location"]).to end_with("/limits")
+    expect(queue("webhooks").limit).to eq(3)
+    follow_redirect!
+    expect(cell("webhooks", ".lf-figures")).to eq("0 / 3")
+
+    submit("process_limit", {"queue" => "webhooks", "value" => " 1 "})
+    expect(last_response.status).to eq(302)
+    expect(queue("webhooks").process_limit).to eq(1)
+
+    submit("limit", {"queue" => "webhooks", "value" => "0"})
+    expect(queue("webhooks").limit).to eq(0)
+
+    submit("limit", {"queue" => "webhooks", "value" => ""})
+    expect(last_response.status).to eq(302)
+    expect(queue("webhooks").limit).to be_nil
+    submit("process_limit", {"queue" => "webhooks", "value" => "  "})
+    expect(queue("webhooks").process_limit).to be_nil
+    expect(redis.call("EXISTS", queue_key("webhooks", "limit"), queue_key("webhooks", "process_limit"))).to eq(0)
+  end
+
+  def row_form(name, css)
+    page.at_css(%(table.lf-forms tr[data-queue="#{name}"] form.#{css}))
+  end
+
+  it "refuses a bad limit with a message on the page, changing nothing" do
+    queue("webhooks").limit = 4
+    queue("webhooks").process_limit = 2
+    {
+      "-1" => "invalid limit for queue \"webhooks\": \"-1\"",
+      "abc" => "\"abc\"",
+      "2.5" => "\"2.5\"",
+      "1e3" => "\"1e3\"",
+      "9007199254740992" => "up to 9007199254740991"
+    }.each do |value, message|
+      submit("limit", {"queue" => "webhooks", "value" => value})
+      expect(last_response.status).to eq(422), "#{value.inspect}: #{last_response.status}"
+      expect(error_text).to start_with("Nothing was changed: invalid limit for queue \"webhooks\"")
+      expect(error_text).to include(message)
+      expect(cell("webhooks", ".lf-figures")).to eq("0 / 4") # the page, as it is
+    end
+    submit("process_limit", {"queue" => "webhooks", "value" => "-3"})
+    expect(last_response.status).to eq(422)
+    expect(error_text).to include("invalid process_limit for queue \"webhooks\": \"-3\"")
+    submit("limit", {"queue" => "", "value" => "3"})
+    expect(error_text).to eq("Nothing was changed: no queue named in the form")
+    submit("limit", {"queue" => ["webhooks"], "value" => "3"})
+    expect(last_response.status).to eq(422)
+    expect(error_text).to include("the queue must be one value")
+    submit("limit", {"queue" => "webhooks", "value" => "\xFF".b})
+    expect(last_response.status).to eq(422)
+
+    expect(queue("webhooks").limit).to eq(4)
+    expect(queue("webhooks").process_limit).to eq(2)
+  end
+
+  it "pauses a queue for a time or until unpaused, keeping its limit, and unpauses it" do
+    queue("reports").limit = 2
+    get "/limits"
+    expect(row_form("reports", "lf-pause")).not_to be_nil
+
+    submit("pause", {"queue" => "reports", "for" => "5", "unit" => "minutes"})
+    expect(last_response.status).to eq(302)
+    expect(queue("reports")).to be_paused
+    expect(queue("reports").paused_until).to be_within(5).of(Time.now + 300)
+    expect(queue("reports").limit).to eq(2)
+    follow_redirect!
+    expect(row("reports").at_css(".lf-paused")).not_to be_nil
+    expect(row("reports").at_css("time")).not_to be_nil # until when
+    expect(row_form("reports", "lf-unpause")).not_to be_nil
+
+    submit("unpause", {"queue" => "reports"})
+    expect(last_response.status).to eq(302)
+    expect(queue("reports")).not_to be_paused
+
+    submit("pause", {"queue" => "reports", "for" => "", "unit" => "minutes"})
+    expect(queue("reports")).to be_paused
+    expect(queue("reports").paused_until).to be_nil
+    follow_redirect!
+    expect(row("reports").at_css(".lf-paused")).not_to be_nil
+    expect(row("reports").at_css("time")).to be_nil
+    submit("unpause", {"queue" => "reports"})
+    expect(queue("reports")).not_to be_paused
+  end
+
+  it "refuses a bad pause duration with a message on the page, changing nothing" do
+    queue("reports").limit = 2
+    bad = [%w[0 minutes], %w[-5 minutes], %w[ten minutes], %w[1.5 hours], %w[9000 hours], %w[5 fortnights]]
+    bad.each do |amount, unit|
+      submit("pause", {"queue" => "reports", "for" => amount, "unit" => unit})
+      expect(last_response.status).to eq(422), "#{amount} #{unit}: #{last_response.status}"
+      expect(error_text).to match(/\ANothing was changed: invalid pause (duration|unit) /)
+      expect(queue("reports")).not_to be_paused
+    end
+    expect(error_text).to include("\"fortnights\"")
+  end
+
+  it "refuses a cross-site POST: nothing changes" do
+    queue("webhooks").limit = 4
+    %w[cross-site same-site none].each do |site|
+      submit("limit", {"queue" => "webhooks", "value" => "1"}, site: site)
+      expect(last_response.status).to eq(403)
+      submit("pause", {"queue" => "webhooks", "for" => "", "unit" => "minutes"}, site: site)
+      expect(last_response.status).to eq(403)
+    end
+    post "/limits/limit", {"queue" => "webhooks", "value" => "1"} # no Sec-Fetch-Site at all
+    expect(last_response.status).to eq(403)
+
+    expect(queue("webhooks").limit).to eq(4)
+    expect(queue("webhooks")).not_to be_paused
+  end
+
+  it "refreshes itself every ?refresh= seconds when asked, with a Refresh header and no script" do
+    get "/limits", {"refresh" => "5"}
+    expect(last_response.headers["refresh"]).to eq("5")
+    expect(page.at_css(".lf-refresh strong").text).to eq("5 s")
+    %w[0 61 abc 5.5].each do |bad|
+      get "/limits", {"refresh" => bad}
+      expect(last_response.status).to eq(200)
+      expect(last_response.headers).not_to have_key("refresh")
+    end
+  end
+
+  it "lists capsules whose heartbeat expired, waiting to be reaped" do
+    Sidekiq::LimitFetch.configuration[:heartbeat_period] = 60 # no beat during the example
+    capsule = build_capsule(queues: %w[webhooks], limits: {"webhooks" => 1})
+    setup_capsule(capsule)
+    uuid = uuid_of(capsule)
+    get "/limits"
+    expect(page.at_css(".lf-no-expired")).not_to be_nil
+
+    redis.call("DEL", heartbeat_key(uuid)) # as when its process died a heartbeat expiry ago
+    get "/limits"
+    rows = page.css("table.lf-capsules tr.lf-capsule")
+    expect(rows.map { _1.at_css(".lf-uuid").text }).to eq([uuid])
+    expect(rows.first.css("td").map { _1.text.split.join(" ") })
+      .to eq([Sidekiq::LimitFetch.capsules.first.identity, "default #{uuid}", "webhooks"])
+  end
+
+  it "shows keyed scopes with their busiest keys: running, parked and limit" do
+    config = build_config(queues: [LimitFetchSpec::KeyedJobs::QUEUE], concurrency: 4)
+    config[:timeout] = 1 # the jobs still running at the end are pushed back after 1 s
+    Sidekiq::LimitFetch::JobLimit.for(LimitFetchSpec::SyncJob, key: "t2").limit = 2
+    3.times { LimitFetchSpec::SyncJob.perform_async("t1", 3) }
+    2.times { LimitFetchSpec::SyncJob.perform_async("t2", 3) }
+    LimitFetchSpec::ExportJob.perform_async(3)
+    start_embedded(config)
+    wait_until(message: -> { Sidekiq::LimitFetch::JobLimit.active.map(&:to_h).inspect }) do
+      states = Sidekiq::LimitFetch::JobLimit.active.to_h { [_1.id, _1.to_h.values_at(:running, :parked)] }
+      states["key:LimitFetchSpec::SyncJob#t1"] == [1, 2] && states["key:LimitFetchSpec::SyncJob#t2"] == [2, 0] &&
+        states["class:LimitFetchSpec::ExportJob"] == [1, 0]
+    end
+
+    get "/limits"
+    scope = page.css("table.lf-scopes tr.lf-scope").find { _1.at_css("code").text == "LimitFetchSpec::SyncJob" }
+    expect(scope).not_to be_nil, page.at_css("table.lf-scopes")&.to_html
+    expect(scope.css("> td.num").map(&:text)).to eq(%w[2 3 2]) # keys, running, parked
+    keys = scope.css("tr.lf-key").map { |key| key.css("td").map { _1.text.strip } }
+    expect(keys).to eq([["t2", "2 / 2", "0"], ["t1", "1 / default", "2"]])
+    export = page.css("table.lf-class-limits tr.lf-class-limit").map do |tr|
+      tr.css("td").map { _1.text.split.join(" ") }
+    end
+    expect(export).to eq([["LimitFetchSpec::ExportJob", "1 / default", "0"]])
+  end
+end
