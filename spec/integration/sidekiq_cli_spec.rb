@@ -15,11 +15,7 @@ RSpec.describe "sidekiq-limit_fetch in sidekiq processes", :e2e do
   let(:app) { @app }
 
   after do |example|
-    if example.exception
-      Dir[File.join(app.dir, "log", "*.log")].each do |path|
-        warn "---- #{File.basename(path)} (last 40 lines)\n#{File.readlines(path).last(40).join}"
-      end
-    end
+    app.warn_logs if example.exception
     app.stop_all
     FileUtils.rm_f(Dir[File.join(app.dir, "log", "*.log")])
   end

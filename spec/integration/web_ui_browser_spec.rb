@@ -51,11 +51,7 @@ RSpec.describe "the Limits tab in a headless browser", :browser, :e2e do
 
   after do |example|
     @browser&.quit
-    if example.exception
-      Dir[File.join(app.dir, "log", "*.log")].each do |path|
-        warn "---- #{File.basename(path)} (last 40 lines)\n#{File.readlines(path).last(40).join}"
-      end
-    end
+    app.warn_logs if example.exception
     app.stop_all
   end
 

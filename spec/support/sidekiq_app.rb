@@ -55,6 +55,13 @@ class SidekiqApp
     SidekiqProcess.new(name, pid, log_path).tap { |process| @processes << process }
   end
 
+  # Prints the last lines of every process's log, for a failed example.
+  def warn_logs(lines = 40)
+    Dir[File.join(dir, "log", "*.log")].each do |path|
+      warn "---- #{File.basename(path)} (last #{lines} lines)\n#{File.readlines(path).last(lines).join}"
+    end
+  end
+
   def stop_all
     @processes.each(&:kill!)
     @processes.clear
