@@ -45,7 +45,9 @@ RSpec.configure do |config|
   end
   config.shared_context_metadata_behavior = :apply_to_host_groups
   config.filter_run_when_matching :focus
-  config.example_status_persistence_file_path = "tmp/rspec_examples.txt"
+  # bin/test runs spec files side by side, each with "" here: none.
+  status_file = ENV.fetch("LIMIT_FETCH_RSPEC_STATUS", "tmp/rspec_examples.txt")
+  config.example_status_persistence_file_path = status_file unless status_file.empty?
   config.disable_monkey_patching!
   config.warnings = false
   config.order = :random

@@ -21,10 +21,11 @@ fn turn() -> std::sync::MutexGuard<'static, ()> {
 }
 
 /// A job of `queue` as Sidekiq's client pushes it with the gem's client
-/// middleware, carrying `limits` (id, default, discard) first.
+/// middleware, carrying `limits` (id, default, discard) first, its queue
+/// next.
 fn job(queue: &str, jid: &str, limits: &[(&str, u64, bool)]) -> String {
     format!(
-        r#"{{"limit_fetch":{},"class":"SyncJob","args":[1],"queue":"{queue}","jid":"{jid}"}}"#,
+        r#"{{"limit_fetch":{},"queue":"{queue}","class":"SyncJob","args":[1],"jid":"{jid}"}}"#,
         limits_field(limits)
     )
 }
@@ -230,6 +231,47 @@ fn limits_are_read_first_in_a_payload_or_anywhere_at_its_top_level_never_in_its_
         (running(&bracketed), running(&last), running(&inner)),
         (1, 1, 0)
     );
+}
+
+/// A released job goes back to the queue its payload names: read after its
+/// limits where the middleware writes it, from the whole payload where it
+/// is elsewhere or JSON escapes its name.
+#[test]
+fn a_released_job_goes_back_to_the_queue_its_payload_names_however_it_is_written() {
+    let _turn = turn();
+    let q = queue("named");
+    let k = id("named");
+    let next = queue("next");
+    let escaped = format!(r#"{}\"\\x"#, queue("esc")); // JSON for: "\x after the name
+    let later = queue("later");
+    let field = limits_field(&[(&k, 1, false)]);
+    push_jobs(
+        &q,
+        &[
+            job(&q, "n0", &[(&k, 1, false)]),
+            job(&next, "n1", &[(&k, 1, false)]),
+            job(&escaped, "n2", &[(&k, 1, false)]),
+            format!(r#"{{"limit_fetch":{field},"class":"SyncJob","queue":"{later}","jid":"n3"}}"#),
+        ],
+    );
+    let c = capsule();
+    assert_eq!(fetch(&c, &[&q]).as_deref(), Some("n0"));
+    assert_eq!(fetch(&c, &[&q]), None);
+    assert_eq!(parked(&k), 3);
+    let sent = Limits::new(&settings())
+        .set_job_limit(&k, Some(4), &Interrupt::new())
+        .unwrap();
+    assert_eq!(sent, 3);
+    let mut conn = redis();
+    let unescaped = escaped.replace(r#"\""#, "\"").replace(r#"\\"#, "\\");
+    for (name, jid) in [(&next, "n1"), (&unescaped, "n2"), (&later, "n3")] {
+        let jobs: Vec<String> = conn.lrange(keys::queue(name), 0, -1).unwrap();
+        assert_eq!(jobs.len(), 1, "{name}: {jobs:?}");
+        assert!(
+            jobs[0].contains(&format!(r#""jid":"{jid}""#)),
+            "{name}: {jobs:?}"
+        );
+    }
 }
 
 #[test]

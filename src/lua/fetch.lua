@@ -69,7 +69,7 @@ for i = FIRST_ACK, FIRST_QUEUE - 1, 3 do
     for _, limit in ipairs(job_limits(job) or {}) do
       local id = limit.id
       vacated[id] = (vacated[id] or 0) + 1
-      release(id, 1, held, vacated[id])
+      release(id, 1, held, vacated[id], limit)
     end
   end
   if forget then redis.call('HDEL', RECOVERIES_KEY, ARGV[i + 2]) end

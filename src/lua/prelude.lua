@@ -54,12 +54,13 @@ local function read_limit(key) return parse_limit(redis.call('GET', key)) end
 -- and takes them from the right.
 local function push_back(name, job) redis.call('RPUSH', queue_key(name), job) end
 
--- What this call has learnt, so that it asks once: payloads parsed and the
--- limits they carry (a hot key's job is met twice in a fetch: released
--- from parking, then taken), and job limits' stored values, by id.
-local parsed_jobs, carried_limits, stored_job_limits = {}, {}, {}
+-- What this call has learnt, so that it asks once: payloads parsed, the
+-- limits they carry and the queue written after them (a hot key's job is
+-- met twice in a fetch: released from parking, then taken), and job
+-- limits' stored values, by id.
+local parsed_jobs, carried_limits, carried_queues, stored_job_limits = {}, {}, {}, {}
 local function new_call()
-  parsed_jobs, carried_limits, stored_job_limits = {}, {}, {}
+  parsed_jobs, carried_limits, carried_queues, stored_job_limits = {}, {}, {}, {}
 end
 
 -- A payload as a table, or nil when it is not a JSON object.
@@ -75,19 +76,23 @@ end
 
 -- The valid job limits of a payload's "limit_fetch" field, or false.
 --
--- The client middleware writes the field first in the payload, where only
--- its array is decoded: a payload's arguments may be large, and the fetch
--- reads the limits of every keyed job it acknowledges and takes. Elsewhere
--- (a payload written otherwise), or if that array does not decode (an id
--- with a bracket ends %b[] early or late, leaving JSON that does not
--- parse), the whole payload is. Only at the start is the field surely the
--- payload's own, not a key of a hash among its arguments.
+-- The client middleware writes the field first in the payload, and its
+-- queue next: only the array is decoded, and the queue's name read after
+-- it (carried_queues), for a released job: a payload's arguments may be
+-- large, and the fetch reads the limits of every keyed job it acknowledges
+-- and takes. Elsewhere (a payload written otherwise), or if that array
+-- does not decode (an id with a bracket ends %b[] early or late, leaving
+-- JSON that does not parse), the whole payload is. Only at the start is the
+-- field surely the payload's own, not a key of a hash among its arguments;
+-- once the array decoded, what follows it is the payload's next key.
 local LIMITS_FIRST = '{"limit_fetch":'
 local function carried(job)
   local ok, list = false, nil
   if string.sub(job, 1, #LIMITS_FIRST) == LIMITS_FIRST then
     local array = string.match(job, '^%b[]', #LIMITS_FIRST + 1)
     if array then ok, list = pcall(cjson.decode, array) end
+    -- A name with a quote or a backslash in it is escaped: read as JSON.
+    if ok then carried_queues[job] = string.match(job, '^,"queue":"([^"\\]*)"', #LIMITS_FIRST + #array + 1) end
   end
   if not ok then
     local parsed = parse(job)
@@ -115,6 +120,13 @@ local function job_limits(job)
   return limits or nil
 end
 
+-- The name of the queue a payload says it belongs to, or nil.
+local function job_queue(job)
+  if job_limits(job) and carried_queues[job] then return carried_queues[job] end
+  local parsed = parse(job)
+  return parsed and type(parsed.queue) == 'string' and parsed.queue or nil
+end
+
 -- A job limit's value: the one stored for its id (set at run time), else
 -- the default its job carries. Like a stored limit, a broken default reads
 -- as 0.
@@ -135,48 +147,43 @@ end
 -- Sends up to `n` of a job limit's oldest parked jobs (n > 0; nil: as many
 -- as it has room for) back to the front of their queues, to be fetched
 -- next, the oldest first. Parked jobs carry the limit; the oldest tells its
--- default. Returns the queues' keys it wrote. With `held` (a table), jobs
+-- default, unless `known`, a limit of that id at hand (a job that just
+-- ended), tells it for them. Returns the queues' keys it wrote. With `held` (a table), jobs
 -- are not pushed but appended to held[queue name], in the order they would
 -- have been pushed: the fetch takes them from there, so that a job it
 -- takes at once never writes its queue, which would wake idle fetchers for
 -- nothing, and pushes the rest when it ends (see fetch.lua). `vacated`:
 -- how many entries of the limit's busy list are slots already freed, that
 -- the caller removes later (the fetch's hand-over; 0 if nil).
-local function release(id, n, held, vacated)
+local function release(id, n, held, vacated, known)
   local parked = parked_key(id)
-  local oldest = redis.call('LINDEX', parked, -1)
-  if not oldest then
+  local left = redis.call('LLEN', parked)
+  if left == 0 then
     redis.call('SREM', PARKED_KEY, id)
     return {}
   end
   local room = 0
-  for _, limit in ipairs(job_limits(oldest) or {}) do
+  for _, limit in ipairs(known and {known} or job_limits(redis.call('LINDEX', parked, -1)) or {}) do
     if limit.id == id then
       room = job_limit(limit) - redis.call('LLEN', job_busy_key(id)) + (vacated or 0)
     end
   end
   if n and n < room then room = n end
-  local jobs = {}
-  for _ = 1, room do
-    jobs[#jobs + 1] = redis.call('RPOP', parked)
-    if not jobs[#jobs] then
-      jobs[#jobs] = nil
-      break
-    end
-  end
-  if #jobs > 0 and redis.call('EXISTS', parked) == 0 then redis.call('SREM', PARKED_KEY, id) end
+  if room <= 0 then return {} end
+  local jobs = redis.call('RPOP', parked, room)
+  if #jobs == left then redis.call('SREM', PARKED_KEY, id) end
   local queues = {}
   for i = #jobs, 1, -1 do
     -- A job without a queue was written by hand (Sidekiq's payloads all
     -- name theirs): it goes where Sidekiq shows it, not nowhere.
-    local parsed = parse(jobs[i])
-    if parsed and type(parsed.queue) == 'string' then
+    local name = job_queue(jobs[i])
+    if name then
       if held then
-        local waiting = held[parsed.queue] or {}
+        local waiting = held[name] or {}
         waiting[#waiting + 1] = jobs[i]
-        held[parsed.queue] = waiting
+        held[name] = waiting
       else
-        local queue = queue_key(parsed.queue)
+        local queue = queue_key(name)
         redis.call('RPUSH', queue, jobs[i])
         queues[#queues + 1] = queue
       end
@@ -204,7 +211,7 @@ end
 local function free_job_limits(uuid, limits, written)
   for _, limit in ipairs(limits) do
     if unbook_job_limit(uuid, limit.id, 1) == 1 then
-      for _, queue in ipairs(release(limit.id, 1)) do written[#written + 1] = queue end
+      for _, queue in ipairs(release(limit.id, 1, nil, nil, limit)) do written[#written + 1] = queue end
     end
   end
 end

@@ -27,6 +27,18 @@ impl Drop for ChildGuard {
 
 static SERVER: OnceLock<Server> = OnceLock::new();
 
+/// The server LIMIT_FETCH_SERVER names, as the Ruby tools read it
+/// (tools/lib/limit_fetch_tools.rb): "redis" (the default) or "valkey".
+fn server_program() -> &'static str {
+    match std::env::var("LIMIT_FETCH_SERVER").as_deref() {
+        Err(_) | Ok("redis") => "redis-server",
+        Ok("valkey") => "valkey-server",
+        Ok(other) => {
+            panic!("LIMIT_FETCH_SERVER={other:?}: not a server the tests run (redis, valkey)")
+        }
+    }
+}
+
 fn server() -> &'static Server {
     SERVER.get_or_init(|| {
         if let Ok(url) = std::env::var("REDIS_URL") {
@@ -43,7 +55,8 @@ fn server() -> &'static Server {
             .local_addr()
             .unwrap()
             .port();
-        let mut command = Command::new("redis-server");
+        let program = server_program();
+        let mut command = Command::new(program);
         command
             .args([
                 "--port",
@@ -73,14 +86,14 @@ fn server() -> &'static Server {
         let child = rx
             .recv()
             .expect("spawner thread")
-            .expect("redis-server must be on PATH (or set REDIS_URL)");
+            .unwrap_or_else(|e| panic!("{program} must be on PATH (or set REDIS_URL): {e}"));
         let guard = ChildGuard(child);
         let deadline = Instant::now() + Duration::from_secs(5);
         while redis::Client::open(format!("redis://127.0.0.1:{port}/"))
             .and_then(|c| c.get_connection())
             .is_err()
         {
-            assert!(Instant::now() < deadline, "redis-server did not start");
+            assert!(Instant::now() < deadline, "{program} did not start");
             std::thread::sleep(Duration::from_millis(20));
         }
         // Leaked on purpose: the guard must live as long as the test binary.

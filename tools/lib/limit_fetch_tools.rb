@@ -39,6 +39,21 @@ module LimitFetchTools
     File.readlines(path).last(lines).map { |line| "  | #{line}" }.join
   end
 
+  # The servers the tools run, by the name LIMIT_FETCH_SERVER gives
+  # (bin/test --server, bin/chaos --server): Redis, or Valkey, which speaks
+  # the same protocol and runs the same scripts. tests/support/mod.rs reads
+  # the same variable for the core's tests.
+  SERVERS = {"redis" => "redis-server", "valkey" => "valkey-server"}.freeze
+
+  # The program of the server LIMIT_FETCH_SERVER names (default: Redis);
+  # raises Failure naming a server it does not know.
+  def server_program
+    name = ENV.fetch("LIMIT_FETCH_SERVER", "redis")
+    SERVERS.fetch(name) do
+      raise Failure, "server #{name.inspect}: not one the tools run (#{SERVERS.keys.join(", ")})"
+    end
+  end
+
   # A TCP port nothing listens on now (the kernel's pick, closed again).
   def free_port = TCPServer.open("127.0.0.1", 0) { _1.addr[1] }
 

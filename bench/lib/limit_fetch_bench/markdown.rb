@@ -22,7 +22,7 @@ module LimitFetchBench
       <<~MD.chomp
         # bin/bench: Sidekiq::LimitFetch against BasicFetch
 
-        #{@meta["date"]}, #{@meta["cpus"]} CPUs; #{@meta["ruby"]}; Sidekiq #{@meta["sidekiq"]}; Redis #{@meta["redis"]}; \
+        #{@meta["date"]}, #{@meta["cpus"]} CPUs; #{@meta["ruby"]}; Sidekiq #{@meta["sidekiq"]}; #{@meta["redis"]}; \
         sidekiq-limit_fetch-rs #{@meta["gem"]}. Embedded Sidekiq, concurrency 10 (reference: 5), one queue, \
         logging at WARN. LimitFetch with its defaults: an idle fetch blocks up to `fetch_timeout` (2 s) on the \
         doorbell (`poll_range` #{range(@meta["poll_range"])} s applies only where Redis refuses CLIENT TRACKING). \

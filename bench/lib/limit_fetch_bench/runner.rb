@@ -53,7 +53,7 @@ module LimitFetchBench
 
     def start_servers
       @redis = LimitFetchTools::RedisServer.new(dir: @dir).start
-      say "redis-server #{@redis.version} on port #{@redis.port}"
+      say "#{@redis.program} #{@redis.version} on port #{@redis.port}"
       return unless @options.section?("delayed")
 
       @proxy = DelayProxy.new(@redis, @dir, target_us: @options.delay_us * 2).start
@@ -120,7 +120,7 @@ module LimitFetchBench
       exit_status(summary["limit_checks"].reject { _1["ok"] })
     end
 
-    def setup = {"redis" => @redis.version, "proxy" => @proxy&.to_h, "baseline" => @baseline&.to_h}
+    def setup = {"redis" => @redis.description, "proxy" => @proxy&.to_h, "baseline" => @baseline&.to_h}
 
     def exit_status(violations)
       violations.each { warn "bin/bench: LIMIT EXCEEDED: #{JSON.generate(_1)}" }

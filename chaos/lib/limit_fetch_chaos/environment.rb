@@ -9,8 +9,14 @@ module LimitFetchChaos
     def read(conn)
       {date: Time.now.utc.strftime("%Y-%m-%d %H:%M UTC"), cpus: Etc.nprocessors,
        cpu: File.read("/proc/cpuinfo")[/model name\s*:\s*(.+)/, 1], kernel: Etc.uname[:release],
-       ruby: RUBY_VERSION, sidekiq: Sidekiq::VERSION, redis: conn.call("INFO", "server")[/redis_version:(\S+)/, 1],
+       ruby: RUBY_VERSION, sidekiq: Sidekiq::VERSION, redis: server(conn.call("INFO", "server")),
        commit: IO.popen(%w[git rev-parse --short HEAD], chdir: REPO, err: File::NULL, &:read).strip}
+    end
+
+    # "Redis 8.0.6" or "Valkey 9.1.0" (which reports a Redis version too).
+    def server(info)
+      valkey = info[/valkey_version:(\S+)/, 1]
+      valkey ? "Valkey #{valkey}" : "Redis #{info[/redis_version:(\S+)/, 1]}"
     end
   end
 end

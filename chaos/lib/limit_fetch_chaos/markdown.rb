@@ -22,7 +22,7 @@ module LimitFetchChaos
 
     def environment(env)
       "#{env[:date]}; #{env[:cpus]} CPUs (#{env[:cpu]}), Linux #{env[:kernel]}; Ruby #{env[:ruby]}, " \
-        "Sidekiq #{env[:sidekiq]}, Redis #{env[:redis]}; commit #{env[:commit]}"
+        "Sidekiq #{env[:sidekiq]}, #{env[:redis]}; commit #{env[:commit]}"
     end
 
     def setup(plan)

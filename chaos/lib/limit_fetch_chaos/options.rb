@@ -3,7 +3,8 @@
 module LimitFetchChaos
   # Command-line options of bin/chaos. `jobs` nil: no count, `duration`
   # decides. `results`: the directory the report goes to, nil for none.
-  Options = Data.define(:jobs, :duration, :seed, :timeout, :results)
+  # `server`: "redis" or "valkey" (LimitFetchTools::SERVERS).
+  Options = Data.define(:jobs, :duration, :seed, :timeout, :results, :server)
 
   class Options
     DEFAULT_JOBS = 6000
@@ -18,12 +19,13 @@ module LimitFetchChaos
       [:jobs, "--jobs N", Integer, "how many jobs to push (default #{DEFAULT_JOBS})"],
       [:duration, "--duration SECONDS", Float, "push jobs for that long instead (with --jobs: until either is done)"],
       [:seed, "--seed N", Integer, "seed of the random choices (default: random; the report shows it)"],
-      [:timeout, "--timeout SECONDS", Float, "wait that long at most after the last push (default 300)"]
+      [:timeout, "--timeout SECONDS", Float, "wait that long at most after the last push (default 300)"],
+      [:server, "--server NAME", LimitFetchTools::SERVERS.keys, "run it on redis (the default) or valkey"]
     ].freeze
 
     def self.parse(argv)
       values = {jobs: nil, duration: nil, seed: Random.new_seed % 1_000_000, timeout: 300.0,
-                results: File.join(ROOT, "results")}
+                results: File.join(ROOT, "results"), server: ENV.fetch("LIMIT_FETCH_SERVER", "redis")}
       parser(values).parse!(argv)
       values[:jobs] ||= DEFAULT_JOBS unless values[:duration]
       validate(values)

@@ -52,6 +52,7 @@ module LimitFetchChaos
     # the gem's doing, never the persistence's. No RDB snapshots: the restart
     # loads the AOF alone.
     def start_redis(dir)
+      ENV["LIMIT_FETCH_SERVER"] = @plan.options.server # what LimitFetchTools::RedisServer runs
       @redis = LimitFetchTools::RedisServer.new(dir: dir, aof: true).start
       @sidekiq = Sidekiq::Config.new.tap do |config|
         config.redis = {url: @redis.url}

@@ -31,13 +31,16 @@ module Sidekiq
 
       private
 
-      # The limits first in the payload: the fetch decodes them there alone,
-      # not the whole payload (prelude.lua's job_limits).
+      # The limits first in the payload and its queue next: the fetch
+      # decodes the limits there alone, and reads the queue of a parked job
+      # it releases there, not the whole payload (prelude.lua's carried).
       def carry(job, limits)
         job.delete(FIELD)
+        queue = job.delete("queue")
         rest = job.to_a
         job.clear
         job[FIELD] = limits
+        job["queue"] = queue unless queue.nil?
         rest.each { |key, value| job[key] = value }
       end
 

@@ -66,7 +66,8 @@ RSpec.describe Sidekiq::LimitFetch, "with hostile input" do
     native = described_class::Native.new(described_class::RedisOptions.from_client_config(config),
       described_class::CapsuleOptions.new(heartbeat_period: 3600, max_recoveries: 3, lookahead: 100,
         at_limit_warning_after: 60))
-    server.with_client do |conn|
+    # Filling the queue takes seconds on a loaded machine.
+    server.with_client(read_timeout: 60) do |conn|
       fill = <<~LUA
         local batch = {}
         for i = 1, 1000 do batch[i] = ARGV[1] end

@@ -15,11 +15,14 @@ module LimitFetchTools
     # survives a restart, even a crash (SIGTERM flushes the AOF anyway).
     AOF = ["--save", "", "--appendonly", "yes", "--appendfsync", "always"].freeze
 
-    attr_reader :port, :dir
+    attr_reader :port, :dir, :program
 
     # `dir`: for its log, data and socket; by default a temporary directory
     # of its own, which #remove deletes.
+    # The program is redis-server or valkey-server, as LIMIT_FETCH_SERVER
+    # says (LimitFetchTools.server_program).
     def initialize(dir: nil, aof: false, password: nil, unix_socket: false, args: [])
+      @program = LimitFetchTools.server_program
       @own_dir = dir.nil?
       @dir = dir || Dir.mktmpdir("limit-fetch-redis-")
       @password = password
@@ -40,8 +43,8 @@ module LimitFetchTools
 
     # Returns once it answers PING; raises Failure, with its log, if it will not.
     def start
-      @pid = ChildProcess.spawn({}, "redis-server", *@args, log: log_path)
-      LimitFetchTools.wait_for("redis-server did not answer on #{port || socket_path}", timeout: BOOT_TIMEOUT) do
+      @pid = ChildProcess.spawn({}, program, *@args, log: log_path)
+      LimitFetchTools.wait_for("#{program} did not answer on #{port || socket_path}", timeout: BOOT_TIMEOUT) do
         ready?
       end
       self
@@ -65,7 +68,7 @@ module LimitFetchTools
       rescue RedisClient::ConnectionError
         nil # the server closes the connection as it exits
       end
-      ChildProcess.wait(@pid, timeout: STOP_TIMEOUT) or raise Failure, "redis-server did not exit on SHUTDOWN SAVE"
+      ChildProcess.wait(@pid, timeout: STOP_TIMEOUT) or raise Failure, "#{program} did not exit on SHUTDOWN SAVE"
       @pid = nil
     end
 
@@ -92,13 +95,21 @@ module LimitFetchTools
     # outlive a restart).
     def call(*command) = with_client { _1.call(*command) }
 
-    def version = call("INFO", "server")[/redis_version:(\S+)/, 1]
+    # The server's own version: Valkey reports Redis's protocol version as
+    # redis_version, and its own as valkey_version.
+    def version
+      info = call("INFO", "server")
+      info[/valkey_version:(\S+)/, 1] || info[/redis_version:(\S+)/, 1]
+    end
+
+    # "Redis 8.0.6", "Valkey 9.1.0": for reports.
+    def description = "#{program.start_with?("valkey") ? "Valkey" : "Redis"} #{version}"
 
     private
 
     def ready?
       status = ChildProcess.ended(@pid)
-      raise Failure, "redis-server exited (#{status})" if status
+      raise Failure, "#{program} exited (#{status})" if status
 
       call("PING") == "PONG"
     rescue RedisClient::ConnectionError # refused, or reset as it starts
