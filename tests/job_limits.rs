@@ -58,7 +58,10 @@ fn push_jobs(queue: &str, jobs: &[String]) {
 }
 
 fn jid(fetched: &Fetched) -> String {
-    let text = String::from_utf8_lossy(&fetched.job);
+    jid_of(&String::from_utf8_lossy(&fetched.job))
+}
+
+fn jid_of(text: &str) -> String {
     text.split(r#""jid":""#)
         .nth(1)
         .and_then(|rest| rest.split('"').next())
@@ -359,6 +362,49 @@ fn a_fetch_sets_aside_at_most_its_lookahead_per_look_and_looks_again_past_a_hot_
     // Nine parked, three a look: three looks, and the fourth takes "cold".
     assert_eq!(c.round_trips() - trips, 4);
     assert_eq!(parked(&hot), 9);
+}
+
+/// A run of jobs whose limits are full is parked in bulk: each key's jobs in
+/// their order, the run ending at the first job the fetch may take or must
+/// discard, within the lookahead.
+#[test]
+fn a_hot_backlog_is_parked_in_bulk_in_order_up_to_the_first_job_it_may_take() {
+    let _turn = turn();
+    let q = queue("bulk");
+    let (h1, h2, d) = (id("bulk-h1"), id("bulk-h2"), id("bulk-d"));
+    let mut jobs = vec![
+        job(&q, "a0", &[(&h1, 1, false)]),
+        job(&q, "b0", &[(&h2, 1, false)]),
+        job(&q, "d0", &[(&d, 1, true)]),
+    ];
+    for i in 1..=30 {
+        jobs.push(job(&q, &format!("a{i}"), &[(&h1, 1, false)]));
+        jobs.push(job(&q, &format!("b{i}"), &[(&h2, 1, false)]));
+    }
+    jobs.push(job(&q, "d1", &[(&d, 1, true)]));
+    jobs.extend((31..=40).map(|i| job(&q, &format!("a{i}"), &[(&h1, 1, false)])));
+    jobs.push(job(&q, "cold", &[]));
+    push_jobs(&q, &jobs);
+    let c = capsule();
+    let taken: Vec<Option<String>> = (0..3).map(|_| fetch(&c, &[&q])).collect();
+    assert_eq!(
+        taken,
+        [Some("a0"), Some("b0"), Some("d0")].map(|j| j.map(String::from))
+    );
+    // 60 parked, d1 discarded, 10 more parked: within the lookahead (100).
+    let trips = c.round_trips();
+    assert_eq!(fetch(&c, &[&q]).as_deref(), Some("cold"));
+    assert_eq!(c.round_trips() - trips, 1);
+    let oldest_first = |id: &str| -> Vec<String> {
+        let jobs: Vec<String> = redis().lrange(keys::parked(id), 0, -1).unwrap();
+        jobs.iter().rev().map(|j| jid_of(j)).collect()
+    };
+    let a: Vec<String> = (1..=40).map(|i| format!("a{i}")).collect();
+    let b: Vec<String> = (1..=30).map(|i| format!("b{i}")).collect();
+    assert_eq!((oldest_first(&h1), oldest_first(&h2)), (a, b));
+    assert_eq!((parked(&d), running(&d)), (0, 1));
+    let queued: i64 = redis().llen(keys::queue(&q)).unwrap();
+    assert_eq!(queued, 0);
 }
 
 #[test]

@@ -207,6 +207,46 @@ local function set_aside(job, inprogress, limit)
   aside = aside + 1
 end
 
+-- Parks at once the jobs at the front of queue `name` that a full limit
+-- parks (a hot key's backlog), up to `batch` of them and the lookahead:
+-- one LRANGE, one LTRIM and one LPUSH per limit, where taking and setting
+-- aside each costs two moves. Stops at the first job it would not park
+-- (under its limits, or discarded at its limit), which the caller takes.
+-- Returns whether it parked the whole batch.
+local function park_front(name, queue, batch)
+  local room = math.min(batch, lookahead - aside)
+  local front = redis.call('LRANGE', queue, -room, -1)
+  local by_id, ids, n = {}, {}, 0
+  for i = #front, 1, -1 do
+    local limits = job_limits(front[i])
+    local limit = limits and at_limit(limits)
+    if not limit or limit.discard then break end
+    local jobs = by_id[limit.id]
+    if not jobs then
+      jobs = {}
+      by_id[limit.id] = jobs
+      ids[#ids + 1] = limit.id
+    end
+    jobs[#jobs + 1] = front[i]
+    n = n + 1
+  end
+  if n == 0 then return false end
+  redis.call('LTRIM', queue, 0, -n - 1)
+  if not moved[name] then
+    moved[name] = true
+    written[#written + 1] = queue
+  end
+  for _, id in ipairs(ids) do
+    redis.call('LPUSH', parked_key(id), unpack(by_id[id]))
+    if not parked[id] then
+      parked[id] = true
+      redis.call('SADD', PARKED_KEY, id)
+    end
+  end
+  aside = aside + n
+  return n == room
+end
+
 -- Each key built once per queue: this loop is the hot path.
 for i = FIRST_QUEUE, #ARGV do
   local name = ARGV[i]
@@ -214,6 +254,9 @@ for i = FIRST_QUEUE, #ARGV do
   if eligible(name, busy) then
     local queue = queue_key(name)
     local inprogress = in_progress_key(uuid, name)
+    -- Jobs set aside one after another here; from the second, the rest of
+    -- a run goes in bulk, in batches that double while they fill.
+    local streak, batch = 0, 4
     local job = take(name, queue, inprogress)
     while job do
       local limits = job_limits(job)
@@ -232,6 +275,10 @@ for i = FIRST_QUEUE, #ARGV do
         return done({name, job, report and more_from(i) or 0, discarded})
       end
       set_aside(job, inprogress, limit)
+      streak = streak + 1
+      if streak >= 2 and aside < lookahead and not (held[name] and #held[name] > 0) then
+        while aside < lookahead and park_front(name, queue, batch) do batch = batch * 2 end
+      end
       if aside == lookahead then return done({false, false, 1, discarded}) end
       job = take(name, queue, inprogress)
     end

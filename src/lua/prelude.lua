@@ -55,12 +55,12 @@ local function read_limit(key) return parse_limit(redis.call('GET', key)) end
 local function push_back(name, job) redis.call('RPUSH', queue_key(name), job) end
 
 -- What this call has learnt, so that it asks once: payloads parsed, the
--- limits they carry and the queue written after them (a hot key's job is
--- met twice in a fetch: released from parking, then taken), and job
--- limits' stored values, by id.
-local parsed_jobs, carried_limits, carried_queues, stored_job_limits = {}, {}, {}, {}
+-- limits they carry (by payload, and by the text of their array) and the
+-- queue written after them (a hot key's job is met twice in a fetch:
+-- released from parking, then taken), and job limits' stored values, by id.
+local parsed_jobs, carried_limits, carried_arrays, carried_queues, stored_job_limits = {}, {}, {}, {}, {}
 local function new_call()
-  parsed_jobs, carried_limits, carried_queues, stored_job_limits = {}, {}, {}, {}
+  parsed_jobs, carried_limits, carried_arrays, carried_queues, stored_job_limits = {}, {}, {}, {}, {}
 end
 
 -- A payload as a table, or nil when it is not a JSON object.
@@ -86,18 +86,9 @@ end
 -- field surely the payload's own, not a key of a hash among its arguments;
 -- once the array decoded, what follows it is the payload's next key.
 local LIMITS_FIRST = '{"limit_fetch":'
-local function carried(job)
-  local ok, list = false, nil
-  if string.sub(job, 1, #LIMITS_FIRST) == LIMITS_FIRST then
-    local array = string.match(job, '^%b[]', #LIMITS_FIRST + 1)
-    if array then ok, list = pcall(cjson.decode, array) end
-    -- A name with a quote or a backslash in it is escaped: read as JSON.
-    if ok then carried_queues[job] = string.match(job, '^,"queue":"([^"\\]*)"', #LIMITS_FIRST + #array + 1) end
-  end
-  if not ok then
-    local parsed = parse(job)
-    list = parsed and parsed.limit_fetch
-  end
+
+-- The valid job limits of a decoded "limit_fetch" value, or false.
+local function valid_limits(list)
   local limits = {}
   if type(list) == 'table' then
     for _, limit in ipairs(list) do
@@ -105,6 +96,26 @@ local function carried(job)
     end
   end
   return #limits > 0 and limits
+end
+
+local function carried(job)
+  if string.sub(job, 1, #LIMITS_FIRST) == LIMITS_FIRST then
+    local array = string.match(job, '^%b[]', #LIMITS_FIRST + 1)
+    -- A hot key's jobs carry the same array: decoded once a call.
+    local limits = array and carried_arrays[array]
+    if limits == nil and array then
+      local ok, list = pcall(cjson.decode, array)
+      if ok then limits = valid_limits(list) end
+      carried_arrays[array] = limits == nil and 'invalid' or limits
+    end
+    if limits ~= nil and limits ~= 'invalid' then
+      -- A name with a quote or a backslash in it is escaped: read as JSON.
+      carried_queues[job] = string.match(job, '^,"queue":"([^"\\]*)"', #LIMITS_FIRST + #array + 1)
+      return limits
+    end
+  end
+  local parsed = parse(job)
+  return valid_limits(parsed and parsed.limit_fetch)
 end
 
 -- The job limits a payload carries, each {id =, concurrency =, discard =}
