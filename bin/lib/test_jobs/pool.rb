@@ -23,10 +23,10 @@ module TestJobs
           fill(dir)
           reap
         end
+        report # while the jobs' logs exist
       ensure
         @running.each_value(&:kill)
       end
-      report
     end
 
     private
