@@ -12,6 +12,7 @@ use redis::{
 use tokio::sync::OnceCell;
 
 use crate::process::{ForkLocal, Stale};
+use crate::sentinel::{is_master, moved_error, moved_reply, Follower, SentinelSettings};
 use crate::{Error, Result};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,6 +41,9 @@ pub struct ConnectionSettings {
     pub ca_certs: Option<Vec<u8>>,
     /// Connect and response timeout.
     pub timeout: Duration,
+    /// The sentinels to ask where the master is, and the master's name: the
+    /// host and port above are then not used (see sentinel.rs).
+    pub sentinel: Option<SentinelSettings>,
 }
 
 impl Default for ConnectionSettings {
@@ -54,6 +58,7 @@ impl Default for ConnectionSettings {
             tls: Tls::Off,
             ca_certs: None,
             timeout: Duration::from_secs(3),
+            sentinel: None,
         }
     }
 }
@@ -70,6 +75,7 @@ impl fmt::Debug for ConnectionSettings {
             .field("password", &self.password.as_ref().map(|_| "REDACTED"))
             .field("tls", &self.tls)
             .field("ca_certs", &self.ca_certs.as_ref().map(Vec::len))
+            .field("sentinel", &self.sentinel)
             .finish()
     }
 }
@@ -129,6 +135,8 @@ impl ConnectionSettings {
 
 type Cell = Arc<OnceCell<ConnectionManager>>;
 
+type OnPush = Arc<dyn Fn(&PushInfo) + Send + Sync>;
+
 /// Round trips to Redis, counted where they are made: a pipeline or a script
 /// is one. The benchmark reports them per job.
 #[derive(Clone, Default)]
@@ -149,12 +157,29 @@ impl RoundTrips {
 pub(crate) struct Conn {
     manager: ConnectionManager,
     trips: RoundTrips,
+    /// Behind sentinels: the follower told when a reply says the master
+    /// moved, and the generation this connection belongs to.
+    follower: Option<(Arc<Follower>, u64)>,
 }
 
 impl redis::aio::ConnectionLike for Conn {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         self.trips.add(1);
-        self.manager.req_packed_command(cmd)
+        let sent = self.manager.req_packed_command(cmd);
+        let Some((follower, generation)) = self.follower.clone() else {
+            return sent;
+        };
+        Box::pin(async move {
+            let reply = sent.await;
+            let moved = match &reply {
+                Ok(value) => moved_reply(value),
+                Err(err) => moved_error(err),
+            };
+            if moved {
+                follower.moved(generation);
+            }
+            reply
+        })
     }
 
     fn req_packed_commands<'a>(
@@ -164,7 +189,21 @@ impl redis::aio::ConnectionLike for Conn {
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
         self.trips.add(1);
-        self.manager.req_packed_commands(cmd, offset, count)
+        let sent = self.manager.req_packed_commands(cmd, offset, count);
+        let Some((follower, generation)) = self.follower.clone() else {
+            return sent;
+        };
+        Box::pin(async move {
+            let replies = sent.await;
+            let moved = match &replies {
+                Ok(values) => values.iter().any(moved_reply),
+                Err(err) => moved_error(err),
+            };
+            if moved {
+                follower.moved(generation);
+            }
+            replies
+        })
     }
 
     fn get_db(&self) -> i64 {
@@ -174,15 +213,25 @@ impl redis::aio::ConnectionLike for Conn {
 
 /// A multiplexed, self-reconnecting Redis connection, opened lazily and
 /// opened again after `fork` (a child never writes to its parent's socket).
+/// Behind sentinels, opened again on the new master when the master moved
+/// (see sentinel.rs).
 pub(crate) struct Redis {
     settings: ConnectionSettings,
     config: ConnectionManagerConfig,
+    /// Where the master is, when the settings name sentinels.
+    follower: Option<Arc<Follower>>,
     /// A forked child opens its own: the parent's socket is the parent's
-    /// to use and close (so its copy is forgotten, not dropped).
-    cell: Mutex<ForkLocal<Option<Cell>>>,
+    /// to use and close (so its copy is forgotten, not dropped). With the
+    /// follower's generation it was opened for.
+    cell: Mutex<ForkLocal<Option<(u64, Cell)>>>,
     pub(crate) trips: RoundTrips,
     /// Told after every write made through [`Redis::writer`].
     on_write: Box<dyn Fn() + Send + Sync>,
+    /// The connection's push messages; also told of a connection replaced
+    /// (as a lost connection: what it tracked is forgotten).
+    on_push: OnPush,
+    /// Told when a connection to a master that moved is open.
+    on_new_master: Arc<dyn Fn() + Send + Sync>,
 }
 
 /// A write on a [`Redis`] connection: dropped, it tells the connection's
@@ -231,12 +280,14 @@ impl Redis {
         settings: &ConnectionSettings,
         on_push: impl Fn(&PushInfo) + Send + Sync + 'static,
     ) -> Self {
+        let on_push: OnPush = Arc::new(on_push);
+        let pushed = on_push.clone();
         // Callers stop waiting after `timeout` (see runtime::run) while the
         // command completes, so a late reply is still handled. The connection's
         // own response timeout is only a backstop against a silent peer.
         let config = ConnectionManagerConfig::new()
             .set_push_sender(move |push: PushInfo| {
-                on_push(&push);
+                pushed(&push);
                 Ok::<(), std::convert::Infallible>(())
             })
             .set_connection_timeout(settings.timeout)
@@ -246,9 +297,54 @@ impl Redis {
         Self {
             settings: settings.clone(),
             config,
+            follower: settings
+                .sentinel
+                .as_ref()
+                .map(|sentinel| Follower::new(settings, sentinel)),
             cell: Mutex::new(ForkLocal::new(None, Stale::Forget)),
             trips: RoundTrips::default(),
             on_write: Box::new(|| {}),
+            on_push,
+            on_new_master: Arc::new(|| {}),
+        }
+    }
+
+    /// This connection, telling `on_new_master` when it opened a connection
+    /// to a master after the last one moved (or seemed to: a timeout); it
+    /// runs on the runtime and must not block.
+    pub(crate) fn on_new_master(mut self, on_new_master: impl Fn() + Send + Sync + 'static) -> Self {
+        self.on_new_master = Arc::new(on_new_master);
+        self
+    }
+
+    /// The generation of the master followed now (0 without sentinels):
+    /// connections of an older one are not used again.
+    #[inline]
+    pub(crate) fn generation(&self) -> u64 {
+        self.follower.as_ref().map_or(0, |f| f.generation())
+    }
+
+    /// True behind sentinels.
+    pub(crate) fn follows_master(&self) -> bool {
+        self.follower.is_some()
+    }
+
+    /// A connection of `generation` found its server no master, or gone.
+    pub(crate) fn moved(&self, generation: u64) {
+        if let Some(follower) = &self.follower {
+            follower.moved(generation);
+        }
+    }
+
+    /// Where the master is now, and its generation: the settings with the
+    /// address the sentinels give, or as they are without sentinels.
+    pub(crate) async fn master(&self) -> Result<(u64, ConnectionSettings)> {
+        match &self.follower {
+            Some(follower) => {
+                follower.watch();
+                follower.master().await
+            }
+            None => Ok((0, self.settings.clone())),
         }
     }
 
@@ -259,29 +355,69 @@ impl Redis {
         self
     }
 
-    fn cell(&self) -> Cell {
-        self.cell
-            .lock()
-            .get()
-            .get_or_insert_with(Cell::default)
-            .clone()
+    /// The connection of the current generation: a new one if the master
+    /// moved since the last was opened, the doorbell told that what the
+    /// last tracked is forgotten.
+    fn cell(&self) -> (u64, Cell) {
+        let generation = self.generation();
+        let (cell, replaced) = {
+            let mut local = self.cell.lock();
+            let slot = local.get();
+            match slot {
+                Some((at, cell)) if *at == generation => return (generation, cell.clone()),
+                _ => {}
+            }
+            let cell = Cell::default();
+            let replaced = slot.replace((generation, cell.clone())).is_some();
+            (cell, replaced)
+        };
+        if replaced {
+            (self.on_push)(&PushInfo {
+                kind: redis::PushKind::Disconnection,
+                data: Vec::new(),
+            });
+        }
+        (generation, cell)
     }
 
     pub(crate) async fn conn(&self) -> Result<Conn> {
-        let cell = self.cell();
-        let conn = cell
-            .get_or_try_init(|| async {
-                // RESP3, as Sidekiq's own client: push messages need it.
-                let client = self.settings.client(ProtocolVersion::RESP3)?;
-                ConnectionManager::new_with_config(client, self.config.clone())
-                    .await
-                    .map_err(Error::from)
-            })
-            .await?;
+        let (generation, cell) = self.cell();
+        let conn = cell.get_or_try_init(|| self.open(generation)).await?;
         Ok(Conn {
             manager: conn.clone(),
             trips: self.trips.clone(),
+            follower: self.follower.clone().map(|f| (f, generation)),
         })
+    }
+
+    /// Opens the connection of `generation`; behind sentinels, to the
+    /// master they name, which must say it is one.
+    async fn open(&self, generation: u64) -> Result<ConnectionManager> {
+        let (_, settings) = self.master().await?;
+        // RESP3, as Sidekiq's own client: push messages need it.
+        let client = settings.client(ProtocolVersion::RESP3)?;
+        let opened = ConnectionManager::new_with_config(client, self.config.clone()).await;
+        let Some(follower) = &self.follower else {
+            return opened.map_err(Error::from);
+        };
+        let mut manager = opened.map_err(|err| {
+            if moved_error(&err) {
+                follower.moved(generation);
+            }
+            Error::from(err)
+        })?;
+        let role = redis::aio::ConnectionLike::req_packed_command(&mut manager, &redis::cmd("ROLE")).await;
+        if !role.as_ref().is_ok_and(is_master) {
+            follower.moved(generation);
+            return Err(Error::Connection(format!(
+                "Redis Sentinel: {}:{}, the master the sentinels named, is not a master (a failover is under way)",
+                settings.host, settings.port
+            )));
+        }
+        if generation > 0 {
+            (self.on_new_master)();
+        }
+        Ok(manager)
     }
 
     /// The connection for a request that writes (see [`Writer`]).

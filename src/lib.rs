@@ -27,6 +27,7 @@ mod process;
 mod queues;
 mod reaper;
 mod runtime;
+mod sentinel;
 mod script;
 
 pub use admin::{Limits, StoredLimit};
@@ -41,4 +42,5 @@ pub use limits::{LimitKind, LimitValue};
 pub use queues::{Pause, QueueState};
 pub use reaper::{JobRef, Reaped};
 pub use runtime::Pending;
+pub use sentinel::SentinelSettings;
 pub use script::fetch::{Discarded, Fetched};

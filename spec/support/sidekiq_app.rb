@@ -38,9 +38,10 @@ class SidekiqApp
   # +compact+: besides the Process.warmup that Sidekiq's CLI runs at boot,
   # the process moves every movable object once it has started, and compacts
   # at every major GC after that.
+  # +env+: more variables (LF_TEST_REQUIRE: a file app.rb requires first).
   def spawn(name, config:, heartbeat_period: nil, poll_range: "0.05..0.1", redis_url: RedisServer.url,
-    compact: false)
-    env = {
+    compact: false, env: {})
+    env = env.merge(
       "BUNDLE_GEMFILE" => File.join(dir, "Gemfile"),
       "REDIS_URL" => redis_url,
       "LF_TEST_COMPACT" => ("1" if compact),
@@ -48,7 +49,7 @@ class SidekiqApp
       "LF_TEST_POLL_RANGE" => poll_range,
       "LF_TEST_HEARTBEAT_PERIOD" => heartbeat_period&.to_s,
       "APP_ENV" => "production"
-    }
+    )
     log_path = File.join(dir, "log", "#{name}.log")
     pid = LimitFetchTools::ChildProcess.spawn(env, "bundle", "exec", "sidekiq", "-C", config, "-r", "./app.rb",
       log: log_path, chdir: dir)
@@ -91,6 +92,7 @@ class SidekiqApp
       require "sidekiq"
       require "sidekiq-limit_fetch"
       require #{File.join(REPO_ROOT, "spec/support/keyed_jobs.rb").inspect}
+      require ENV["LF_TEST_REQUIRE"] if ENV["LF_TEST_REQUIRE"]
 
       Sidekiq.configure_server do |config|
         # After the gem's own :startup hook: its capsules are set up.

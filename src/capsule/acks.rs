@@ -94,10 +94,22 @@ impl Inner {
         acks: Vec<Ack>,
     ) -> Result<Look> {
         let _shared = self.gate.read().await;
-        let reply = self
+        let generation = self.redis.generation();
+        let mut reply = self
             .fetch
             .run(&self.redis, &self.uuid, mode, &acks, queues)
             .await;
+        // Behind sentinels, the master moved under it: once more, on the
+        // master they name now (as a direct look whose connection broke goes
+        // again), rather than the caller's waiting a second for its next.
+        // The new connection tracks nothing yet: no read-back.
+        if reply.is_err() && self.redis.generation() != generation && mode != Mode::Track {
+            let mode = if mode == Mode::Watch { Mode::Report } else { mode };
+            reply = self
+                .fetch
+                .run(&self.redis, &self.uuid, mode, &acks, queues)
+                .await;
+        }
         self.settle(acks, reply)
     }
 

@@ -9,6 +9,8 @@ use crate::runtime::run_plain;
 use crate::{job_limits, keys};
 use crate::{Interrupt, Result};
 
+use std::sync::Weak;
+
 use super::{Capsule, Inner};
 
 /// What a heartbeat did besides proving this capsule alive.
@@ -91,6 +93,28 @@ impl Capsule {
 }
 
 impl Inner {
+    /// Behind sentinels, the capsule's connection was opened to a new
+    /// master: registers and reconciles there at once, as the next beat
+    /// would. What the old master took in after the new one was promoted
+    /// is lost with it: a booking (the new master's busy entries then
+    /// count fewer jobs than the capsule holds) is written again now, not a
+    /// heartbeat period later; a job whose fetch was lost is still in its
+    /// queue there, and one whose acknowledgement was lost is pushed back.
+    pub(super) fn followed(me: &Weak<Inner>) {
+        let (Some(inner), Ok(handle)) = (me.upgrade(), crate::runtime::handle()) else {
+            return;
+        };
+        handle.spawn(async move {
+            let healed = async {
+                let mut conn = inner.redis.writer().await?;
+                inner.register(&mut conn).await?;
+                inner.reconcile(&mut conn).await
+            };
+            // Failing, the next beat does it.
+            let _ = healed.await;
+        });
+    }
+
     /// Sets the heartbeat and membership; true if the heartbeat key was gone,
     /// in which case the configured limits are written again where unset.
     async fn register(&self, conn: &mut Conn) -> Result<bool> {

@@ -13,6 +13,7 @@ use crate::ledger::Ack;
 use crate::runtime::{run_plain, spawn, Pending};
 use crate::script::fetch::{Look, Mode};
 use crate::script::{lost_script, Send};
+use crate::sentinel::moved_reply;
 use crate::{Error, Interrupt, Result};
 
 /// A look under way: on the runtime's connection, or on the thread's own.
@@ -62,14 +63,20 @@ impl Capsule {
     /// attempt is not too recent): the thread's next looks go through it.
     pub(crate) fn open_direct(&self, interrupt: &Interrupt) {
         let inner = &self.inner;
-        if !Direct::supports(&inner.settings) || !direct::wanted(inner.id) {
+        if !Direct::supports(&inner.settings) || !direct::wanted(inner.id, inner.redis.generation())
+        {
             return;
         }
-        let settings = inner.settings.clone();
+        // Behind sentinels, to the master they name now.
+        let redis = inner.redis.clone();
         let opened = run_plain(interrupt, inner.timeout, async move {
-            Direct::connect(&settings).await
+            let (generation, settings) = redis.master().await?;
+            let conn = Direct::connect(&settings, generation).await?;
+            Ok((conn, settings))
         })
-        .and_then(|conn| conn.set_up(&inner.settings, interrupt));
+        .and_then(|(conn, settings)| {
+            conn.set_up(&settings, inner.redis.follows_master(), interrupt)
+        });
         inner.redis.trips.add(1);
         direct::opened(inner.id, opened.ok());
     }
@@ -130,8 +137,11 @@ pub(crate) struct DirectLook {
     /// How the script was called: with its library loaded first after
     /// Redis had lost it.
     send: Send,
-    /// The connection broke before a reply came.
+    /// The connection broke before a reply came, or its server was no
+    /// master any more (a failover).
     lost: bool,
+    /// The generation of the master its connection was opened to.
+    generation: u64,
 }
 
 impl DirectLook {
@@ -139,7 +149,8 @@ impl DirectLook {
     /// no reconciliation holds the gate; reads a reply already there.
     fn start(inner: &Arc<Inner>, queues: &Arc<Vec<String>>, watch: bool) -> Option<DirectLook> {
         let gate = inner.gate.clone().try_read_owned().ok()?;
-        let conn = direct::take(inner.id)?;
+        let generation = inner.redis.generation();
+        let conn = direct::take(inner.id, generation)?;
         let acks = inner.ledger().take_acks(Some(std::thread::current().id()));
         let mode = Mode::of_look(watch, true);
         let request = inner
@@ -156,6 +167,7 @@ impl DirectLook {
             deadline: Instant::now() + inner.timeout,
             send: Send::Call,
             lost: false,
+            generation,
         })
     }
 
@@ -191,6 +203,16 @@ impl DirectLook {
         };
         let flight = self.flight.take();
         let reply = match value {
+            // Behind sentinels, its server became a replica: the script did
+            // not run. The look goes again through the runtime's connection,
+            // opened to the master the sentinels name now.
+            Ok(value) if self.inner.redis.follows_master() && moved_reply(&value) => {
+                self.inner.redis.moved(self.generation);
+                self.lost = true;
+                Err(Error::Connection(
+                    "Redis Sentinel: the master became a replica".into(),
+                ))
+            }
             Ok(value) => {
                 if let Some(conn) = flight.and_then(Flight::into_conn) {
                     direct::put(self.inner.id, conn);
@@ -201,6 +223,7 @@ impl DirectLook {
             // ran it and died before answering, the next reconciliation
             // pushes the job it took back.
             Err(err) => {
+                self.inner.redis.moved(self.generation);
                 self.lost = true;
                 Err(err)
             }

@@ -11,7 +11,7 @@ mod acks;
 mod lifecycle;
 mod look;
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use parking_lot::{MappedMutexGuard, Mutex, MutexGuard};
@@ -108,11 +108,15 @@ impl Capsule {
         let period = options.heartbeat_period.as_secs_f64();
         let doorbell = Arc::new(Doorbell::default());
         let (listener, writes) = (doorbell.clone(), doorbell.clone());
-        let redis = Arc::new(
-            Redis::new(settings, move |push| listener.hear(push)).on_write(move || writes.wrote()),
-        );
         static IDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let inner = Inner {
+        let inner = Arc::new_cyclic(|me: &Weak<Inner>| {
+            let me = me.clone();
+            let redis = Arc::new(
+                Redis::new(settings, move |push| listener.hear(push))
+                    .on_write(move || writes.wrote())
+                    .on_new_master(move || Inner::followed(&me)),
+            );
+            Inner {
             uuid: uuid::Uuid::new_v4().to_string(),
             id: IDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             settings: settings.clone(),
@@ -131,10 +135,9 @@ impl Capsule {
             reaper: Reaper::new(options.max_recoveries),
             discarded: Mutex::default(),
             sweep: Mutex::default(),
-        };
-        Self {
-            inner: Arc::new(inner),
-        }
+            }
+        });
+        Self { inner }
     }
 
     pub fn uuid(&self) -> &str {
@@ -144,7 +147,7 @@ impl Capsule {
     /// True if the calling thread has a connection of its own to this
     /// capsule's Redis, which its looks use (see direct/).
     pub fn has_own_connection(&self) -> bool {
-        direct::has(self.inner.id)
+        direct::has(self.inner.id, self.inner.redis.generation())
     }
 
     pub(crate) fn doorbell(&self) -> &Doorbell {

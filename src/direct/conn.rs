@@ -9,6 +9,7 @@ use redis::Value;
 
 use super::flight::{lost, Flight};
 use crate::process::{ForkLocal, Stale};
+use crate::sentinel::is_master;
 use crate::{ConnectionSettings, Error, Interrupt, Result, Tls};
 
 pub(super) enum Stream {
@@ -46,6 +47,8 @@ impl Stream {
 pub(crate) struct Direct {
     /// A forked child drops its copy of the socket (closing only that copy).
     stream: ForkLocal<Stream>,
+    /// The generation of the master it was opened to (see sentinel.rs).
+    generation: u64,
 }
 
 impl Direct {
@@ -55,20 +58,25 @@ impl Direct {
         settings.tls == Tls::Off
     }
 
-    /// Connects, on the runtime (so that an interrupt cuts it short).
-    pub(crate) async fn connect(settings: &ConnectionSettings) -> Result<Direct> {
+    /// Connects to the master of `generation`, on the runtime (so that an
+    /// interrupt cuts it short).
+    pub(crate) async fn connect(settings: &ConnectionSettings, generation: u64) -> Result<Direct> {
         let stream = tokio::time::timeout(settings.timeout, connect(settings))
             .await
             .map_err(|_| Error::Connection("timed out connecting to Redis".into()))??;
         Ok(Direct {
             stream: ForkLocal::here(stream, Stale::Drop),
+            generation,
         })
     }
 
-    /// AUTH and SELECT as configured, on the calling thread.
+    /// AUTH and SELECT as configured, on the calling thread; with
+    /// `master_only` (behind sentinels), in the same request, ROLE, which
+    /// must say master.
     pub(crate) fn set_up(
         self,
         settings: &ConnectionSettings,
+        master_only: bool,
         interrupt: &Interrupt,
     ) -> Result<Direct> {
         let mut setup = redis::pipe();
@@ -84,6 +92,9 @@ impl Direct {
         if settings.db != 0 {
             setup.cmd("SELECT").arg(settings.db);
         }
+        if master_only {
+            setup.cmd("ROLE");
+        }
         let commands = setup.cmd_iter().count();
         if commands == 0 {
             return Ok(self);
@@ -93,11 +104,18 @@ impl Direct {
         if let Value::ServerError(err) = reply {
             return Err(redis::RedisError::from(err).into());
         }
+        if master_only && !is_master(&reply) {
+            return Err(Error::Connection(format!(
+                "Redis Sentinel: {}:{}, the master the sentinels named, is not a master",
+                settings.host, settings.port
+            )));
+        }
         flight.into_conn().ok_or_else(lost)
     }
 
-    pub(crate) fn is_ours(&self) -> bool {
-        self.stream.is_current()
+    /// Its process's, and opened to the master of `generation`.
+    pub(crate) fn is_current(&self, generation: u64) -> bool {
+        self.generation == generation && self.stream.is_current()
     }
 
     /// The socket. Checked once, where the registry hands the connection

@@ -39,9 +39,12 @@ fn with_slot<T>(capsule: u64, f: impl FnOnce(&mut Slot) -> T) -> T {
     })
 }
 
-/// This thread's connection for `capsule`, taken out for one request.
-pub(crate) fn take(capsule: u64) -> Option<Direct> {
-    with_slot(capsule, |slot| slot.conn.take().filter(Direct::is_ours))
+/// This thread's connection for `capsule`, taken out for one request, if it
+/// was opened to the master of `generation` (see sentinel.rs).
+pub(crate) fn take(capsule: u64, generation: u64) -> Option<Direct> {
+    with_slot(capsule, |slot| {
+        slot.conn.take().filter(|c| c.is_current(generation))
+    })
 }
 
 /// Gives a connection back after a request that left it clean.
@@ -49,10 +52,11 @@ pub(crate) fn put(capsule: u64, conn: Direct) {
     with_slot(capsule, |slot| slot.conn = Some(conn));
 }
 
-/// True if this thread has no connection for `capsule` and may open one.
-pub(crate) fn wanted(capsule: u64) -> bool {
+/// True if this thread has no connection for `capsule` to the master of
+/// `generation` and may open one.
+pub(crate) fn wanted(capsule: u64, generation: u64) -> bool {
     with_slot(capsule, |slot| {
-        !slot.conn.as_ref().is_some_and(Direct::is_ours)
+        !slot.conn.as_ref().is_some_and(|c| c.is_current(generation))
             && slot.retry_at.map_or(true, |at| Instant::now() >= at)
     })
 }
@@ -65,9 +69,10 @@ pub(crate) fn opened(capsule: u64, conn: Option<Direct>) {
     });
 }
 
-/// True if this thread has a live connection for `capsule`.
-pub(crate) fn has(capsule: u64) -> bool {
+/// True if this thread has a live connection for `capsule` to the master of
+/// `generation`.
+pub(crate) fn has(capsule: u64, generation: u64) -> bool {
     with_slot(capsule, |slot| {
-        slot.conn.as_ref().is_some_and(Direct::is_ours)
+        slot.conn.as_ref().is_some_and(|c| c.is_current(generation))
     })
 }

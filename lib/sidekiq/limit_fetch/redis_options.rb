@@ -18,19 +18,41 @@ module Sidekiq
       # does not support; refused rather than silently ignored.
       UNSUPPORTED_SSL_PARAMS = %i[ca_path cert key].freeze
 
-      # A RedisSettings from a RedisClient::Config.
+      # A RedisSettings from a RedisClient::Config, or a SentinelConfig
+      # (Sidekiq's `sentinels:`), whose master the core finds through the
+      # same sentinels: its host and port are not read here, as reading them
+      # would ask the sentinels, once, and keep that answer.
       def from_client_config(config)
         params = ssl_params(config)
+        sentinel = sentinel_settings(config) if config.sentinel?
         RedisSettings.new(
-          host: config.host,
-          port: config.port,
+          host: sentinel ? nil : config.host,
+          port: sentinel ? nil : config.port,
           path: config.path,
           db: config.db,
           username: config.username == "default" ? nil : config.username,
           password: config.password,
           tls: tls_mode(config, params),
           ca_certs: (File.binread(params[:ca_file]) if config.ssl && params[:ca_file]),
-          timeout: config.read_timeout
+          timeout: config.read_timeout,
+          sentinel: sentinel
+        )
+      end
+
+      # The sentinels as Sidekiq's client asks them: each with its own
+      # settings (redis-client gives them sentinel_username and
+      # sentinel_password, and TLS only when `ssl:` was given explicitly).
+      def sentinel_settings(config)
+        # SentinelConfig keeps its role without a reader; a fetcher writes,
+        # so only the master will do.
+        role = config.instance_variable_get(:@role)
+        unless role.nil? || role == :master
+          raise ArgumentError, "sidekiq-limit_fetch: Redis Sentinel role must be :master (the fetcher writes), " \
+                               "got #{role.inspect}"
+        end
+        SentinelSettings.new(
+          master_name: config.name,
+          sentinels: config.sentinels.map { |sentinel| from_client_config(sentinel) }
         )
       end
 

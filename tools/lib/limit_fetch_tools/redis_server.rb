@@ -60,6 +60,12 @@ module LimitFetchTools
       @pid = nil
     end
 
+    # SIGKILL, as a crash: nothing is persisted, no client is told.
+    def crash
+      ChildProcess.kill(@pid) if @pid
+      @pid = nil
+    end
+
     # SHUTDOWN SAVE: writes dump.rdb into #dir (even with `--save ""`) and
     # exits; returns once the process is gone.
     def shutdown_save
