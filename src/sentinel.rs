@@ -156,7 +156,7 @@ impl Follower {
         let sentinels = &self.sentinel.sentinels;
         let name = &self.sentinel.master_name;
         let start = self.first.load(Ordering::Relaxed);
-        let mut unreachable = Vec::new();
+        let mut failed = Vec::new();
         let mut unknown = Vec::new();
         for k in 0..sentinels.len() {
             let at = (start + k) % sentinels.len();
@@ -167,7 +167,7 @@ impl Follower {
                     return Ok(address);
                 }
                 Ok(None) => unknown.push(address(sentinel)),
-                Err(err) => unreachable.push(format!("{}: {err}", address(sentinel))),
+                Err(err) => failed.push(format!("{}: {}", address(sentinel), detail(&err))),
             }
         }
         let mut problems = Vec::new();
@@ -177,9 +177,7 @@ impl Follower {
                 unknown.join(", ")
             ));
         }
-        if !unreachable.is_empty() {
-            problems.push(format!("unreachable: {}", unreachable.join("; ")));
-        }
+        problems.extend(failed);
         Err(Error::Connection(format!(
             "Redis Sentinel: no sentinel gave the address of master {name:?} ({})",
             problems.join("; ")
@@ -292,6 +290,14 @@ fn names(push: &PushInfo, name: &str) -> bool {
         _ => return false,
     };
     payload.split(|&b| b == b' ').next() == Some(name.as_bytes())
+}
+
+/// What went wrong, without the kind of error the whole message names.
+fn detail(err: &Error) -> String {
+    match err {
+        Error::Connection(msg) | Error::Command(msg) | Error::Invalid(msg) => msg.clone(),
+        Error::Interrupted => "interrupted".into(),
+    }
 }
 
 /// "host:port" of a sentinel, for messages.

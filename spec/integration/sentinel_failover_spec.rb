@@ -67,6 +67,7 @@ RSpec.describe "a sidekiq process behind Redis Sentinel", :e2e do
     env = {"LF_TEST_REQUIRE" => File.expand_path("../support/sentinel_app.rb", __dir__),
            "LF_TEST_SENTINELS" => JSON.generate(cluster.sentinels), "LF_TEST_RECORD" => record}
     @process = app.spawn("S", config: config, heartbeat_period: 1, redis_url: nil, env: env)
+    cluster.wait_until_ready(cluster.master)
     wait_until(timeout: 30, message: -> { "the process to register; log:\n#{@process.log_tail}" }) do
       expect(@process).to be_alive
       cluster.master.call("SCARD", LimitFetchHelpers::CAPSULES_KEY) == 1

@@ -7,7 +7,10 @@ require_relative "own_redis_server"
 # servers (redis-server, and the same program in --sentinel mode), with small
 # down-after and failover timeouts so that a failover takes a second or two.
 # `password`: the data servers' requirepass (and the replica's masterauth, the
-# sentinels' auth-pass); `sentinel_password`: the sentinels' own requirepass.
+# sentinels' auth-pass); `acl_user`: [name, password] of one more user of the
+# data servers, allowed everything; `sentinel_user`: [name, password] of the
+# sentinels' only user (their default user off), which they also use
+# among themselves.
 class SentinelCluster
   NAME = "mymaster"
   QUORUM = 2
@@ -17,11 +20,12 @@ class SentinelCluster
 
   attr_reader :servers, :sentinel_ports
 
-  def initialize(password: nil, sentinel_password: nil)
+  def initialize(password: nil, acl_user: nil, sentinel_user: nil)
     @password = password
-    @sentinel_password = sentinel_password
-    auth = password ? ["--masterauth", password] : []
-    @servers = [OwnRedisServer.new(password: password, args: auth), OwnRedisServer.new(password: password, args: auth)]
+    @sentinel_user = sentinel_user
+    args = [*(["--masterauth", password] if password),
+      *(["--user", acl_user[0], "on", ">#{acl_user[1]}", "~*", "&*", "+@all"] if acl_user)]
+    @servers = Array.new(2) { OwnRedisServer.new(password: password, args: args) }
     @sentinel_ports = Array.new(3) { LimitFetchTools.free_port }
     @sentinel_pids = []
   end
@@ -32,7 +36,7 @@ class SentinelCluster
     replica.start
     replica.call("REPLICAOF", "127.0.0.1", master.port.to_s)
     sentinel_ports.each { |port| @sentinel_pids << start_sentinel(port, master.port) }
-    wait_until_ready(master)
+    LimitFetchTools.wait_for("the sentinels to name the master", timeout: 10) { self.master == master }
     self
   end
 
@@ -74,7 +78,8 @@ class SentinelCluster
   end
 
   def sentinel_call(port, *command)
-    conn = RedisClient.config(host: "127.0.0.1", port: port, password: @sentinel_password).new_client
+    user, password = @sentinel_user
+    conn = RedisClient.config(host: "127.0.0.1", port: port, username: user, password: password).new_client
     conn.call(*command)
   ensure
     conn&.close
@@ -93,7 +98,7 @@ class SentinelCluster
       sentinel down-after-milliseconds #{NAME} #{DOWN_AFTER_MS}
       sentinel failover-timeout #{NAME} #{FAILOVER_TIMEOUT_MS}
       #{"sentinel auth-pass #{NAME} #{@password}" if @password}
-      #{"requirepass #{@sentinel_password}" if @sentinel_password}
+      #{sentinel_acl}
     CONF
     pid = LimitFetchTools::ChildProcess.spawn({}, servers.first.program, conf, "--sentinel",
       log: File.join(dir, "sentinel-#{port}.log"))
@@ -103,6 +108,14 @@ class SentinelCluster
       false
     end
     pid
+  end
+
+  def sentinel_acl
+    return "" unless @sentinel_user
+
+    user, password = @sentinel_user
+    "user default off\nuser #{user} on >#{password} allcommands\n" \
+      "sentinel sentinel-user #{user}\nsentinel sentinel-pass #{password}"
   end
 
   def ready?(port, server, replicas)
