@@ -312,7 +312,10 @@ impl Redis {
     /// This connection, telling `on_new_master` when it opened a connection
     /// to a master after the last one moved (or seemed to: a timeout); it
     /// runs on the runtime and must not block.
-    pub(crate) fn on_new_master(mut self, on_new_master: impl Fn() + Send + Sync + 'static) -> Self {
+    pub(crate) fn on_new_master(
+        mut self,
+        on_new_master: impl Fn() + Send + Sync + 'static,
+    ) -> Self {
         self.on_new_master = Arc::new(on_new_master);
         self
     }
@@ -406,7 +409,8 @@ impl Redis {
             }
             Error::from(err)
         })?;
-        let role = redis::aio::ConnectionLike::req_packed_command(&mut manager, &redis::cmd("ROLE")).await;
+        let role =
+            redis::aio::ConnectionLike::req_packed_command(&mut manager, &redis::cmd("ROLE")).await;
         if !role.as_ref().is_ok_and(is_master) {
             follower.moved(generation);
             return Err(Error::Connection(format!(

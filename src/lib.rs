@@ -27,8 +27,8 @@ mod process;
 mod queues;
 mod reaper;
 mod runtime;
-mod sentinel;
 mod script;
+mod sentinel;
 
 pub use admin::{Limits, StoredLimit};
 pub use capsule::{BeatReport, Capsule, CapsuleOptions};
@@ -42,5 +42,5 @@ pub use limits::{LimitKind, LimitValue};
 pub use queues::{Pause, QueueState};
 pub use reaper::{JobRef, Reaped};
 pub use runtime::Pending;
-pub use sentinel::SentinelSettings;
 pub use script::fetch::{Discarded, Fetched};
+pub use sentinel::SentinelSettings;

@@ -24,7 +24,7 @@ class SentinelCluster
     @password = password
     @sentinel_user = sentinel_user
     args = [*(["--masterauth", password] if password),
-      *(["--user", acl_user[0], "on", ">#{acl_user[1]}", "~*", "&*", "+@all"] if acl_user)]
+            *(["--user", acl_user[0], "on", ">#{acl_user[1]}", "~*", "&*", "+@all"] if acl_user)]
     @servers = Array.new(2) { OwnRedisServer.new(password: password, args: args) }
     @sentinel_ports = Array.new(3) { LimitFetchTools.free_port }
     @sentinel_pids = []

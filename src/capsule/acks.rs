@@ -104,7 +104,11 @@ impl Inner {
         // again), rather than the caller's waiting a second for its next.
         // The new connection tracks nothing yet: no read-back.
         if reply.is_err() && self.redis.generation() != generation && mode != Mode::Track {
-            let mode = if mode == Mode::Watch { Mode::Report } else { mode };
+            let mode = if mode == Mode::Watch {
+                Mode::Report
+            } else {
+                mode
+            };
             reply = self
                 .fetch
                 .run(&self.redis, &self.uuid, mode, &acks, queues)

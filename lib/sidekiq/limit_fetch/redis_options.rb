@@ -24,19 +24,21 @@ module Sidekiq
       # would ask the sentinels, once, and keep that answer.
       def from_client_config(config)
         params = ssl_params(config)
-        sentinel = sentinel_settings(config) if config.sentinel?
         RedisSettings.new(
-          host: sentinel ? nil : config.host,
-          port: sentinel ? nil : config.port,
-          path: config.path,
+          **address(config),
           db: config.db,
           username: config.username == "default" ? nil : config.username,
           password: config.password,
           tls: tls_mode(config, params),
           ca_certs: (File.binread(params[:ca_file]) if config.ssl && params[:ca_file]),
-          timeout: config.read_timeout,
-          sentinel: sentinel
+          timeout: config.read_timeout
         )
+      end
+
+      def address(config)
+        return {host: nil, port: nil, path: nil, sentinel: sentinel_settings(config)} if config.sentinel?
+
+        {host: config.host, port: config.port, path: config.path, sentinel: nil}
       end
 
       # The sentinels as Sidekiq's client asks them: each with its own

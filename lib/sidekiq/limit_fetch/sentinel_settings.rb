@@ -32,7 +32,7 @@ module Sidekiq
 
       def sentinel_list(sentinels)
         valid = sentinels.is_a?(Array) && !sentinels.empty? &&
-          sentinels.all? { |s| s.is_a?(RedisSettings) && s.sentinel.nil? && s.path.nil? }
+                sentinels.all? { |s| s.is_a?(RedisSettings) && s.sentinel.nil? && s.path.nil? }
         return sentinels.dup.freeze if valid
 
         Check.invalid(:sentinels, "a non-empty Array of #{RedisSettings.name} (host and port each)",

@@ -96,7 +96,7 @@ RSpec.describe Sidekiq::LimitFetch, "options" do
     it "takes every field, as given, with the timeout as Float seconds" do
       settings = described_class.new(**valid)
 
-      expect(settings.to_h).to eq(valid.merge(timeout: 1.0))
+      expect(settings.to_h).to eq(valid.merge(timeout: 1.0, sentinel: nil))
     end
 
     it "takes a socket path without host and port" do
@@ -139,7 +139,7 @@ RSpec.describe Sidekiq::LimitFetch, "options" do
 
       expect(from.call(url: "redis://u:pw@example.test:6390/4", timeout: 2).to_h).to eq(
         host: "example.test", port: 6390, path: nil, db: 4, username: "u", password: "pw", tls: :off,
-        ca_certs: nil, timeout: 2.0
+        ca_certs: nil, timeout: 2.0, sentinel: nil
       )
       expect(from.call(path: "/tmp/r.sock").to_h).to include(host: nil, port: nil, path: "/tmp/r.sock")
       expect(from.call(url: "rediss://example.test").tls).to eq(:verify)
