@@ -48,11 +48,17 @@ pub struct SentinelSettings {
     pub sentinels: Vec<ConnectionSettings>,
 }
 
-/// True if a Redis error says the master is not there any more: the
-/// server became a replica (READONLY, or MASTERDOWN from a replica that lost
-/// its master), or the connection was refused, broke or timed out.
+/// Error codes of a server that is no master any more (READONLY, or
+/// MASTERDOWN from a replica that lost its master), or of a master that lost
+/// its replica (NOREPLICAS, under `min-replicas-to-write`: the replica may
+/// have been promoted).
+const MOVED_CODES: [&str; 3] = ["READONLY", "MASTERDOWN", "NOREPLICAS"];
+
+/// True if a Redis error says the master is not there any more (see
+/// [`MOVED_CODES`]), or the connection was refused, broke or timed out.
 pub(crate) fn moved_error(err: &redis::RedisError) -> bool {
     matches!(err.kind(), ErrorKind::ReadOnly | ErrorKind::MasterDown)
+        || err.code().is_some_and(|code| MOVED_CODES.contains(&code))
         || err.is_io_error()
         || err.is_timeout()
         || err.is_connection_dropped()
@@ -63,7 +69,7 @@ pub(crate) fn moved_error(err: &redis::RedisError) -> bool {
 /// that says the server is no master any more.
 pub(crate) fn moved_reply(value: &Value) -> bool {
     match value {
-        Value::ServerError(err) => matches!(err.code(), "READONLY" | "MASTERDOWN"),
+        Value::ServerError(err) => MOVED_CODES.contains(&err.code()),
         _ => false,
     }
 }
