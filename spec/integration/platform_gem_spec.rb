@@ -95,9 +95,15 @@ RSpec.describe "the gems", :gem do
       gem_dir = File.join(installed.gem_home, "gems", File.basename(@gem_path, ".gem"))
       expect(loaded["gem_dir"]).to eq(gem_dir)
       expect(loaded["platform"]).to eq(Gem::Platform.local.to_s)
-      expect(loaded["native"]).to eq([File.join(gem_dir, LimitFetchTools::PlatformGem.binary_path)])
-      expect(loaded["gem_features"]).to all(start_with("#{gem_dir}/"))
-      expect(loaded["gem_features"].size).to be > 30
+      features = loaded["features"]
+      expect(features.grep(/limit_fetch_native/))
+        .to eq([File.join(gem_dir, LimitFetchTools::PlatformGem.binary_path)])
+      gem_features = features.select do |path|
+        path.include?("/sidekiq/limit_fetch") || path.end_with?("/sidekiq-limit_fetch.rb")
+      end
+      expect(gem_features.size).to be > 30
+      expect(gem_features).to all(start_with("#{gem_dir}/lib/"))
+      expect(features.grep(%r{\A#{Regexp.escape(root)}/lib/})).to eq([])
       expect(installed.tool_calls).to eq([])
     end
   end

@@ -94,8 +94,7 @@ class InstalledGem
           spec = Gem.loaded_specs.fetch("sidekiq-limit_fetch-rs")
           loaded = {
             "gem_dir" => spec.full_gem_path, "platform" => spec.platform.to_s,
-            "native" => $LOADED_FEATURES.grep(/limit_fetch_native/),
-            "gem_features" => $LOADED_FEATURES.grep(%r{/sidekiq(-|/)limit_fetch})
+            "features" => $LOADED_FEATURES
           }
           config.redis { |conn| conn.call("SET", "lf_test:loaded", JSON.generate(loaded)) }
         end

@@ -14,13 +14,12 @@ module Sidekiq
       module_function
 
       def load
-        require versioned_feature
-      rescue LoadError => versioned
-        begin
-          require plain_feature
-        rescue LoadError => plain
-          raise LoadError, message(versioned, plain)
+        failures = [versioned_feature, plain_feature].each_with_object({}) do |feature, failed|
+          return require(feature)
+        rescue LoadError => e
+          failed[feature] = e.message
         end
+        raise LoadError, message(failures)
       end
 
       def versioned_feature(ruby_version = RUBY_VERSION)
@@ -29,11 +28,10 @@ module Sidekiq
 
       def plain_feature = "sidekiq/limit_fetch/#{FEATURE}"
 
-      def message(versioned, plain)
+      def message(failures)
         <<~MESSAGE.chomp
           sidekiq-limit_fetch-rs: no native extension loads for Ruby #{RUBY_VERSION} on #{RUBY_PLATFORM}.
-            #{versioned_feature}: #{versioned.message}
-            #{plain_feature}: #{plain.message}
+          #{failures.map { |feature, error| "  #{feature}: #{error}" }.join("\n")}
           A precompiled gem (x86_64 or aarch64 Linux with glibc, macOS arm64 or x86_64) holds a binary
           for each Ruby it lists; elsewhere, or when its binary does not load here, use the source gem,
           which compiles the extension at install and needs cargo, rustc, a C compiler

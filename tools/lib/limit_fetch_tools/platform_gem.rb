@@ -38,26 +38,27 @@ module LimitFetchTools
     # rake-compiler's native task sets. Runs `gem build`, so no cargo.
     # Returns the gem's path in +out_dir+.
     def build(gemspec, root:, binary:, out_dir:)
+      spec = platform_spec(gemspec)
+      Dir.mktmpdir("platform_gem") do |stage|
+        spec.files.each { |path| copy(path == binary_path ? binary : File.join(root, path), File.join(stage, path)) }
+        File.write(File.join(stage, "platform.gemspec"), spec.to_ruby)
+        package(spec, stage, out_dir)
+      end
+    end
+
+    def platform_spec(gemspec)
       spec = strip!(gemspec.dup)
       spec.platform = Gem::Platform.local
       minor = RUBY_VERSION[/\A\d+\.\d+/]
       spec.required_ruby_version = [">= #{minor}", "< #{minor.succ}.dev"]
       spec.required_rubygems_version = ">= 3.3.22" if spec.platform.os == "linux" && spec.platform.version
       spec.files += [binary_path]
-      Dir.mktmpdir("platform_gem") do |stage|
-        stage_files(spec, root, binary, stage)
-        package(spec, stage, out_dir)
-      end
+      spec
     end
 
-    def stage_files(spec, root, binary, stage)
-      (spec.files - [binary_path]).each do |path|
-        FileUtils.mkdir_p(File.dirname(File.join(stage, path)))
-        FileUtils.cp(File.join(root, path), File.join(stage, path), preserve: true)
-      end
-      FileUtils.mkdir_p(File.dirname(File.join(stage, binary_path)))
-      FileUtils.cp(binary, File.join(stage, binary_path))
-      File.write(File.join(stage, "platform.gemspec"), spec.to_ruby)
+    def copy(source, target)
+      FileUtils.mkdir_p(File.dirname(target))
+      FileUtils.cp(source, target, preserve: true)
     end
 
     def package(spec, stage, out_dir)
