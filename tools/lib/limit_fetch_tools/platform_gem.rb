@@ -64,8 +64,9 @@ module LimitFetchTools
     def package(spec, stage, out_dir)
       FileUtils.mkdir_p(out_dir)
       output = File.join(File.expand_path(out_dir), spec.file_name)
-      log, status = Open3.capture2e(Gem.ruby, "-S", "gem", "build", "platform.gemspec", "--output", output,
-        chdir: stage)
+      log, status = LimitFetchTools.unbundled do
+        Open3.capture2e(Gem.ruby, "-S", "gem", "build", "platform.gemspec", "--output", output, chdir: stage)
+      end
       raise Failure, "gem build of the platform gem failed:\n#{log}" unless status.success?
 
       output
