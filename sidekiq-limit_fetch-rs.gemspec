@@ -12,8 +12,13 @@ Gem::Specification.new do |spec|
   spec.required_ruby_version = ">= 3.2"
   spec.metadata["rubygems_mfa_required"] = "true"
 
-  spec.files = Dir["lib/**/*.rb", "web/**/*.{erb,yml,css}", "src/**/*.{rs,lua}", "ext/**/*.{rs,rb,toml}",
-    "Cargo.{toml,lock}", "exe/*", "README.md", "LICENSE"]
+  # What the gem runs and what compiles its extension at install, nothing
+  # else: no specs, bench, chaos, demo, tools or build output. src/**/tests.rs
+  # are modules of `cargo test` only. A platform gem ships the binary instead
+  # of src/, ext/ and Cargo.* (tools/lib/limit_fetch_tools/platform_gem.rb).
+  spec.files = Dir["lib/**/*.rb", "web/{assets,locales,views}/**/*.{css,yml,erb}", "src/**/*.{rs,lua}",
+    "ext/limit_fetch_native/{Cargo.toml,extconf.rb}", "ext/limit_fetch_native/src/**/*.rs",
+    "Cargo.{toml,lock}", "exe/sidekiq-limits", "README.md", "LICENSE"].reject { |path| path.end_with?("/tests.rs") }
   spec.bindir = "exe"
   spec.executables = ["sidekiq-limits"]
   spec.require_paths = ["lib"]

@@ -19,7 +19,8 @@ require "sidekiq/limit_fetch/job_limit_id"
 require "sidekiq/limit_fetch/job_key"
 require "sidekiq/limit_fetch/job_limits"
 # after the classes the binding reads and builds: it pins them as it loads
-require "sidekiq/limit_fetch/limit_fetch_native"
+require "sidekiq/limit_fetch/native_extension"
+Sidekiq::LimitFetch::NativeExtension.load
 require "sidekiq/limit_fetch/configuration"
 require "sidekiq/limit_fetch/job_limit"
 require "sidekiq/limit_fetch/client_middleware"

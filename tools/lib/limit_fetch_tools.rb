@@ -66,3 +66,4 @@ end
 
 require_relative "limit_fetch_tools/child_process"
 require_relative "limit_fetch_tools/redis_server"
+require_relative "limit_fetch_tools/platform_gem"
