@@ -26,14 +26,15 @@ pub struct CapsuleEntry {
 }
 
 impl Limits {
-    /// Every registered capsule, by UUID, in one `SMEMBERS` and one
-    /// pipeline.
+    /// Every registered capsule, by UUID (this gem's and v5's), in one
+    /// `SUNION` and one pipeline.
     pub fn capsules(&self, interrupt: &Interrupt) -> Result<Vec<CapsuleEntry>> {
         let redis = self.redis().clone();
         run_plain(interrupt, self.timeout(), async move {
             let mut conn = redis.conn().await?;
-            let mut uuids: Vec<String> = redis::cmd("SMEMBERS")
+            let mut uuids: Vec<String> = redis::cmd("SUNION")
                 .arg(keys::CAPSULES)
+                .arg(keys::REGISTERED)
                 .query_async(&mut conn)
                 .await?;
             if uuids.is_empty() {

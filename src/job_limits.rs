@@ -93,8 +93,9 @@ impl Limits {
         let redis = self.redis().clone();
         run_plain(interrupt, self.timeout(), async move {
             let mut conn = redis.conn().await?;
-            let capsules: Vec<String> = redis::cmd("SMEMBERS")
+            let capsules: Vec<String> = redis::cmd("SUNION")
                 .arg(keys::CAPSULES)
+                .arg(keys::REGISTERED)
                 .query_async(&mut conn)
                 .await?;
             let mut sunion = redis::cmd("SUNION");

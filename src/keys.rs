@@ -2,7 +2,14 @@
 //! that processes of both gems can share limits during a migration.
 
 pub const PREFIX: &str = "sidekiq:limit_fetch:";
+/// Registered capsules, this gem's and v5's. A v5 process removes from it
+/// any capsule it finds dead (and forgets it), hence [`REGISTERED`].
 pub const CAPSULES: &str = "sidekiq:limit_fetch:capsules";
+/// This gem's registered capsules alone, a set v5 never touches: a dead
+/// capsule that a v5 process reaped first (from [`CAPSULES`], and its busy
+/// entries in v5's queues) is still found here, and its in-progress jobs go
+/// back.
+pub const REGISTERED: &str = "sidekiq:limit_fetch:registered";
 /// SCAN pattern for every queue's busy list (used to reap dead capsules on
 /// queues this process does not serve).
 pub const BUSY_PATTERN: &str = "sidekiq:limit_fetch:queue:*:busy";
@@ -39,9 +46,22 @@ pub fn queue_of(key: &str) -> Option<&str> {
     QUEUE_SUFFIXES.iter().find_map(|s| rest.strip_suffix(s))
 }
 
+/// A capsule's heartbeat: "1", expiring 4 heartbeat periods after the last
+/// beat. The value is v5's (which reaps a registered capsule whose
+/// heartbeat reads anything else): what else the control plane knows of a
+/// capsule is in [`capsule_info`].
 pub fn heartbeat(uuid: &str) -> String {
     format!("{PREFIX}capsule:{uuid}:heartbeat")
 }
+
+/// The value a live capsule's heartbeat key holds (see [`heartbeat`]).
+pub const ALIVE: &str = "1";
+
+/// UUIDs found holding busy slots while neither registered nor beating,
+/// each with the time (Redis's, in seconds) a beat first found it so: a
+/// capsule still so a grace period later is reaped (see src/lua/orphans.lua).
+/// Registering removes a capsule from it.
+pub const UNREGISTERED: &str = "sidekiq:limit_fetch:unregistered";
 
 /// Sidekiq's own list for a queue.
 pub fn queue(name: &str) -> String {

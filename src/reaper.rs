@@ -1,10 +1,12 @@
 //! Frees the slots of capsules that died without deregistering, and pushes
-//! the jobs they had in progress back to their queues.
+//! the jobs they had in progress back to their queues: registered capsules
+//! whose heartbeat expired, and capsules that hold slots while neither
+//! registered nor beating (see src/lua/orphans.lua).
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::connection::Conn;
-use crate::script::{LuaScript, REAP};
+use crate::script::{LuaScript, ORPHANS, REAP};
 use crate::{keys, Result};
 
 /// A job that a reaper or a reconciliation acted on: (queue, jid, class).
@@ -21,11 +23,27 @@ pub struct Reaped {
     pub requeued: i64,
     /// Jobs recovered more than `max_recoveries` times, now in the dead set.
     pub dead: Vec<JobRef>,
+    /// It was not registered: found holding slots while neither registered
+    /// nor beating for the grace period (see [`Reaper::reap_unregistered`]).
+    pub unregistered: bool,
+}
+
+/// Why a capsule is reaped (reap.lua's ARGV[2]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reap {
+    /// Registered, and its heartbeat expired.
+    Dead,
+    /// Its own shutdown.
+    Clean,
+    /// Neither registered nor beating for at least this many seconds since a
+    /// beat first found it so.
+    Unregistered { grace: u64 },
 }
 
 /// What reaping needs: its script and how many recoveries a job may have.
 pub(crate) struct Reaper {
     script: LuaScript,
+    orphans: LuaScript,
     max_recoveries: u32,
 }
 
@@ -33,6 +51,7 @@ impl Reaper {
     pub(crate) fn new(max_recoveries: u32) -> Self {
         Self {
             script: LuaScript::new(REAP),
+            orphans: LuaScript::new(ORPHANS),
             max_recoveries,
         }
     }
@@ -41,8 +60,11 @@ impl Reaper {
     /// frees their slots on every queue (including queues this process does not
     /// serve) and pushes their in-progress jobs back.
     pub(crate) async fn reap_dead(&self, conn: &mut Conn, own: &str) -> Result<Vec<Reaped>> {
-        let members: Vec<String> = redis::cmd("SMEMBERS")
+        // v5 removes from the shared set the capsules it reaps, only where it
+        // serves: this gem's own set keeps them until reaped here.
+        let members: Vec<String> = redis::cmd("SUNION")
             .arg(keys::CAPSULES)
+            .arg(keys::REGISTERED)
             .query_async(conn)
             .await?;
         let others: Vec<&String> = members.iter().filter(|m| **m != own).collect();
@@ -67,7 +89,7 @@ impl Reaper {
         let mut reaped = Vec::new();
         for uuid in dead {
             if let Some(done) = self
-                .reap_one(conn, uuid, busy_lists.iter().cloned(), false)
+                .reap_one(conn, uuid, busy_lists.iter().cloned(), Reap::Dead)
                 .await?
             {
                 reaped.push(done);
@@ -76,23 +98,55 @@ impl Reaper {
         Ok(reaped)
     }
 
+    /// Reaps the capsules that hold slots in the busy lists of `served`
+    /// while neither registered nor beating, once they have been so for
+    /// `grace` seconds (longer than a heartbeat's expiry, so that a capsule
+    /// about to register again is never touched). One script reads the busy
+    /// lists and notes what it finds; one more runs per capsule to reap.
+    pub(crate) async fn reap_unregistered(
+        &self,
+        conn: &mut Conn,
+        own: &str,
+        served: &[String],
+        grace: u64,
+    ) -> Result<Vec<Reaped>> {
+        let mut args = vec![own.to_owned(), grace.to_string()];
+        args.extend(served.iter().cloned());
+        let ripe: Vec<String> = self.orphans.invoke(conn, &[] as &[&str], &args[..]).await?;
+        let mut reaped = Vec::new();
+        for uuid in ripe {
+            let busy_lists = served.iter().map(|q| keys::busy(q));
+            let mode = Reap::Unregistered { grace };
+            if let Some(done) = self.reap_one(conn, &uuid, busy_lists, mode).await? {
+                reaped.push(done);
+            }
+        }
+        Ok(reaped)
+    }
+
     /// Frees one capsule's slots and pushes back its in-progress jobs,
     /// atomically; `None` if another process got there first or the capsule
-    /// proved alive. `clean`: the capsule's own shutdown.
+    /// proved alive.
     pub(crate) async fn reap_one(
         &self,
         conn: &mut Conn,
         uuid: &str,
         busy_lists: impl Iterator<Item = String>,
-        clean: bool,
+        why: Reap,
     ) -> Result<Option<Reaped>> {
         let mut keys = vec![keys::CAPSULES.to_owned(), keys::heartbeat(uuid)];
         keys.extend(busy_lists);
+        let (mode, grace) = match why {
+            Reap::Dead => ("0", 0),
+            Reap::Clean => ("1", 0),
+            Reap::Unregistered { grace } => ("o", grace),
+        };
         let args = [
             uuid.to_owned(),
-            if clean { "1" } else { "0" }.to_owned(),
+            mode.to_owned(),
             self.max_recoveries.to_string(),
             format!("{:.3}", now()),
+            grace.to_string(),
         ];
         let reply: Option<(i64, i64, Vec<JobRef>)> =
             self.script.invoke(conn, &keys, &args[..]).await?;
@@ -101,6 +155,7 @@ impl Reaper {
             freed,
             requeued,
             dead,
+            unregistered: matches!(why, Reap::Unregistered { .. }),
         }))
     }
 }

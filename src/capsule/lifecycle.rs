@@ -4,7 +4,7 @@
 use crate::admin::write_defaults;
 use crate::capsules::INFO_TTL_SECS;
 use crate::connection::Conn;
-use crate::reaper::Reaped;
+use crate::reaper::{Reap, Reaped};
 use crate::runtime::run_plain;
 use crate::{job_limits, keys};
 use crate::{Interrupt, Result};
@@ -16,6 +16,9 @@ use super::{Capsule, Inner};
 /// What a heartbeat did besides proving this capsule alive.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct BeatReport {
+    /// Capsules reaped: registered ones whose heartbeat expired, and those
+    /// found holding slots in the queues this capsule serves while neither
+    /// registered nor beating for the grace period ([`Reaped::unregistered`]).
     pub reaped: Vec<Reaped>,
     /// This capsule's busy lists it corrected: (busy key, entries before, after).
     pub corrected: Vec<(String, i64, i64)>,
@@ -32,8 +35,10 @@ pub struct BeatReport {
 }
 
 impl Capsule {
-    /// Proves this capsule alive, heals its busy and in-progress lists, and
-    /// reaps capsules whose heartbeat expired, on every queue.
+    /// Proves this capsule alive, heals its busy and in-progress lists,
+    /// reaps capsules whose heartbeat expired, on every queue, and those
+    /// that hold slots in the queues it serves (see [`Capsule::serve`])
+    /// while neither registered nor beating for [`Capsule::grace`] seconds.
     pub fn beat(&self, interrupt: &Interrupt) -> Result<BeatReport> {
         let inner = self.inner.clone();
         run_plain(interrupt, self.inner.timeout * 4, async move {
@@ -42,7 +47,16 @@ impl Capsule {
             let mut conn = inner.redis.writer().await?;
             let restored = inner.register(&mut conn).await?;
             let (corrected, orphans) = inner.reconcile(&mut conn).await?;
-            let reaped = inner.reaper.reap_dead(&mut conn, &inner.uuid).await?;
+            let mut reaped = inner.reaper.reap_dead(&mut conn, &inner.uuid).await?;
+            let served = inner.served.lock().clone();
+            if !served.is_empty() {
+                let grace = inner.grace();
+                let unregistered =
+                    inner
+                        .reaper
+                        .reap_unregistered(&mut conn, &inner.uuid, &served, grace);
+                reaped.extend(unregistered.await?);
+            }
             let cursor = *inner.sweep.lock();
             let (cursor, released) = job_limits::sweep(&mut conn, cursor).await?;
             *inner.sweep.lock() = cursor;
@@ -85,7 +99,7 @@ impl Capsule {
             let mut conn = inner.redis.conn().await?;
             let reaped = inner
                 .reaper
-                .reap_one(&mut conn, &inner.uuid, busy_lists, true)
+                .reap_one(&mut conn, &inner.uuid, busy_lists, Reap::Clean)
                 .await?;
             Ok(reaped.map_or(0, |r| r.freed))
         })
@@ -117,6 +131,10 @@ impl Inner {
 
     /// Sets the heartbeat and membership; true if the heartbeat key was gone,
     /// in which case the configured limits are written again where unset.
+    /// The heartbeat holds what v5's reaper takes for alive (`"1"`), so
+    /// that its processes, sharing the Redis during a migration, leave this
+    /// capsule be. Registering also ends a note that the capsule was found
+    /// unregistered (see src/lua/orphans.lua): it is alive.
     async fn register(&self, conn: &mut Conn) -> Result<bool> {
         let mut pipe = redis::pipe();
         pipe.atomic()
@@ -124,12 +142,20 @@ impl Inner {
             .arg(keys::heartbeat(&self.uuid))
             .cmd("SET")
             .arg(keys::heartbeat(&self.uuid))
-            .arg(crate::process::id())
+            .arg(keys::ALIVE)
             .arg("EX")
             .arg(self.heartbeat_ttl)
             .ignore()
             .cmd("SADD")
             .arg(keys::CAPSULES)
+            .arg(&self.uuid)
+            .ignore()
+            .cmd("SADD")
+            .arg(keys::REGISTERED)
+            .arg(&self.uuid)
+            .ignore()
+            .cmd("HDEL")
+            .arg(keys::UNREGISTERED)
             .arg(&self.uuid)
             .ignore();
         if let Some(info) = self.info.lock().as_deref() {

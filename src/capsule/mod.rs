@@ -68,6 +68,9 @@ struct Inner {
     /// What the capsule says of itself for the control plane, written at
     /// each registration (see `keys::capsule_info`).
     info: Mutex<Option<String>>,
+    /// The queues it fetches from, whose busy lists each beat looks in for
+    /// slots of capsules neither registered nor beating.
+    served: Mutex<Vec<String>>,
     /// How long a caller waits for a reply (Sidekiq's `timeout`).
     timeout: Duration,
     /// A forked child starts with an empty one, as it holds none of its
@@ -89,6 +92,13 @@ struct Inner {
 }
 
 impl Inner {
+    /// Seconds a capsule found holding slots while neither registered nor
+    /// beating is left alone: two heartbeat expiries. A live capsule
+    /// registers again at its next beat, one period after it resumed.
+    fn grace(&self) -> u64 {
+        self.heartbeat_ttl * 2
+    }
+
     /// The ledger of this process.
     fn ledger(&self) -> MappedMutexGuard<'_, Ledger> {
         MutexGuard::map(self.ledger.lock(), ForkLocal::get)
@@ -126,6 +136,7 @@ impl Capsule {
                 timeout: settings.timeout,
                 defaults: Mutex::default(),
                 info: Mutex::default(),
+                served: Mutex::default(),
                 heartbeat_ttl: (period * 4.0).ceil().max(1.0) as u64,
                 ledger: Mutex::new(ForkLocal::new(Ledger::default(), Stale::Drop)),
                 gate: Arc::new(RwLock::new(())),
@@ -226,6 +237,24 @@ impl Capsule {
     /// or heartbeat on (see [`Limits::capsules`]).
     pub fn describe(&self, info: String) {
         *self.inner.info.lock() = Some(info);
+    }
+
+    /// The queues this capsule fetches from (bare names): from the next beat
+    /// on, each beat frees the slots that capsules neither registered nor
+    /// beating hold in their busy lists, once they have been so for
+    /// [`Capsule::grace`] seconds, and pushes their in-progress jobs back.
+    pub fn serve<S: AsRef<str>>(&self, queues: &[S]) {
+        let mut names: Vec<String> = queues.iter().map(|q| q.as_ref().to_owned()).collect();
+        names.sort();
+        names.dedup();
+        *self.inner.served.lock() = names;
+    }
+
+    /// Seconds a capsule found holding slots while neither registered nor
+    /// beating is left alone before a beat reaps it: two heartbeat expiries
+    /// (8 heartbeat periods).
+    pub fn grace(&self) -> u64 {
+        self.inner.grace()
     }
 
     /// Seconds the heartbeat key lives: 4 heartbeat periods.

@@ -4,7 +4,8 @@
 -- two to each other), and the rules several scripts share. Defines locals
 -- only, which every script sees; no Redis command runs here (Redis allows
 -- none while it loads a library). The capsules set and heartbeat keys reach
--- the reap script from the core, as KEYS.
+-- the reap script from the core, as KEYS; the orphans script, which meets
+-- UUIDs in busy lists, builds them here.
 --
 -- Locals here outlive a call: what one call may keep is reset by
 -- new_call(), which every function runs first (script/mod.rs).
@@ -12,6 +13,9 @@
 local PREFIX = 'sidekiq:limit_fetch:'
 local RECOVERIES_KEY = 'sidekiq:limit_fetch:recoveries'
 local DEAD_KEY = 'dead'
+local CAPSULES_KEY = 'sidekiq:limit_fetch:capsules'
+local REGISTERED_KEY = 'sidekiq:limit_fetch:registered'
+local UNREGISTERED_KEY = 'sidekiq:limit_fetch:unregistered'
 
 -- Sidekiq's own list for a queue.
 local function queue_key(name) return 'queue:' .. name end
@@ -21,6 +25,7 @@ local function busy_key(name) return PREFIX .. 'queue:' .. name .. ':busy' end
 local function paused_key(name) return PREFIX .. 'queue:' .. name .. ':paused' end
 local function in_progress_key(uuid, name) return PREFIX .. 'capsule:' .. uuid .. ':inprogress:' .. name end
 local function capsule_queues_key(uuid) return PREFIX .. 'capsule:' .. uuid .. ':queues' end
+local function heartbeat_key(uuid) return PREFIX .. 'capsule:' .. uuid .. ':heartbeat' end
 local function capsule_info_key(uuid) return PREFIX .. 'capsule:' .. uuid .. ':info' end
 -- Job limits (a job class's, or a key's) by id: see src/keys.rs.
 local function job_limit_key(id) return PREFIX .. 'limit:' .. id .. ':limit' end

@@ -1,35 +1,60 @@
 -- Frees everything a dead capsule held, exactly once: of several processes
--- reaping at the same moment, only the one whose SREM removed the UUID acts.
--- A capsule whose heartbeat came back is left alone.
+-- reaping at the same moment, only the first acts. A capsule whose
+-- heartbeat came back (or that registered again) is left alone.
 --
 -- Its in-progress jobs go back to the front of their queues, in the order
 -- they were fetched. A job recovered more than ARGV[3] times keeps killing
 -- the processes that run it: it goes to Sidekiq's dead set instead.
 --
--- KEYS[1]    the capsules set
+-- KEYS[1]    the capsules set (REGISTERED_KEY, this gem's own, likewise)
 -- KEYS[2]    the capsule's heartbeat key
--- KEYS[3..n] busy lists to free its slots in
+-- KEYS[3..n] busy lists to free its slots in, besides those of the queues
+--            it has in-progress lists for (its queues set)
 -- ARGV[1]    the capsule's UUID
--- ARGV[2]    "1" for a clean shutdown: act even with a live heartbeat, and
---            push leftover jobs back without counting a recovery
+-- ARGV[2]    why: '0' dead (registered, its heartbeat expired); '1' its own
+--            clean shutdown: act even with a live heartbeat, and push
+--            leftover jobs back without counting a recovery; 'o' neither
+--            registered nor beating since a beat noted it so in
+--            UNREGISTERED_KEY at least ARGV[5] seconds ago (orphans.lua)
 -- ARGV[3]    how many recoveries a job may have before it is declared dead
 -- ARGV[4]    now, in seconds (the dead set's score)
+-- ARGV[5]    mode 'o': the grace period, in seconds
 -- Returns nil if there was nothing to do, else
 -- {slots freed (queues' and job limits'), jobs pushed back,
 --  {{queue, jid, class} of each dead job}}.
 local uuid = ARGV[1]
-local clean = ARGV[2] == '1'
+local mode = ARGV[2]
+local clean = mode == '1'
 local max_recoveries = tonumber(ARGV[3])
 local now = tonumber(ARGV[4])
 
-if not clean and redis.call('EXISTS', KEYS[2]) == 1 then return nil end
-redis.call('DEL', KEYS[2])
-if redis.call('SREM', KEYS[1], uuid) == 0 and not clean then return nil end
+if mode == 'o' then
+  -- Registered or beating again: alive after all, and its note goes.
+  if redis.call('EXISTS', KEYS[2]) == 1 or redis.call('SISMEMBER', KEYS[1], uuid) == 1
+    or redis.call('SISMEMBER', REGISTERED_KEY, uuid) == 1 then
+    redis.call('HDEL', UNREGISTERED_KEY, uuid)
+    return nil
+  end
+  local since = tonumber(redis.call('HGET', UNREGISTERED_KEY, uuid))
+  if not since or tonumber(redis.call('TIME')[1]) - since < tonumber(ARGV[5]) then return nil end
+  redis.call('HDEL', UNREGISTERED_KEY, uuid)
+else
+  if not clean and redis.call('EXISTS', KEYS[2]) == 1 then return nil end
+  redis.call('DEL', KEYS[2])
+  -- Either set: a v5 process may have reaped it from the shared one first.
+  local removed = redis.call('SREM', KEYS[1], uuid) + redis.call('SREM', REGISTERED_KEY, uuid)
+  if removed == 0 and not clean then return nil end
+end
 redis.call('DEL', capsule_info_key(uuid))
 
+-- Its slots: in the lists given, and in those of the queues it fetched from
+-- (every fetch that books a slot notes its queue there).
 local freed = 0
-for i = 3, #KEYS do
-  freed = freed + redis.call('LREM', KEYS[i], 0, uuid)
+local lists = {}
+for i = 3, #KEYS do lists[KEYS[i]] = true end
+for _, name in ipairs(redis.call('SMEMBERS', capsule_queues_key(uuid))) do lists[busy_key(name)] = true end
+for busy in pairs(lists) do
+  freed = freed + redis.call('LREM', busy, 0, uuid)
 end
 -- Its job limits' slots, each sending parked jobs it has room for back.
 local limits = capsule_limits_key(uuid)

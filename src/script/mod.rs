@@ -24,12 +24,13 @@ const PRELUDE: &str = include_str!("../lua/prelude.lua");
 
 /// Each script: its name in the library and its file, the body of a
 /// function of `(KEYS, ARGV)`.
-const SCRIPTS: [(&str, &str); 5] = [
+const SCRIPTS: [(&str, &str); 6] = [
     (FETCH, include_str!("../lua/fetch.lua")),
     (REAP, include_str!("../lua/reap.lua")),
     (RECONCILE, include_str!("../lua/reconcile.lua")),
     (REQUEUE, include_str!("../lua/requeue.lua")),
     (RELEASE, include_str!("../lua/release.lua")),
+    (ORPHANS, include_str!("../lua/orphans.lua")),
 ];
 
 pub(crate) const FETCH: &str = "fetch";
@@ -37,6 +38,7 @@ pub(crate) const REAP: &str = "reap";
 pub(crate) const RECONCILE: &str = "reconcile";
 pub(crate) const REQUEUE: &str = "requeue";
 pub(crate) const RELEASE: &str = "release";
+pub(crate) const ORPHANS: &str = "orphans";
 
 /// What stands for the library's version in its source.
 const VERSION: &str = "{version}";

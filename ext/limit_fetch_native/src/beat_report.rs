@@ -79,6 +79,7 @@ fn reaped_to_ruby(ruby: &Ruby, reaped: Reaped) -> Result<Value, Error> {
             ("freed", reaped.freed.into_value_with(ruby)),
             ("requeued", reaped.requeued.into_value_with(ruby)),
             ("dead", dead.as_value()),
+            ("unregistered", reaped.unregistered.into_value_with(ruby)),
         ],
     )
 }

@@ -38,6 +38,13 @@ impl Native {
         self.capsule.describe(info);
     }
 
+    /// The queues the capsule fetches from (bare names, from Client#start):
+    /// its beats look in their busy lists for slots of capsules neither
+    /// registered nor beating.
+    fn serve(&self, queues: Vec<String>) {
+        self.capsule.serve(&queues);
+    }
+
     /// Seconds its heartbeat key lives (4 heartbeat periods).
     fn heartbeat_ttl(&self) -> u64 {
         self.capsule.heartbeat_ttl()
@@ -246,6 +253,7 @@ pub fn init(ruby: &Ruby, namespace: RClass) -> Result<(), Error> {
     class.define_method("uuid", method!(Native::uuid, 0))?;
     class.define_method("round_trips", method!(Native::round_trips, 0))?;
     class.define_method("describe", method!(Native::describe, 1))?;
+    class.define_method("serve", method!(Native::serve, 1))?;
     class.define_method("heartbeat_ttl", method!(Native::heartbeat_ttl, 0))?;
     class.define_method("fetch", method!(Native::fetch, 3))?;
     class.define_method("quiet", method!(Native::quiet, 0))?;

@@ -14,8 +14,11 @@ module Sidekiq
     class BeatReport
       # A dead capsule: busy slots +freed+, in-progress jobs +requeued+ to
       # the front of their queues, and the jobs recovered once too often,
-      # now in the dead set (+dead+, JobRefs).
-      Reaped = Data.define(:uuid, :freed, :requeued, :dead)
+      # now in the dead set (+dead+, JobRefs). +unregistered+: it was found
+      # holding slots while neither registered nor beating (reaped while
+      # alive, it fetched again and died before registering), rather than
+      # registered with its heartbeat expired.
+      Reaped = Data.define(:uuid, :freed, :requeued, :dead, :unregistered)
 
       # A job by its queue, jid and class ("?" when its payload is not a
       # JSON object).

@@ -27,7 +27,7 @@ module Sidekiq
           logger.warn("sidekiq-limit_fetch: a limit is set for queue #{queue.inspect}, which no capsule processes")
         end
         @native.set_default_limits(@limits)
-        @native.describe(RegisteredCapsule.describe(config, identity: identity, heartbeat_ttl: @native.heartbeat_ttl))
+        describe
         @native.register
         @heartbeat.start
         self
@@ -67,6 +67,15 @@ module Sidekiq
 
       def beat
         @heartbeat.beat
+      end
+
+      private
+
+      # What the capsule says of itself (the console's), and the queues whose
+      # busy lists its beats look in for slots of unregistered capsules.
+      def describe
+        @native.describe(RegisteredCapsule.describe(config, identity: identity, heartbeat_ttl: @native.heartbeat_ttl))
+        @native.serve(config.queues.uniq)
       end
     end
   end

@@ -97,13 +97,19 @@ module Sidekiq
       end
 
       def log_reaped(reaped)
-        logger.info("sidekiq-limit_fetch: reaped dead capsule #{reaped.uuid}: freed #{reaped.freed} busy slots, " \
+        logger.info("sidekiq-limit_fetch: reaped #{reaped_capsule(reaped)}: freed #{reaped.freed} busy slots, " \
                     "pushed #{reaped.requeued} in-progress jobs back to their queues")
         reaped.dead.each do |job|
           logger.error("sidekiq-limit_fetch: job #{job.jid} (#{job.job_class}) of queue #{job.queue} was in " \
                        "progress in dead processes more than #{@max_recoveries} times: " \
                        "moved to the dead set as a poison pill")
         end
+      end
+
+      def reaped_capsule(reaped)
+        return "dead capsule #{reaped.uuid}" unless reaped.unregistered
+
+        "capsule #{reaped.uuid}, which held slots while neither registered nor beating"
       end
 
       def log_failure(error)

@@ -33,7 +33,8 @@ RSpec.describe Sidekiq::LimitFetch::Native, "answers", :binding do
 
     expect(report).to eq(report_class.new(
       reaped: [report_class::Reaped.new(uuid: "dead-one", freed: 1, requeued: 0,
-        dead: [report_class::JobRef.new(queue: "a", jid: JSON.parse(poison)["jid"], job_class: "PoisonJob")])],
+        dead: [report_class::JobRef.new(queue: "a", jid: JSON.parse(poison)["jid"], job_class: "PoisonJob")],
+        unregistered: false)],
       corrected: [report_class::Correction.new(key: queue_key("b", "busy"), before: 1, after: 0)],
       orphans: [report_class::Orphan.new(queue: "b", jid: JSON.parse(orphan)["jid"])],
       restored: false,

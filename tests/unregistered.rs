@@ -1,0 +1,207 @@
+//! Slots held by capsules that are neither registered nor beating: a
+//! capsule reaped while it was alive but stalled (a long GC pause, a
+//! suspended VM, a starved heartbeat thread) that fetched again when it
+//! resumed, then died before its next beat registered it. The reaper looks
+//! at registered capsules only; a beat of a capsule serving the queue frees
+//! them once the grace period is over, and leaves alone a capsule that comes
+//! back in time.
+
+mod support;
+
+use std::thread;
+use std::time::{Duration, Instant};
+
+use limit_fetch_core::{keys, Capsule, Fetched, Interrupt, LimitKind, Reaped};
+use redis::Commands;
+use support::{capsule, capsule_with_period, push, queue, redis};
+
+/// Tests that beat (and so reap any registered capsule whose heartbeat is
+/// missing) take turns.
+static BEATING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// A capsule that serves `q` and whose grace period is short: 2 s (its
+/// heartbeat lives 1 s).
+fn watcher(q: &str) -> Capsule {
+    let watcher = capsule_with_period(Duration::from_millis(250));
+    assert_eq!(watcher.grace(), 2);
+    watcher.serve(&[q]);
+    watcher.register(&Interrupt::new()).unwrap();
+    watcher
+}
+
+fn fetch(capsule: &Capsule, q: &str) -> Option<Fetched> {
+    capsule.fetch(&[q], &Interrupt::new()).unwrap()
+}
+
+fn busy(q: &str) -> Vec<String> {
+    redis().lrange(keys::busy(q), 0, -1).unwrap()
+}
+
+fn in_progress(uuid: &str, q: &str) -> Vec<Vec<u8>> {
+    redis().lrange(keys::in_progress(uuid, q), 0, -1).unwrap()
+}
+
+fn noted(uuid: &str) -> bool {
+    redis().hexists(keys::UNREGISTERED, uuid).unwrap()
+}
+
+/// Makes `capsule` look stalled past its heartbeat's expiry.
+fn stall(capsule: &Capsule) {
+    let _: () = redis().del(keys::heartbeat(capsule.uuid())).unwrap();
+}
+
+/// What `watcher`'s beats reaped of `uuid` within `within`, beating every
+/// 100 ms: none if it was left alone all along.
+fn beat_for(watcher: &Capsule, uuid: &str, within: Duration) -> Vec<Reaped> {
+    let none = Interrupt::new();
+    let deadline = Instant::now() + within;
+    let mut reaped = Vec::new();
+    while Instant::now() < deadline {
+        let report = watcher.beat(&none).unwrap();
+        reaped.extend(report.reaped.into_iter().filter(|r| r.uuid == uuid));
+        if !reaped.is_empty() {
+            break;
+        }
+        thread::sleep(Duration::from_millis(100));
+    }
+    reaped
+}
+
+#[test]
+fn a_capsule_reaped_while_stalled_that_fetched_and_died_unregistered_is_reaped_after_the_grace() {
+    let _turn = BEATING.lock().unwrap_or_else(|e| e.into_inner());
+    let q = queue("unregistered");
+    push(&q, 3);
+    let none = Interrupt::new();
+    let b = watcher(&q);
+    b.set_limit(&q, LimitKind::Global, Some(2), &none).unwrap();
+    let victim = capsule();
+    victim.register(&none).unwrap();
+    let first = fetch(&victim, &q).expect("a job");
+
+    // It stalls past its heartbeat's expiry: b's beat reaps it, pushing its
+    // job back (that job may now run twice: at least once delivery).
+    stall(&victim);
+    let reaped = b.beat(&none).unwrap().reaped;
+    assert!(
+        reaped
+            .iter()
+            .any(|r| r.uuid == victim.uuid() && r.requeued == 1 && !r.unregistered),
+        "{reaped:?}"
+    );
+    assert!(!redis()
+        .sismember::<_, _, bool>(keys::CAPSULES, victim.uuid())
+        .unwrap());
+
+    // It resumes, fetches up to the limit, and is killed before its next
+    // beat would have registered it again.
+    let taken: Vec<Fetched> = std::iter::from_fn(|| fetch(&victim, &q)).collect();
+    assert_eq!(taken.len(), 2);
+    assert_eq!(
+        taken[0].job, first.job,
+        "the job pushed back is first in line"
+    );
+    let uuid = victim.uuid().to_owned();
+    assert_eq!(busy(&q), vec![uuid.clone(), uuid.clone()]);
+    assert_eq!(in_progress(&uuid, &q).len(), 2);
+    assert!(
+        fetch(&b, &q).is_none(),
+        "the dead capsule's slots fill the limit"
+    );
+
+    // Nothing is touched within the grace: the beat notes it, and frees
+    // nothing a capsule about to register again would need.
+    let started = Instant::now();
+    let early = b.beat(&none).unwrap();
+    assert!(early.reaped.iter().all(|r| r.uuid != uuid), "{early:?}");
+    assert!(noted(&uuid));
+    assert_eq!(busy(&q).len(), 2);
+
+    let reaped = beat_for(&b, &uuid, Duration::from_secs(5));
+    let elapsed = started.elapsed();
+    assert_eq!(reaped.len(), 1, "never reaped");
+    let reaped = &reaped[0];
+    assert!(reaped.unregistered);
+    assert_eq!((reaped.freed, reaped.requeued), (2, 2));
+    assert!(
+        elapsed >= Duration::from_secs(1),
+        "reaped {elapsed:?} after it was noted: before its grace (2 s, counted in whole seconds)"
+    );
+    assert!(busy(&q).is_empty());
+    assert!(in_progress(&uuid, &q).is_empty());
+    assert!(!noted(&uuid), "a reaped capsule's note goes with it");
+    // Its jobs are back, oldest first, and the limit is whole again.
+    let again: Vec<Fetched> = std::iter::from_fn(|| fetch(&b, &q)).collect();
+    assert_eq!(
+        again.iter().map(|f| f.job.clone()).collect::<Vec<_>>(),
+        taken.iter().map(|f| f.job.clone()).collect::<Vec<_>>()
+    );
+    assert_eq!(b.busy(&q, &none).unwrap(), (2, 2));
+}
+
+#[test]
+fn a_live_capsule_reaped_by_mistake_that_registers_again_within_the_grace_keeps_what_it_holds() {
+    let _turn = BEATING.lock().unwrap_or_else(|e| e.into_inner());
+    let q = queue("comes-back");
+    push(&q, 3);
+    let none = Interrupt::new();
+    let b = watcher(&q);
+    let live = capsule();
+    live.register(&none).unwrap();
+    let _first = fetch(&live, &q).expect("a job");
+    stall(&live);
+    assert!(b
+        .beat(&none)
+        .unwrap()
+        .reaped
+        .iter()
+        .any(|r| r.uuid == live.uuid()));
+
+    // It resumes: a fetch, then its heartbeat beats (within one period).
+    let second = fetch(&live, &q).expect("a job");
+    assert!(b.beat(&none).unwrap().reaped.is_empty());
+    assert!(noted(live.uuid()), "found holding a slot unregistered");
+    assert!(live.beat(&none).unwrap().restored);
+    assert!(!noted(live.uuid()), "registering ends the note");
+
+    // Long past the grace, nothing of it was taken: the beat re-booked the
+    // slot of the job the reaper had pushed back, and the job it fetched
+    // since is still in its in-progress list.
+    let reaped = beat_for(&b, live.uuid(), Duration::from_secs(4));
+    assert!(reaped.is_empty(), "{reaped:?}");
+    assert_eq!(busy(&q), vec![live.uuid().to_owned(); 2]);
+    assert_eq!(in_progress(live.uuid(), &q), vec![second.job.clone()]);
+    live.acknowledge(&q, second.job);
+    live.flush(&none).unwrap();
+    assert_eq!(in_progress(live.uuid(), &q), Vec::<Vec<u8>>::new());
+    live.deregister(&[q.as_str()], &none).unwrap();
+    assert!(busy(&q).is_empty());
+}
+
+#[test]
+fn a_beat_leaves_alone_registered_capsules_and_notes_nothing_of_them() {
+    let _turn = BEATING.lock().unwrap_or_else(|e| e.into_inner());
+    let q = queue("registered");
+    push(&q, 2);
+    let none = Interrupt::new();
+    let b = watcher(&q);
+    let other = capsule();
+    other.register(&none).unwrap();
+    let held = fetch(&other, &q).expect("a job");
+    let alive: String = redis().get(keys::heartbeat(other.uuid())).unwrap();
+    assert_eq!(alive, "1", "what v5's reaper takes for alive");
+    // A v5 process's capsule: registered, a "1" heartbeat, its own entry.
+    let mut conn = redis();
+    let _: () = conn.sadd(keys::CAPSULES, "v5-capsule").unwrap();
+    let _: () = conn.set_ex(keys::heartbeat("v5-capsule"), "1", 60).unwrap();
+    let _: () = conn.rpush(keys::busy(&q), "v5-capsule").unwrap();
+    let reaped = beat_for(&b, other.uuid(), Duration::from_secs(3));
+    assert!(reaped.is_empty(), "{reaped:?}");
+    assert!(!noted(other.uuid()) && !noted("v5-capsule"));
+    assert_eq!(busy(&q).len(), 2);
+    assert_eq!(in_progress(other.uuid(), &q), vec![held.job]);
+    let _: () = conn.del(keys::heartbeat("v5-capsule")).unwrap();
+    let _: () = conn.srem(keys::CAPSULES, "v5-capsule").unwrap();
+    let _: () = conn.lrem(keys::busy(&q), 0, "v5-capsule").unwrap();
+    other.deregister(&[q.as_str()], &none).unwrap();
+}
