@@ -205,3 +205,38 @@ fn a_beat_leaves_alone_registered_capsules_and_notes_nothing_of_them() {
     let _: () = conn.lrem(keys::busy(&q), 0, "v5-capsule").unwrap();
     other.deregister(&[q.as_str()], &none).unwrap();
 }
+
+/// Redis's clock, in seconds.
+fn redis_now() -> i64 {
+    let (secs, _): (i64, i64) = redis::cmd("TIME").query(&mut redis()).unwrap();
+    secs
+}
+
+#[test]
+fn a_capsule_noted_by_others_is_left_to_a_process_serving_its_queues_until_twice_the_grace() {
+    let _turn = BEATING.lock().unwrap_or_else(|e| e.into_inner());
+    let (elsewhere, served) = (queue("elsewhere"), queue("served"));
+    let b = watcher(&served);
+    let none = Interrupt::new();
+    // A capsule that holds a slot and a job of a queue b does not serve,
+    // noted unregistered by a process that serves it.
+    push(&elsewhere, 1);
+    let dead = capsule();
+    fetch(&dead, &elsewhere).expect("a job");
+    let uuid = dead.uuid().to_owned();
+    let note = |age: i64| {
+        let _: () = redis()
+            .hset(keys::UNREGISTERED, &uuid, redis_now() - age)
+            .unwrap();
+    };
+    note(3); // past the grace (2 s), not twice it: the serving process's turn
+    let report = b.beat(&none).unwrap();
+    assert!(report.reaped.iter().all(|r| r.uuid != uuid), "{report:?}");
+    assert_eq!(busy(&elsewhere), vec![uuid.clone()]);
+    note(5); // nobody serving its queues reaped it: b does
+    let reaped = b.beat(&none).unwrap().reaped;
+    let mine: Vec<_> = reaped.iter().filter(|r| r.uuid == uuid).collect();
+    assert_eq!(mine.len(), 1, "{reaped:?}");
+    assert_eq!((mine[0].freed, mine[0].requeued), (1, 1));
+    assert!(busy(&elsewhere).is_empty() && !noted(&uuid));
+}

@@ -14,9 +14,10 @@
 -- A capsule still unregistered the grace period (longer than a heartbeat's
 -- expiry) after its note is dead, not about to register again: returned,
 -- to be reaped (reap.lua, mode 'o', checks all this again atomically).
--- Noted UUIDs this capsule does not meet (their slots are in queues other
--- processes serve, or gone) are returned too once their grace is over, so
--- that no note outlives its capsule.
+-- A noted UUID this capsule does not meet (its slots are in queues other
+-- processes serve, or gone) is returned only after twice the grace, so
+-- that a process serving its queues, which meets it, reaps it first (and
+-- frees its slots there), and no note outlives its capsule.
 --
 -- ARGV[1]     the capsule's own UUID (its own entries are reconcile's)
 -- ARGV[2]     the grace period, in seconds
@@ -55,6 +56,7 @@ end
 
 local ripe = {}
 for uuid, since in pairs(noted) do
-  if uuid ~= own and now - since >= grace then ripe[#ripe + 1] = uuid end
+  local age = now - since
+  if uuid ~= own and (age >= 2 * grace or (met[uuid] and age >= grace)) then ripe[#ripe + 1] = uuid end
 end
 return ripe

@@ -99,10 +99,18 @@ module LimitFetchChaos
 
     private
 
-    # The pid of each registered and beating capsule's process.
+    # The pid of each registered and beating capsule's process (0 for one
+    # whose heartbeat expired): from the Sidekiq identity
+    # ("hostname:pid:nonce") the capsule's :info holds; its heartbeat holds
+    # "1", as v5's.
     def registered(conn)
       uuids = conn.call("SMEMBERS", "#{PREFIX}capsules")
-      uuids.map { conn.call("GET", "#{PREFIX}capsule:#{_1}:heartbeat").to_i }
+      uuids.map do |uuid|
+        next 0 if conn.call("EXISTS", "#{PREFIX}capsule:#{uuid}:heartbeat").zero?
+
+        info = JSON.parse(conn.call("GET", "#{PREFIX}capsule:#{uuid}:info") || "{}")
+        info["identity"].to_s.split(":")[-2].to_i
+      end
     end
 
     def spawn

@@ -18,7 +18,7 @@ module LimitFetchChaos
     def self.read(conn, queues)
       new(busy: lengths(conn, "#{PREFIX}queue:*:busy"), in_progress: lengths(conn, "#{PREFIX}capsule:*:inprogress:*"),
         capsule_keys: conn.call("KEYS", "#{PREFIX}capsule:*").sort,
-        capsules: conn.call("SMEMBERS", "#{PREFIX}capsules").sort,
+        capsules: conn.call("SUNION", "#{PREFIX}capsules", "#{PREFIX}registered").sort,
         job_limit_keys: sizes(conn, "#{PREFIX}limit:*"), parked: conn.call("SMEMBERS", "#{PREFIX}parked").sort,
         queued: queues.to_h { [_1, conn.call("LLEN", "queue:#{_1}")] }.select { |_queue, count| count.positive? },
         dead: conn.call("ZCARD", "dead"))
