@@ -13,11 +13,26 @@ use std::time::{Duration, Instant};
 
 use limit_fetch_core::{keys, Capsule, Fetched, Interrupt, LimitKind, Reaped};
 use redis::Commands;
-use support::{capsule, capsule_with_period, push, queue, redis};
+use support::{capsule, capsule_with_period, queue, redis};
 
 /// Tests that beat (and so reap any registered capsule whose heartbeat is
 /// missing) take turns.
 static BEATING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Pushes `jobs` jobs to `queue`, oldest first, each a payload no other test
+/// or run pushes: a job's recoveries are counted by its payload's SHA1 in
+/// Redis, for 7 days, and a job recovered too often goes to the dead set.
+fn push(queue: &str, jobs: usize) {
+    let mut conn = redis();
+    for i in 0..jobs {
+        let _: () = conn
+            .lpush(
+                format!("queue:{queue}"),
+                format!("{{\"jid\":\"{queue}-{i}\"}}"),
+            )
+            .unwrap();
+    }
+}
 
 /// A capsule that serves `q` and whose grace period is short: 2 s (its
 /// heartbeat lives 1 s).

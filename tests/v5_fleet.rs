@@ -10,11 +10,26 @@ mod support;
 
 use limit_fetch_core::{keys, Capsule, Interrupt, LimitKind};
 use redis::Commands;
-use support::{capsule, push, queue, redis};
+use support::{capsule, queue, redis};
 
 /// Tests that beat (and so reap any registered capsule whose heartbeat is
 /// missing) take turns.
 static BEATING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Pushes `jobs` jobs to `queue`, oldest first, each a payload no other test
+/// or run pushes: a job's recoveries are counted by its payload's SHA1 in
+/// Redis, for 7 days, and a job recovered too often goes to the dead set.
+fn push(queue: &str, jobs: usize) {
+    let mut conn = redis();
+    for i in 0..jobs {
+        let _: () = conn
+            .lpush(
+                format!("queue:{queue}"),
+                format!("{{\"jid\":\"{queue}-{i}\"}}"),
+            )
+            .unwrap();
+    }
+}
 
 /// One reap of a v5 process serving `queues`, as v5 does it.
 fn v5_reap(queues: &[&str]) -> Vec<String> {
