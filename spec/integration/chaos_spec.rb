@@ -47,9 +47,9 @@ end
 RSpec.describe "bin/chaos's accounting" do
   let(:second) { 1_000_000_000 }
 
-  def run(jid, worker, start, finish, cut: Float::INFINITY, queue: "a", tenant: nil)
+  def run(jid, worker, start, finish, cut: Float::INFINITY, queue: "a", tenant: nil, written: nil)
     LimitFetchChaos::Run.new(jid: jid, worker: worker, queue: queue, start: start, finish: finish, cut: cut,
-      tenant: tenant)
+      tenant: tenant, written: written)
   end
 
   def of(limit_id, runs, schedule = nil)
@@ -145,21 +145,34 @@ RSpec.describe "bin/chaos's accounting" do
     expect(LimitFetchChaos::Concurrency.peak([run("j1", "w1", 0, 10), run("j2", "w2", 11, 20)])).to eq(1)
   end
 
-  it "explains a repeat only by a kill that cut the earlier run short, or by the Redis restart" do
-    killed = {"w1" => 10 * second}
-    restart = LimitFetchChaos::Mayhem::Restart.new(at: 30.0, down_from: 30 * second, down_until: 31 * second,
-      through: %w[w3])
+  it "explains a repeat only by a kill that found the job in the killed process's in-progress lists" do
+    killed = {"w1" => 10 * second, "w4" => 31.1 * second, "w5" => 12 * second}
+    held = {"w1" => %w[unfinished unacknowledged before_kill], "w4" => %w[outage], "w5" => nil}
+    restart = LimitFetchChaos::Mayhem::Restart.new(at: 29.0, down_from: 29 * second, down_until: 31 * second,
+      through: %w[w3 w4])
     runs = [
       run("unfinished", "w1", 9 * second, nil, cut: 10 * second), run("unfinished", "w2", 20 * second, 21 * second),
       run("unacknowledged", "w1", 9 * second, 9.5 * second), run("unacknowledged", "w2", 20 * second, 21 * second),
-      run("long_done", "w1", 1 * second, 2 * second), run("long_done", "w2", 20 * second, 21 * second),
+      # Ended while Redis was down; its end written once Redis was back, 0.1 s before the kill.
+      run("outage", "w4", 28.5 * second, 29.2 * second, written: 31 * second),
+      run("outage", "w3", 40 * second, 41 * second),
+      # Acknowledged: gone from w1's in-progress list before the kill.
+      run("acknowledged", "w1", 1 * second, 2 * second), run("acknowledged", "w2", 20 * second, 21 * second),
       run("before_kill", "w1", 9 * second, nil, cut: 10 * second), run("before_kill", "w2", 9.5 * second, 9.6 * second),
-      run("restart", "w3", 29.5 * second, 30.5 * second), run("restart", "w3", 40 * second, 41 * second)
+      # In flight across the outage in a process never killed.
+      run("not_killed", "w3", 28.5 * second, 31.5 * second), run("not_killed", "w3", 40 * second, 41 * second),
+      run("unknown", "w5", 11 * second, nil, cut: 12 * second), run("unknown", "w2", 20 * second, 21 * second)
     ]
-    duplicates = LimitFetchChaos::Duplicates.new(runs, killed, restart)
+    duplicates = LimitFetchChaos::Duplicates.new(runs, killed, held, restart)
 
-    expect(duplicates.by_kill).to eq(2)
-    expect(duplicates.by_restart).to eq(1)
-    expect(duplicates.unexplained.map { _1[:jid] }).to contain_exactly("long_done", "before_kill")
+    expect(duplicates.counts).to eq(killed_running: 1, killed_unacknowledged: 1, killed_after_outage: 1)
+    expect(duplicates.unexplained.map { _1[:jid] }).to contain_exactly("acknowledged", "before_kill", "not_killed",
+      "unknown")
+    why = duplicates.jobs.to_h { [_1[:jid], _1[:repeats].first] }
+    expect(why["outage"]).to eq(category: :killed_after_outage,
+      evidence: "in w4's in-progress list when it was killed, 100 ms after its end was written, 1800 ms after it " \
+                "ended, while Redis was down; ran again in w3 8900 ms after the kill")
+    expect(why["acknowledged"][:evidence]).to eq("not in w1's in-progress lists when it was killed")
+    expect(why["not_killed"][:evidence]).to eq("w3 was not killed")
   end
 end

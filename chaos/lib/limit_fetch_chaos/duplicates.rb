@@ -1,50 +1,88 @@
 # frozen_string_literal: true
 
 module LimitFetchChaos
-  # Jobs that ran more than once. Delivery is at least once, so a job may run
-  # again only after a run the gem could not know finished: one in flight in
-  # a process the chaos killed (unfinished, or finished within ACK_GRACE
-  # before the kill, its acknowledgement not yet sent), the next run starting
-  # after the kill; or one in flight while Redis restarted (within
-  # MARGIN). Any other repeat is unexplained, and a failure.
+  # Jobs that ran more than once, and why each ran again. Delivery is at least
+  # once: a job runs again when the process that ran it died before Redis had
+  # its acknowledgement, and a reaper pushed it back. So a repeat is explained
+  # only by a kill of the earlier run's process that found the job still in
+  # one of that process's in-progress lists (read right after the kill:
+  # Fleet#held_at_kill), the next run starting after the kill. By what the
+  # earlier run had done by then (CATEGORIES):
+  #
+  # - killed_running: it had not ended;
+  # - killed_unacknowledged: it had ended, its acknowledgement not yet in
+  #   Redis (sent within 2 ms of the end, or with the thread's next fetch);
+  # - killed_after_outage: the same, for a run that ended while Redis was
+  #   down: its end was written, and its acknowledgement sent, only once
+  #   Redis was back and the process had reconnected, and the kill came first
+  #   (a kill is due as the outage ends: none happens during it).
+  #
+  # Any other repeat is unexplained, and a failure: a job pushed back while
+  # it ran, or twice, or a run lost track of.
   class Duplicates
-    ACK_GRACE = 1_000_000_000
-    MARGIN = 1_000_000_000
+    CATEGORIES = %i[killed_running killed_unacknowledged killed_after_outage].freeze
 
-    attr_reader :by_kill, :by_restart, :unexplained
+    # Repeats (runs after the first) by category, and the jobs run more than
+    # once: {jid:, runs: [description], repeats: [{category:, evidence:}]},
+    # with category nil for a repeat unexplained.
+    attr_reader :counts, :jobs
 
-    # `killed`: worker name => when it was killed; `restart`: a Mayhem::Restart or nil.
-    def initialize(runs, killed, restart)
+    # `killed`: worker name => when it was killed; `held`: worker name => the
+    # jids its capsules held when it was killed (nil: unknown); `restart`: a
+    # Mayhem::Restart or nil.
+    def initialize(runs, killed, held, restart)
       @killed = killed
+      @held = held
       @restart = restart
-      @by_kill = @by_restart = 0
-      @unexplained = []
-      runs.group_by(&:jid).each_value { |job_runs| classify(job_runs.sort_by(&:start)) if job_runs.size > 1 }
+      @counts = CATEGORIES.to_h { [_1, 0] }
+      @jobs = runs.group_by(&:jid).values.select { _1.size > 1 }.map { job(_1.sort_by(&:start)) }
     end
 
-    def jobs = by_kill + by_restart + unexplained.size
+    def unexplained = jobs.reject { |job| job[:repeats].all? { _1[:category] } }
 
     private
 
-    def classify(runs)
-      reasons = runs.each_cons(2).map { |before, after| reason(before, after) }
-      if reasons.all?
-        reasons.include?(:kill) ? @by_kill += 1 : @by_restart += 1
-      else
-        @unexplained << {jid: runs.first.jid, runs: runs.map { describe(_1) }}
+    def job(runs)
+      repeats = runs.each_cons(2).map { |before, after| repeat(before, after) }
+      repeats.each { |repeat| @counts[repeat[:category]] += 1 if repeat[:category] }
+      {jid: runs.first.jid, runs: runs.map { describe(_1) }, repeats: repeats}
+    end
+
+    def repeat(before, after)
+      killed_at = @killed[before.worker]
+      held = killed_at && @held[before.worker]
+      unless held&.include?(before.jid) && after.start > killed_at
+        return {category: nil, evidence: unexplained_evidence(before, after, killed_at, held)}
       end
+
+      category, what = outcome(before, killed_at)
+      {category: category, evidence: "in #{before.worker}'s in-progress list when it was killed, #{what}; " \
+                                      "ran again in #{after.worker} #{ms(after.start - killed_at)} after the kill"}
     end
 
-    def reason(before, after)
-      return :kill if cut_by_kill?(before, after)
+    def outcome(run, killed_at)
+      return [:killed_running, "#{ms(killed_at - run.start)} into the run"] unless run.finished?
 
-      :restart if @restart && before.overlaps?(@restart.down_from - MARGIN, @restart.down_until + MARGIN)
+      written = "#{ms(killed_at - run.written)} after its end was written"
+      return [:killed_unacknowledged, written] unless ended_in_outage?(run)
+
+      [:killed_after_outage, "#{written}, #{ms(run.written - run.finish)} after it ended, while Redis was down"]
     end
 
-    def cut_by_kill?(before, after)
-      killed_at = @killed[before.worker] or return false
-      after.start > killed_at && (!before.finished? || killed_at - before.finish <= ACK_GRACE)
+    # Ended before Redis came back, its end written after Redis went down.
+    def ended_in_outage?(run)
+      @restart && run.finish < @restart.down_until && run.written > @restart.down_from
     end
+
+    def unexplained_evidence(before, after, killed_at, held)
+      return "#{before.worker} was not killed" unless killed_at
+      return "what #{before.worker} held when killed is unknown (Redis did not answer)" unless held
+      return "not in #{before.worker}'s in-progress lists when it was killed" unless held.include?(before.jid)
+
+      "ran again in #{after.worker} #{ms(killed_at - after.start)} before #{before.worker} was killed"
+    end
+
+    def ms(ns) = "#{(ns / 1e6).round} ms"
 
     def describe(run)
       state = run.finished? ? "finished" : "unfinished"

@@ -5,12 +5,15 @@ module LimitFetchChaos
   # -r ./app.rb` in the app directory, named w1, w2, ... in the order they
   # start (a replacement takes the next name), each logging to log/<name>.log.
   # Remembers when it saw each one gone (`ended`, wall-clock ns): a run its
-  # death cut short ended by then at the latest.
+  # death cut short ended by then at the latest; and, for each it killed, the
+  # jobs its capsules held in Redis when it died (`held_at_kill`, name => jids;
+  # nil if Redis could not say): those, and only those, its reaper pushes
+  # back, to run again.
   class Fleet
     Worker = Data.define(:name, :pid, :log, :started)
     REAPED = /reaped dead capsule \S+: freed (\d+) busy slots, pushed (\d+) in-progress jobs/
 
-    attr_reader :ended, :killed
+    attr_reader :ended, :killed, :held_at_kill
 
     def initialize(app, redis_url, plan)
       @app = app
@@ -20,6 +23,7 @@ module LimitFetchChaos
       @started = 0
       @ended = {}
       @killed = []
+      @held_at_kill = {}
     end
 
     def start
@@ -40,12 +44,14 @@ module LimitFetchChaos
       end
     end
 
-    # kill -9 a random process, then start its replacement; returns both.
-    def kill_one
+    # kill -9 a random process, then, once it is gone, reads through `conn`
+    # what its capsules held, then starts its replacement; returns both.
+    def kill_one(conn)
       victim = @live.delete(@plan.victim(@live))
       LimitFetchTools::ChildProcess.kill(victim.pid)
       @ended[victim.name] = LimitFetchChaos.now_ns # it is reaped: it runs nothing any more
       @killed << victim.name
+      @held_at_kill[victim.name] = held(conn, victim.pid)
       [victim, spawn.tap { @live << _1 }]
     end
 
@@ -100,17 +106,29 @@ module LimitFetchChaos
     private
 
     # The pid of each registered and beating capsule's process (0 for one
-    # whose heartbeat expired): from the Sidekiq identity
-    # ("hostname:pid:nonce") the capsule's :info holds; its heartbeat holds
-    # "1", as v5's.
-    def registered(conn)
-      uuids = conn.call("SMEMBERS", "#{PREFIX}capsules")
-      uuids.map do |uuid|
-        next 0 if conn.call("EXISTS", "#{PREFIX}capsule:#{uuid}:heartbeat").zero?
+    # whose heartbeat expired).
+    def registered(conn) = capsules(conn).values
+
+    # Registered capsule => its process's pid (0 once its heartbeat expired):
+    # from the Sidekiq identity ("hostname:pid:nonce") the capsule's :info
+    # holds; its heartbeat holds "1", as v5's.
+    def capsules(conn)
+      conn.call("SMEMBERS", "#{PREFIX}capsules").to_h do |uuid|
+        next [uuid, 0] if conn.call("EXISTS", "#{PREFIX}capsule:#{uuid}:heartbeat").zero?
 
         info = JSON.parse(conn.call("GET", "#{PREFIX}capsule:#{uuid}:info") || "{}")
-        info["identity"].to_s.split(":")[-2].to_i
+        [uuid, info["identity"].to_s.split(":")[-2].to_i]
       end
+    end
+
+    # The jids in the in-progress lists of the capsules of process `pid`; nil
+    # if Redis did not answer.
+    def held(conn, pid)
+      lists = capsules(conn).filter_map { |uuid, owner| "#{PREFIX}capsule:#{uuid}:inprogress:*" if owner == pid }
+      jobs = lists.flat_map { conn.call("KEYS", _1) }.flat_map { conn.call("LRANGE", _1, 0, -1) }
+      jobs.map { JSON.parse(_1)["jid"] }
+    rescue RedisClient::Error
+      nil
     end
 
     def spawn

@@ -4,6 +4,8 @@ module LimitFetchChaos
   # A report (Report#to_h) as short Markdown: what bin/chaos prints at the end
   # and writes to results/latest.md.
   module Markdown
+    REPEATED_SHOWN = 30
+
     module_function
 
     def render(report)
@@ -11,7 +13,7 @@ module LimitFetchChaos
        setup(report[:plan]), "", *table(["", ""], facts(report)), "",
        *table(["queue", "most at once / limit", "most in one process / limit"], concurrency(report)), "",
        *table(["job limit", "queues", "most at once / limit", "most in one process"], job_limits(report)), "",
-       *verdict(report[:failures])].join("\n") << "\n"
+       *repeated(report[:jobs][:repeated_jobs]), *verdict(report[:failures])].join("\n") << "\n"
     end
 
     def table(header, rows)
@@ -88,8 +90,23 @@ module LimitFetchChaos
     end
 
     def repeats(jobs)
-      "#{jobs[:runs]}; #{jobs[:run_more_than_once]} (after a kill #{jobs[:repeated_after_kill]}, across the " \
-        "Redis restart #{jobs[:repeated_after_restart]}, unexplained #{jobs[:repeated_unexplained].size})"
+      counts = jobs[:repeats]
+      "#{jobs[:runs]}; #{jobs[:run_more_than_once]} (runs again after a kill: #{counts[:killed_running]} cut " \
+        "short, #{counts[:killed_unacknowledged]} not yet acknowledged, #{counts[:killed_after_outage]} not yet " \
+        "acknowledged as it ended during the Redis outage; unexplained #{jobs[:repeated_unexplained].size})"
+    end
+
+    # Each job run more than once, and why each run after its first came
+    # (see Duplicates), REPEATED_SHOWN at most.
+    def repeated(jobs)
+      return [] if jobs.empty?
+
+      rows = jobs.first(REPEATED_SHOWN).map do |job|
+        why = job[:repeats].map { "#{_1[:category] || "UNEXPLAINED"}: #{_1[:evidence]}" }.join("; ")
+        [job[:jid], job[:runs].size, why]
+      end
+      more = jobs.size > REPEATED_SHOWN ? ["", "#{jobs.size - REPEATED_SHOWN} more in latest.json."] : []
+      [*table(["job run more than once", "runs", "why it ran again"], rows), *more, ""]
     end
 
     def chaos(chaos)

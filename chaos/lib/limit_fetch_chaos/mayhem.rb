@@ -46,7 +46,7 @@ module LimitFetchChaos
     end
 
     def kill(elapsed)
-      victim, replacement = @fleet.kill_one
+      victim, replacement = @sidekiq.redis { @fleet.kill_one(_1) }
       @next_kill = elapsed + @plan.kill_interval
       @say.call(elapsed, "kill -9 #{victim.name} (pid #{victim.pid}), started #{replacement.name}")
     end

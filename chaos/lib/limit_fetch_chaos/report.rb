@@ -76,7 +76,8 @@ module LimitFetchChaos
     end
 
     def duplicates
-      @duplicates ||= Duplicates.new(runs, @fleet.killed.to_h { [_1, @fleet.ended.fetch(_1)] }, @restart)
+      @duplicates ||= Duplicates.new(runs, @fleet.killed.to_h { [_1, @fleet.ended.fetch(_1)] }, @fleet.held_at_kill,
+        @restart)
     end
 
     # Jids with a run in the ledger.
@@ -132,8 +133,8 @@ module LimitFetchChaos
     end
 
     def duplicates_h
-      {run_more_than_once: duplicates.jobs, repeated_after_kill: duplicates.by_kill,
-       repeated_after_restart: duplicates.by_restart, repeated_unexplained: duplicates.unexplained.first(SHOWN)}
+      {run_more_than_once: duplicates.jobs.size, repeats: duplicates.counts, repeated_jobs: duplicates.jobs,
+       repeated_unexplained: duplicates.unexplained.first(SHOWN)}
     end
 
     def leftovers_h = leftovers.to_h.merge(clean: leftovers.problems.empty?)

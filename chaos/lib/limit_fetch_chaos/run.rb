@@ -3,18 +3,23 @@
 module LimitFetchChaos
   # One run of a job as the ledger recorded it (chaos/app/ledger.rb), times in
   # wall-clock ns. `finish` is nil when the job's process died (or was
-  # stopped) before the job ended; `cut` is when the driver saw that process
-  # gone, later than anything it ran. `job_class`: its class's name;
-  # `tenant`: the key of a LIMITED class's job, else nil.
-  Run = Data.define(:jid, :worker, :queue, :start, :finish, :cut, :job_class, :tenant) do
-    def initialize(job_class: "ChaosJob", tenant: nil, **) = super
+  # stopped) before the job ended; `written`, when Redis had that end (the
+  # job returned then; later than `finish` if the write waited for Redis);
+  # `cut` is when the driver saw that process gone, later than anything it
+  # ran. `job_class`: its class's name; `tenant`: the key of a LIMITED
+  # class's job, else nil.
+  Run = Data.define(:jid, :worker, :queue, :start, :finish, :written, :cut, :job_class, :tenant) do
+    def initialize(job_class: "ChaosJob", tenant: nil, written: nil, finish: nil, **)
+      super(job_class:, tenant:, finish:, written: written || finish, **)
+    end
 
     # Reads every run. `ended`: worker name => when it was seen gone.
     def self.read(conn, ended)
       starts, ends = [ChaosLedger::STARTS, ChaosLedger::ENDS].map { hash(conn.call("HGETALL", _1)) }
       starts.map do |token, entry|
         jid, worker, queue, start, job_class, tenant = entry.split
-        new(jid: jid, worker: worker, queue: queue, start: Integer(start), finish: ends[token]&.then { Integer(_1) },
+        finish, written = ends[token]&.split&.map { Integer(_1) }
+        new(jid: jid, worker: worker, queue: queue, start: Integer(start), finish: finish, written: written,
           cut: ended.fetch(worker, Float::INFINITY), job_class: job_class, tenant: tenant)
       end
     end
