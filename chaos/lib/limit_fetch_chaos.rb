@@ -16,7 +16,7 @@ end
 # the driver kill -9s a random process every ~2 s (and starts a replacement)
 # and restarts Redis once. Afterwards it checks, from a ledger the jobs wrote
 # to Redis, that no job was lost, that jobs ran more than once only when
-# their process was killed (or Redis restarted) under them, that no limit was
+# their process was killed before Redis had their acknowledgement, that no limit was
 # exceeded (queue limits, and the job limits the LIMITED classes' jobs
 # carry: per tenant, per class, shared by a group, per queue, one changed
 # at run time), that every job discarded at its limit was counted and
@@ -56,4 +56,5 @@ require_relative "limit_fetch_chaos/limited_report"
 require_relative "limit_fetch_chaos/report"
 require_relative "limit_fetch_chaos/environment"
 require_relative "limit_fetch_chaos/markdown"
+require_relative "limit_fetch_chaos/repeats_markdown"
 require_relative "limit_fetch_chaos/runner"

@@ -170,8 +170,9 @@ RSpec.describe "bin/chaos's accounting" do
       "unknown")
     why = duplicates.jobs.to_h { [_1[:jid], _1[:repeats].first] }
     expect(why["outage"]).to eq(category: :killed_after_outage,
-      evidence: "in w4's in-progress list when it was killed, 100 ms after its end was written, 1800 ms after it " \
-                "ended, while Redis was down; ran again in w3 8900 ms after the kill")
+      evidence: "in w4's in-progress list when it was killed, 100 ms after its end was written; it ended 1800 ms " \
+                "before Redis came back, its acknowledgement due while Redis was down; ran again in w3 8900 ms after " \
+                "the kill")
     expect(why["acknowledged"][:evidence]).to eq("not in w1's in-progress lists when it was killed")
     expect(why["not_killed"][:evidence]).to eq("w3 was not killed")
   end

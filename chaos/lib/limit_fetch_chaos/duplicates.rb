@@ -12,10 +12,11 @@ module LimitFetchChaos
   # - killed_running: it had not ended;
   # - killed_unacknowledged: it had ended, its acknowledgement not yet in
   #   Redis (sent within 2 ms of the end, or with the thread's next fetch);
-  # - killed_after_outage: the same, for a run that ended while Redis was
-  #   down: its end was written, and its acknowledgement sent, only once
-  #   Redis was back and the process had reconnected, and the kill came first
-  #   (a kill is due as the outage ends: none happens during it).
+  # - killed_after_outage: the same, for a run whose acknowledgement fell due
+  #   while Redis was down (it ended during the outage, or as it began): the
+  #   acknowledgement went only once Redis was back and the process had
+  #   reconnected (about a second), and the kill came first (a kill falls
+  #   due during the outage, and comes as soon as it is over).
   #
   # Any other repeat is unexplained, and a failure: a job pushed back while
   # it ran, or twice, or a run lost track of.
@@ -56,8 +57,8 @@ module LimitFetchChaos
       end
 
       category, what = outcome(before, killed_at)
-      {category: category, evidence: "in #{before.worker}'s in-progress list when it was killed, #{what}; " \
-                                      "ran again in #{after.worker} #{ms(after.start - killed_at)} after the kill"}
+      again = "ran again in #{after.worker} #{ms(after.start - killed_at)} after the kill"
+      {category: category, evidence: "in #{before.worker}'s in-progress list when it was killed, #{what}; #{again}"}
     end
 
     def outcome(run, killed_at)
@@ -66,10 +67,12 @@ module LimitFetchChaos
       written = "#{ms(killed_at - run.written)} after its end was written"
       return [:killed_unacknowledged, written] unless ended_in_outage?(run)
 
-      [:killed_after_outage, "#{written}, #{ms(run.written - run.finish)} after it ended, while Redis was down"]
+      [:killed_after_outage, "#{written}; it ended #{ms(@restart.down_until - run.finish)} before Redis came " \
+                             "back, its acknowledgement due while Redis was down"]
     end
 
-    # Ended before Redis came back, its end written after Redis went down.
+    # Ended before Redis came back, its end written (and so its acknowledgement
+    # due) after Redis went down.
     def ended_in_outage?(run)
       @restart && run.finish < @restart.down_until && run.written > @restart.down_from
     end
@@ -82,7 +85,7 @@ module LimitFetchChaos
       "ran again in #{after.worker} #{ms(killed_at - after.start)} before #{before.worker} was killed"
     end
 
-    def ms(ns) = "#{(ns / 1e6).round} ms"
+    def ms(nanos) = "#{(nanos / 1e6).round} ms"
 
     def describe(run)
       state = run.finished? ? "finished" : "unfinished"

@@ -4,16 +4,18 @@ module LimitFetchChaos
   # A report (Report#to_h) as short Markdown: what bin/chaos prints at the end
   # and writes to results/latest.md.
   module Markdown
-    REPEATED_SHOWN = 30
-
     module_function
 
     def render(report)
       ["# bin/chaos: #{report[:passed] ? "passed" : "FAILED"}", "", environment(report[:environment]), "",
-       setup(report[:plan]), "", *table(["", ""], facts(report)), "",
+       setup(report[:plan]), "", *tables(report), *verdict(report[:failures])].join("\n") << "\n"
+    end
+
+    def tables(report)
+      [*table(["", ""], facts(report)), "",
        *table(["queue", "most at once / limit", "most in one process / limit"], concurrency(report)), "",
        *table(["job limit", "queues", "most at once / limit", "most in one process"], job_limits(report)), "",
-       *repeated(report[:jobs][:repeated_jobs]), *verdict(report[:failures])].join("\n") << "\n"
+       *RepeatsMarkdown.table(report[:jobs][:repeated_jobs])]
     end
 
     def table(header, rows)
@@ -43,7 +45,7 @@ module LimitFetchChaos
       jobs = report[:jobs]
       [["jobs enqueued / completed / discarded / lost",
         "#{jobs[:enqueued]} / #{jobs[:completed]} / #{jobs[:discarded]} / #{jobs[:lost]}"],
-       ["runs; jobs run more than once", repeats(jobs)], *limited(report), *chaos(report[:chaos]),
+       ["runs; jobs run more than once", RepeatsMarkdown.summary(jobs)], *limited(report), *chaos(report[:chaos]),
        ["time until every job completed; throughput",
         "#{report[:timing][:seconds]} s; #{report[:timing][:jobs_per_second]} jobs/s"],
        ["left in Redis after the processes stopped", leftovers(report[:redis_after_stop])]]
@@ -87,26 +89,6 @@ module LimitFetchChaos
       report[:job_limits].map do |id, seen|
         ["`#{id}`", queues.dig(id, :queues).join(", "), "#{seen[:max]} / #{seen[:limit]}", seen[:max_per_process]]
       end
-    end
-
-    def repeats(jobs)
-      counts = jobs[:repeats]
-      "#{jobs[:runs]}; #{jobs[:run_more_than_once]} (runs again after a kill: #{counts[:killed_running]} cut " \
-        "short, #{counts[:killed_unacknowledged]} not yet acknowledged, #{counts[:killed_after_outage]} not yet " \
-        "acknowledged as it ended during the Redis outage; unexplained #{jobs[:repeated_unexplained].size})"
-    end
-
-    # Each job run more than once, and why each run after its first came
-    # (see Duplicates), REPEATED_SHOWN at most.
-    def repeated(jobs)
-      return [] if jobs.empty?
-
-      rows = jobs.first(REPEATED_SHOWN).map do |job|
-        why = job[:repeats].map { "#{_1[:category] || "UNEXPLAINED"}: #{_1[:evidence]}" }.join("; ")
-        [job[:jid], job[:runs].size, why]
-      end
-      more = jobs.size > REPEATED_SHOWN ? ["", "#{jobs.size - REPEATED_SHOWN} more in latest.json."] : []
-      [*table(["job run more than once", "runs", "why it ran again"], rows), *more, ""]
     end
 
     def chaos(chaos)

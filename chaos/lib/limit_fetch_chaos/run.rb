@@ -18,10 +18,15 @@ module LimitFetchChaos
       starts, ends = [ChaosLedger::STARTS, ChaosLedger::ENDS].map { hash(conn.call("HGETALL", _1)) }
       starts.map do |token, entry|
         jid, worker, queue, start, job_class, tenant = entry.split
-        finish, written = ends[token]&.split&.map { Integer(_1) }
-        new(jid: jid, worker: worker, queue: queue, start: Integer(start), finish: finish, written: written,
+        new(jid: jid, worker: worker, queue: queue, start: Integer(start), **ending(ends[token]),
           cut: ended.fetch(worker, Float::INFINITY), job_class: job_class, tenant: tenant)
       end
+    end
+
+    # An ENDS entry ("end_ns written_ns"), or nil, as keywords.
+    def self.ending(entry)
+      finish, written = entry&.split&.map { Integer(_1) }
+      {finish: finish, written: written}
     end
 
     # A HGETALL reply: a Hash, or a flat Array on RESP2.
