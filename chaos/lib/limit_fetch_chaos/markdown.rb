@@ -71,10 +71,12 @@ module LimitFetchChaos
         "ticks (by queue: #{by_queue})"
     end
 
+    def unlogged(count) = count.to_i.positive? ? ", #{count} whose log line a kill cut off" : ""
+
     def discards(limited)
       discards = limited[:discards]
       "#{discards[:jobs]} jobs: #{discards[:counted].fetch(Discards::NAME, 0)} counted in Redis, " \
-        "#{discards[:logged]} logged"
+        "#{discards[:logged]} logged#{unlogged(discards[:unlogged])}"
     end
 
     # The limit's stretches (the most at once seen in each / its limit) and when each change was made.

@@ -129,11 +129,12 @@ module LimitFetchChaos
     def report(seconds, unsettled, unclean)
       say "Stopped the Sidekiq processes (TERM); reading the ledger"
       redis do |conn|
+        completed = conn.call("SMEMBERS", ChaosLedger::COMPLETED)
+        discards = Discards.read(conn, @fleet.logs, pushed: @feeder.limited_jids.fetch(Discards::NAME), completed:)
         Report.new(@plan, @fleet, @mayhem.restart, @tuner,
-          jids: @feeder.jids, completed: conn.call("SMEMBERS", ChaosLedger::COMPLETED),
-          runs: Run.read(conn, @fleet.ended), leftovers: Leftovers.read(conn, @plan.queues), feeder: @feeder,
-          discards: Discards.read(conn, @fleet.logs), reaped: @fleet.reaped, unclean:, unsettled:, seconds:,
-          environment: Environment.read(conn))
+          jids: @feeder.jids, completed:, runs: Run.read(conn, @fleet.ended),
+          leftovers: Leftovers.read(conn, @plan.queues), feeder: @feeder, discards:, reaped: @fleet.reaped,
+          unclean:, unsettled:, seconds:, environment: Environment.read(conn))
       end
     end
 
