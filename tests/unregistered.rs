@@ -13,26 +13,11 @@ use std::time::{Duration, Instant};
 
 use limit_fetch_core::{keys, Capsule, Fetched, Interrupt, LimitKind, Reaped};
 use redis::Commands;
-use support::{capsule, capsule_with_period, queue, redis};
+use support::{capsule, capsule_with_period, push_unique, queue, redis};
 
 /// Tests that beat (and so reap any registered capsule whose heartbeat is
 /// missing) take turns.
 static BEATING: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-/// Pushes `jobs` jobs to `queue`, oldest first, each a payload no other test
-/// or run pushes: a job's recoveries are counted by its payload's SHA1 in
-/// Redis, for 7 days, and a job recovered too often goes to the dead set.
-fn push(queue: &str, jobs: usize) {
-    let mut conn = redis();
-    for i in 0..jobs {
-        let _: () = conn
-            .lpush(
-                format!("queue:{queue}"),
-                format!("{{\"jid\":\"{queue}-{i}\"}}"),
-            )
-            .unwrap();
-    }
-}
 
 /// A capsule that serves `q` and whose grace period is short: 2 s (its
 /// heartbeat lives 1 s).
@@ -86,7 +71,7 @@ fn beat_for(watcher: &Capsule, uuid: &str, within: Duration) -> Vec<Reaped> {
 fn a_capsule_reaped_while_stalled_that_fetched_and_died_unregistered_is_reaped_after_the_grace() {
     let _turn = BEATING.lock().unwrap_or_else(|e| e.into_inner());
     let q = queue("unregistered");
-    push(&q, 3);
+    push_unique(&q, 3);
     let none = Interrupt::new();
     let b = watcher(&q);
     b.set_limit(&q, LimitKind::Global, Some(2), &none).unwrap();
@@ -158,7 +143,7 @@ fn a_capsule_reaped_while_stalled_that_fetched_and_died_unregistered_is_reaped_a
 fn a_live_capsule_reaped_by_mistake_that_registers_again_within_the_grace_keeps_what_it_holds() {
     let _turn = BEATING.lock().unwrap_or_else(|e| e.into_inner());
     let q = queue("comes-back");
-    push(&q, 3);
+    push_unique(&q, 3);
     let none = Interrupt::new();
     let b = watcher(&q);
     let live = capsule();
@@ -197,7 +182,7 @@ fn a_live_capsule_reaped_by_mistake_that_registers_again_within_the_grace_keeps_
 fn a_beat_leaves_alone_registered_capsules_and_notes_nothing_of_them() {
     let _turn = BEATING.lock().unwrap_or_else(|e| e.into_inner());
     let q = queue("registered");
-    push(&q, 2);
+    push_unique(&q, 2);
     let none = Interrupt::new();
     let b = watcher(&q);
     let other = capsule();
@@ -235,7 +220,7 @@ fn a_capsule_noted_by_others_is_left_to_a_process_serving_its_queues_until_twice
     let none = Interrupt::new();
     // A capsule that holds a slot and a job of a queue b does not serve,
     // noted unregistered by a process that serves it.
-    push(&elsewhere, 1);
+    push_unique(&elsewhere, 1);
     let dead = capsule();
     fetch(&dead, &elsewhere).expect("a job");
     let uuid = dead.uuid().to_owned();

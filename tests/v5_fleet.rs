@@ -10,26 +10,11 @@ mod support;
 
 use limit_fetch_core::{keys, Capsule, Interrupt, LimitKind};
 use redis::Commands;
-use support::{capsule, queue, redis};
+use support::{capsule, push_unique, queue, redis};
 
 /// Tests that beat (and so reap any registered capsule whose heartbeat is
 /// missing) take turns.
 static BEATING: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-/// Pushes `jobs` jobs to `queue`, oldest first, each a payload no other test
-/// or run pushes: a job's recoveries are counted by its payload's SHA1 in
-/// Redis, for 7 days, and a job recovered too often goes to the dead set.
-fn push(queue: &str, jobs: usize) {
-    let mut conn = redis();
-    for i in 0..jobs {
-        let _: () = conn
-            .lpush(
-                format!("queue:{queue}"),
-                format!("{{\"jid\":\"{queue}-{i}\"}}"),
-            )
-            .unwrap();
-    }
-}
 
 /// One reap of a v5 process serving `queues`, as v5 does it.
 fn v5_reap(queues: &[&str]) -> Vec<String> {
@@ -67,7 +52,7 @@ fn fetch_all(capsule: &Capsule, q: &str) -> Vec<Vec<u8>> {
 fn v5s_reaper_takes_a_live_capsule_of_this_gem_for_alive() {
     let _turn = BEATING.lock().unwrap_or_else(|e| e.into_inner());
     let q = queue("v5-alive");
-    push(&q, 2);
+    push_unique(&q, 2);
     let a = capsule();
     let none = Interrupt::new();
     a.register(&none).unwrap();
@@ -83,7 +68,7 @@ fn v5s_reaper_takes_a_live_capsule_of_this_gem_for_alive() {
 fn a_dead_capsule_that_v5_reaped_first_still_has_its_jobs_pushed_back() {
     let _turn = BEATING.lock().unwrap_or_else(|e| e.into_inner());
     let q = queue("v5-first");
-    push(&q, 3);
+    push_unique(&q, 3);
     let none = Interrupt::new();
     let victim = capsule();
     victim.register(&none).unwrap();
@@ -116,7 +101,7 @@ fn a_dead_capsule_that_v5_reaped_first_still_has_its_jobs_pushed_back() {
 fn a_live_capsule_whose_keys_v5_removed_gets_them_back_at_its_next_beat() {
     let _turn = BEATING.lock().unwrap_or_else(|e| e.into_inner());
     let q = queue("v5-repair");
-    push(&q, 2);
+    push_unique(&q, 2);
     let none = Interrupt::new();
     let a = capsule();
     a.register(&none).unwrap();

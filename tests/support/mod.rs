@@ -135,6 +135,20 @@ pub fn queue(label: &str) -> String {
     format!("{label}-{}", uuid::Uuid::new_v4())
 }
 
+/// Pushes `jobs` jobs to `queue`, oldest first, each a payload no other test
+/// or run pushes: a job's recoveries are counted by its payload's SHA1 in
+/// Redis, for 7 days, and a job recovered too often goes to the dead set.
+pub fn push_unique(queue: &str, jobs: usize) {
+    let mut conn = redis();
+    for i in 0..jobs {
+        let _: () = redis::cmd("LPUSH")
+            .arg(format!("queue:{queue}"))
+            .arg(format!("{{\"jid\":\"{queue}-{i}\"}}"))
+            .query(&mut conn)
+            .unwrap();
+    }
+}
+
 pub fn push(queue: &str, jobs: usize) {
     let mut conn = redis();
     for i in 0..jobs {
