@@ -145,7 +145,9 @@ impl Limits {
     ) -> Result<()> {
         let redis = self.redis.clone();
         run_plain(interrupt, self.timeout, async move {
-            write_defaults(&mut *redis.writer().await?, &limits).await
+            write_defaults(&mut *redis.writer().await?, &limits)
+                .await
+                .map(drop)
         })
     }
 
@@ -170,19 +172,18 @@ impl Limits {
     }
 }
 
-/// `SET ... NX` of each limit, in one pipeline.
+/// `SET ... NX` of each limit, in one pipeline; how many it wrote.
 pub(crate) async fn write_defaults(
     conn: &mut Conn,
     limits: &[(String, LimitKind, u64)],
-) -> Result<()> {
+) -> Result<usize> {
+    if limits.is_empty() {
+        return Ok(0);
+    }
     let mut pipe = redis::pipe();
     for (queue, kind, value) in limits {
-        pipe.cmd("SET")
-            .arg(kind.key(queue))
-            .arg(*value)
-            .arg("NX")
-            .ignore();
+        pipe.cmd("SET").arg(kind.key(queue)).arg(*value).arg("NX");
     }
-    pipe.query_async::<()>(conn).await?;
-    Ok(())
+    let written: Vec<Option<String>> = pipe.query_async(conn).await?;
+    Ok(written.iter().flatten().count())
 }

@@ -63,6 +63,15 @@ pub const ALIVE: &str = "1";
 /// Registering removes a capsule from it.
 pub const UNREGISTERED: &str = "sidekiq:limit_fetch:unregistered";
 
+/// Present (with a TTL of one heartbeat expiry) after a capsule came back
+/// from an interruption: beats that failed (Redis down, restarting or
+/// unreachable) or a gap longer than its heartbeat's expiry (its process
+/// frozen). Other capsules' heartbeats may have expired for the same
+/// reason while they live: nobody reaps while it exists, so that every
+/// live capsule has had a full expiry to beat again. Its value, the UUID
+/// of the capsule that set it, is for people.
+pub const OUTAGE: &str = "sidekiq:limit_fetch:outage";
+
 /// Sidekiq's own list for a queue.
 pub fn queue(name: &str) -> String {
     format!("queue:{name}")

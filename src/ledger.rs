@@ -1,12 +1,14 @@
 //! What a capsule knows it holds: the jobs it fetched and has not yet
-//! acknowledged in Redis, and the acknowledgements still to be sent.
+//! acknowledged in Redis, the acknowledgements still to be sent, and those
+//! Redis took lately (which a failover may lose).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::thread::ThreadId;
+use std::time::{Duration, Instant};
 
 /// SHA1 of a job's payload: how the ledger and the Lua scripts (which have
 /// `redis.sha1hex`) recognise a job without keeping or sending its payload.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Digest([u8; 20]);
 
 impl Digest {
@@ -35,15 +37,32 @@ pub(crate) struct Ack {
     pub(crate) thread: ThreadId,
 }
 
+/// A job the capsule holds. Its payload is kept (as Sidekiq keeps the
+/// payloads of its running jobs in its heartbeat): a capsule reaped while
+/// alive books its running jobs again from it (reconcile.lua).
+struct Held {
+    digest: Digest,
+    job: Vec<u8>,
+}
+
+/// How long the acknowledgements Redis took are remembered, and how many at
+/// most: a failover loses the writes of the last moments before it (a
+/// fraction of a second to a few with asynchronous replication), and the
+/// reconciliation that follows it must not run those jobs again.
+const FINISHED_FOR: Duration = Duration::from_secs(30);
+const FINISHED_MAX: usize = 16_384;
+
 #[derive(Default)]
 pub(crate) struct Ledger {
     /// Per queue, the jobs this capsule holds in Redis: fetched, and not yet
     /// acknowledged there (including those in `acks`).
-    held: BTreeMap<String, Vec<Digest>>,
+    held: BTreeMap<String, Vec<Held>>,
     /// Acknowledged here, not yet in Redis.
     pub(crate) acks: Vec<Ack>,
     /// A flush of `acks` is on its way.
     pub(crate) flush_scheduled: bool,
+    /// Acknowledgements Redis took lately, oldest first.
+    finished: VecDeque<(Instant, Digest)>,
 }
 
 impl Ledger {
@@ -62,13 +81,17 @@ impl Ledger {
         self.acks.iter().any(|a| a.thread == thread)
     }
 
-    pub(crate) fn hold(&mut self, queue: &str, digest: Digest) {
-        self.held.entry(queue.to_owned()).or_default().push(digest);
+    pub(crate) fn hold(&mut self, queue: &str, job: &[u8]) {
+        let held = Held {
+            digest: Digest::of(job),
+            job: job.to_vec(),
+        };
+        self.held.entry(queue.to_owned()).or_default().push(held);
     }
 
     pub(crate) fn forget(&mut self, queue: &str, digest: &Digest) {
         if let Some(jobs) = self.held.get_mut(queue) {
-            if let Some(at) = jobs.iter().position(|d| d == digest) {
+            if let Some(at) = jobs.iter().position(|h| h.digest == *digest) {
                 jobs.swap_remove(at);
             }
             if jobs.is_empty() {
@@ -77,13 +100,33 @@ impl Ledger {
         }
     }
 
-    /// Queues with the jobs held in each: the reconciliation script's arguments.
-    pub(crate) fn held_args(&self) -> Vec<String> {
-        let mut args = Vec::new();
-        for (queue, digests) in &self.held {
-            args.push(queue.clone());
-            args.push(digests.len().to_string());
-            args.extend(digests.iter().map(Digest::hex));
+    /// `digest`'s job is finished and Redis took its acknowledgement.
+    pub(crate) fn finished(&mut self, digest: Digest) {
+        let now = Instant::now();
+        self.finished.push_back((now, digest));
+        while self.finished.len() > FINISHED_MAX
+            || self
+                .finished
+                .front()
+                .is_some_and(|(at, _)| now.duration_since(*at) > FINISHED_FOR)
+        {
+            self.finished.pop_front();
+        }
+    }
+
+    /// The reconciliation script's arguments after the capsule's UUID: how
+    /// many queues, each with the jobs held in it, then the digests of the
+    /// jobs lately finished if `with_finished`.
+    pub(crate) fn reconcile_args(&self, with_finished: bool) -> Vec<Vec<u8>> {
+        let mut args = vec![self.held.len().to_string().into_bytes()];
+        for (queue, jobs) in &self.held {
+            args.push(queue.clone().into_bytes());
+            args.push(jobs.len().to_string().into_bytes());
+            args.extend(jobs.iter().map(|h| h.job.clone()));
+        }
+        if with_finished {
+            let unique: HashSet<&Digest> = self.finished.iter().map(|(_, d)| d).collect();
+            args.extend(unique.into_iter().map(|d| d.hex().into_bytes()));
         }
         args
     }
@@ -139,8 +182,8 @@ mod tests {
     fn forget_removes_one_copy() {
         let mut ledger = Ledger::default();
         let d = Digest::of(b"x");
-        ledger.hold("q", d);
-        ledger.hold("q", d);
+        ledger.hold("q", b"x");
+        ledger.hold("q", b"x");
         ledger.forget("q", &d);
         assert_eq!(ledger.held_count("q"), 1);
         ledger.forget("q", &d);

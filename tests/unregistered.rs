@@ -148,7 +148,7 @@ fn a_live_capsule_reaped_by_mistake_that_registers_again_within_the_grace_keeps_
     let b = watcher(&q);
     let live = capsule();
     live.register(&none).unwrap();
-    let _first = fetch(&live, &q).expect("a job");
+    let first = fetch(&live, &q).expect("a job");
     stall(&live);
     assert!(b
         .beat(&none)
@@ -164,18 +164,26 @@ fn a_live_capsule_reaped_by_mistake_that_registers_again_within_the_grace_keeps_
     assert!(live.beat(&none).unwrap().restored);
     assert!(!noted(live.uuid()), "registering ends the note");
 
-    // Long past the grace, nothing of it was taken: the beat re-booked the
-    // slot of the job the reaper had pushed back, and the job it fetched
-    // since is still in its in-progress list.
+    // Long past the grace, nothing of it was taken: the beat booked again
+    // the job the reaper had pushed back (it still runs it), in its busy
+    // and in-progress lists, beside the job it fetched since.
     let reaped = beat_for(&b, live.uuid(), Duration::from_secs(4));
     assert!(reaped.is_empty(), "{reaped:?}");
     assert_eq!(busy(&q), vec![live.uuid().to_owned(); 2]);
-    assert_eq!(in_progress(live.uuid(), &q), vec![second.job.clone()]);
+    assert_eq!(
+        in_progress(live.uuid(), &q),
+        vec![first.job.clone(), second.job.clone()]
+    );
+    // Each acknowledgement frees its slot, once.
     live.acknowledge(&q, second.job);
     live.flush(&none).unwrap();
+    assert_eq!(busy(&q), vec![live.uuid().to_owned()]);
+    live.acknowledge(&q, first.job);
+    live.flush(&none).unwrap();
     assert_eq!(in_progress(live.uuid(), &q), Vec::<Vec<u8>>::new());
-    live.deregister(&[q.as_str()], &none).unwrap();
     assert!(busy(&q).is_empty());
+    assert!(live.beat(&none).unwrap().corrected.is_empty());
+    live.deregister(&[q.as_str()], &none).unwrap();
 }
 
 #[test]

@@ -124,9 +124,10 @@ impl Inner {
             Ok(look) => {
                 for ack in &acks {
                     ledger.forget(&ack.queue, &ack.digest);
+                    ledger.finished(ack.digest);
                 }
                 if let Some(f) = &look.fetched {
-                    ledger.hold(&f.queue, Digest::of(&f.job));
+                    ledger.hold(&f.queue, &f.job);
                 }
                 if !look.discarded.is_empty() {
                     self.discarded.lock().extend(look.discarded.iter().cloned());

@@ -10,6 +10,7 @@ use crate::{job_limits, keys};
 use crate::{Interrupt, Result};
 
 use std::sync::Weak;
+use std::time::{Duration, Instant};
 
 use super::{Capsule, Inner};
 
@@ -25,13 +26,59 @@ pub struct BeatReport {
     /// Jobs in this capsule's in-progress lists that it does not hold (the
     /// reply of their fetch was lost), pushed back: (queue, jid).
     pub orphans: Vec<(String, String)>,
-    /// The capsule's heartbeat key was gone before its period was up: Redis
-    /// lost its data (or reaped a frozen process). The beat registered the
+    /// The capsule's heartbeat key was gone before its period was up: it
+    /// could not beat for longer than its expiry (Redis down or unreachable,
+    /// this process frozen), or Redis lost its data. The beat registered the
     /// capsule again and wrote the configured limits where none are set.
     pub restored: bool,
+    /// Configured limits were missing, and written again: Redis had lost
+    /// its data (a restart without persistence).
+    pub lost_data: bool,
+    /// Jobs this capsule still runs that Redis no longer counted, booked
+    /// again until they end: (queue, jid). It had been reaped as dead while
+    /// alive (frozen, or cut off from Redis, for longer than its heartbeat's
+    /// expiry), and these jobs may run a second time elsewhere.
+    pub rebooked: Vec<(String, String)>,
+    /// Jobs this capsule had finished that were still in its in-progress
+    /// lists (Redis had lost their acknowledgement: a failover, or a restart
+    /// that lost its last writes), removed rather than run again: (queue, jid).
+    pub finished: Vec<(String, String)>,
+    /// No capsule was reaped: an outage or a freeze ended less than a
+    /// heartbeat's expiry ago (see [`keys::OUTAGE`]), and a capsule silent
+    /// through it may be alive.
+    pub held_off: bool,
     /// Parked jobs sent back to their queues because their limit had room
     /// no release had used (see release.lua).
     pub released: u64,
+}
+
+/// Whether this capsule's beats went on without a break: a break (a beat
+/// that failed, or one that came later than a heartbeat's expiry after the
+/// last) means other capsules may have been unable to beat too, for the
+/// same reason (Redis down, restarting or unreachable; the machine frozen).
+#[derive(Debug, Default)]
+pub(super) struct Continuity {
+    failed: bool,
+    last_ok: Option<Instant>,
+}
+
+impl Continuity {
+    fn broken(&self, now: Instant, expiry: Duration) -> bool {
+        self.failed
+            || self
+                .last_ok
+                .is_some_and(|at| now.duration_since(at) > expiry)
+    }
+}
+
+/// What a registration found.
+struct Registered {
+    /// The heartbeat key was gone.
+    restored: bool,
+    /// Configured limits were missing (and written again).
+    lost_data: bool,
+    /// The outage key exists: no reaping.
+    held_off: bool,
 }
 
 impl Capsule {
@@ -39,35 +86,65 @@ impl Capsule {
     /// reaps capsules whose heartbeat expired, on every queue, and those
     /// that hold slots in the queues it serves (see [`Capsule::serve`])
     /// while neither registered nor beating for [`Capsule::grace`] seconds.
+    ///
+    /// After a break in its own beats (see `Continuity`), it first sends
+    /// its pending acknowledgements, sets [`keys::OUTAGE`] so that nobody
+    /// reaps for a heartbeat's expiry, and tells the reconciliation the jobs
+    /// it finished lately, whose acknowledgement Redis may have lost.
     pub fn beat(&self, interrupt: &Interrupt) -> Result<BeatReport> {
         let inner = self.inner.clone();
-        run_plain(interrupt, self.inner.timeout * 4, async move {
+        let expiry = Duration::from_secs(inner.heartbeat_ttl);
+        let broken = inner.continuity.lock().broken(Instant::now(), expiry);
+        let report = run_plain(interrupt, self.inner.timeout * 4, async move {
             // Jobs pushed back and slots freed: a waiter may take them (the
             // writer tells the doorbell when the beat is over).
+            if broken {
+                inner.flush().await?;
+            }
             let mut conn = inner.redis.writer().await?;
-            let restored = inner.register(&mut conn).await?;
-            let (corrected, orphans) = inner.reconcile(&mut conn).await?;
-            let mut reaped = inner.reaper.reap_dead(&mut conn, &inner.uuid).await?;
-            let served = inner.served.lock().clone();
-            if !served.is_empty() {
-                let grace = inner.grace();
-                let unregistered =
-                    inner
-                        .reaper
-                        .reap_unregistered(&mut conn, &inner.uuid, &served, grace);
-                reaped.extend(unregistered.await?);
+            let started = Instant::now();
+            let mut registered = inner.register(&mut conn, broken).await?;
+            // A registration that waited longer than a period (a Redis
+            // stopped, then resumed) is a break too.
+            if !broken && started.elapsed() > inner.period {
+                inner.hold_off_reaping(&mut conn).await?;
+                registered.held_off = true;
+            }
+            let healed = inner.reconcile(&mut conn, broken).await?;
+            let mut reaped = Vec::new();
+            if !registered.held_off {
+                reaped = inner.reaper.reap_dead(&mut conn, &inner.uuid).await?;
+                let served = inner.served.lock().clone();
+                if !served.is_empty() {
+                    let grace = inner.grace();
+                    let unregistered =
+                        inner
+                            .reaper
+                            .reap_unregistered(&mut conn, &inner.uuid, &served, grace);
+                    reaped.extend(unregistered.await?);
+                }
             }
             let cursor = *inner.sweep.lock();
             let (cursor, released) = job_limits::sweep(&mut conn, cursor).await?;
             *inner.sweep.lock() = cursor;
             Ok(BeatReport {
                 reaped,
-                corrected,
-                orphans,
-                restored,
+                corrected: healed.corrected,
+                orphans: healed.orphans,
+                restored: registered.restored,
+                lost_data: registered.lost_data,
+                rebooked: healed.rebooked,
+                finished: healed.finished,
+                held_off: registered.held_off,
                 released,
             })
-        })
+        });
+        let mut continuity = self.inner.continuity.lock();
+        continuity.failed = report.is_err();
+        if report.is_ok() {
+            continuity.last_ok = Some(Instant::now());
+        }
+        report
     }
 
     /// Registers this capsule (heartbeat key and membership), as a beat does.
@@ -75,7 +152,7 @@ impl Capsule {
         let inner = self.inner.clone();
         run_plain(interrupt, self.inner.timeout, async move {
             inner
-                .register(&mut inner.redis.conn().await?)
+                .register(&mut inner.redis.conn().await?, false)
                 .await
                 .map(|_| ())
         })
@@ -119,23 +196,28 @@ impl Inner {
             return;
         };
         handle.spawn(async move {
+            // Acknowledgements first: the new master has not seen those
+            // still to be sent, nor perhaps the last ones the old one took
+            // (the reconciliation is told of those).
             let healed = async {
+                inner.flush().await?;
                 let mut conn = inner.redis.writer().await?;
-                inner.register(&mut conn).await?;
-                inner.reconcile(&mut conn).await
+                inner.register(&mut conn, false).await?;
+                inner.reconcile(&mut conn, true).await
             };
             // Failing, the next beat does it.
             let _ = healed.await;
         });
     }
 
-    /// Sets the heartbeat and membership; true if the heartbeat key was gone,
-    /// in which case the configured limits are written again where unset.
+    /// Sets the heartbeat and membership, and after a break in the beats
+    /// (`broken`) the outage key. If the heartbeat key was gone, writes the
+    /// configured limits again where unset.
     /// The heartbeat holds what v5's reaper takes for alive (`"1"`), so
     /// that its processes, sharing the Redis during a migration, leave this
     /// capsule be. Registering also ends a note that the capsule was found
     /// unregistered (see src/lua/orphans.lua): it is alive.
-    async fn register(&self, conn: &mut Conn) -> Result<bool> {
+    async fn register(&self, conn: &mut Conn, broken: bool) -> Result<Registered> {
         let mut pipe = redis::pipe();
         pipe.atomic()
             .cmd("EXISTS")
@@ -158,6 +240,10 @@ impl Inner {
             .arg(keys::UNREGISTERED)
             .arg(&self.uuid)
             .ignore();
+        if broken {
+            outage(&mut pipe, &self.uuid, self.heartbeat_ttl);
+        }
+        pipe.cmd("EXISTS").arg(keys::OUTAGE);
         if let Some(info) = self.info.lock().as_deref() {
             pipe.cmd("SET")
                 .arg(keys::capsule_info(&self.uuid))
@@ -166,24 +252,61 @@ impl Inner {
                 .arg(self.heartbeat_ttl + INFO_TTL_SECS)
                 .ignore();
         }
-        let (existed,): (bool,) = pipe.query_async(conn).await?;
+        let (existed, held_off): (bool, bool) = pipe.query_async(conn).await?;
+        let mut lost_data = false;
         if !existed {
             let defaults = self.defaults.lock().clone();
-            write_defaults(conn, &defaults).await?;
+            lost_data = write_defaults(conn, &defaults).await? > 0;
         }
-        Ok(!existed)
+        Ok(Registered {
+            restored: !existed,
+            lost_data,
+            held_off,
+        })
     }
 
-    /// Pushes back in-progress jobs this capsule does not hold and sets its
-    /// busy entries per queue to the jobs it holds. Exact: no script that
-    /// changes them runs between reading the ledger and this one.
-    async fn reconcile(
-        &self,
-        conn: &mut Conn,
-    ) -> Result<(Vec<(String, i64, i64)>, Vec<(String, String)>)> {
-        let _exclusive = self.gate.write().await;
-        let mut args = vec![self.uuid.clone()];
-        args.extend(self.ledger().held_args());
-        self.reconcile.invoke(conn, &[] as &[&str], &args).await
+    /// Sets the outage key: nobody reaps for a heartbeat's expiry.
+    async fn hold_off_reaping(&self, conn: &mut Conn) -> Result<()> {
+        let mut pipe = redis::pipe();
+        outage(&mut pipe, &self.uuid, self.heartbeat_ttl);
+        pipe.query_async::<()>(conn).await?;
+        Ok(())
     }
+
+    /// Pushes back in-progress jobs this capsule does not hold, books again
+    /// those it holds that Redis no longer has, and sets its busy entries per
+    /// queue and job limit to the jobs it holds; with `finished`, removes
+    /// rather than pushes back the jobs it finished lately. Exact: no script
+    /// that changes them runs between reading the ledger and this one.
+    async fn reconcile(&self, conn: &mut Conn, finished: bool) -> Result<Healed> {
+        let _exclusive = self.gate.write().await;
+        let mut args = vec![self.uuid.clone().into_bytes()];
+        args.extend(self.ledger().reconcile_args(finished));
+        let (corrected, orphans, rebooked, finished) =
+            self.reconcile.invoke(conn, &[] as &[&str], &args).await?;
+        Ok(Healed {
+            corrected,
+            orphans,
+            rebooked,
+            finished,
+        })
+    }
+}
+
+/// What a reconciliation changed (see [`BeatReport`]).
+pub(super) struct Healed {
+    corrected: Vec<(String, i64, i64)>,
+    orphans: Vec<(String, String)>,
+    rebooked: Vec<(String, String)>,
+    finished: Vec<(String, String)>,
+}
+
+/// `SET` of the outage key for a heartbeat's expiry (`ttl` seconds).
+fn outage(pipe: &mut redis::Pipeline, uuid: &str, ttl: u64) {
+    pipe.cmd("SET")
+        .arg(keys::OUTAGE)
+        .arg(uuid)
+        .arg("EX")
+        .arg(ttl)
+        .ignore();
 }

@@ -63,6 +63,10 @@ struct Inner {
     doorbell: Arc<Doorbell>,
     limits: Limits,
     heartbeat_ttl: u64,
+    /// Between two beats.
+    period: Duration,
+    /// Whether the beats went on without a break (see lifecycle.rs).
+    continuity: Mutex<lifecycle::Continuity>,
     /// Limits from the configuration, written again if Redis loses its data.
     defaults: Mutex<Vec<(String, LimitKind, u64)>>,
     /// What the capsule says of itself for the control plane, written at
@@ -138,6 +142,8 @@ impl Capsule {
                 info: Mutex::default(),
                 served: Mutex::default(),
                 heartbeat_ttl: (period * 4.0).ceil().max(1.0) as u64,
+                period: options.heartbeat_period,
+                continuity: Mutex::default(),
                 ledger: Mutex::new(ForkLocal::new(Ledger::default(), Stale::Drop)),
                 gate: Arc::new(RwLock::new(())),
                 fetch: FetchScript::new(options.lookahead),

@@ -16,6 +16,7 @@ local DEAD_KEY = 'dead'
 local CAPSULES_KEY = 'sidekiq:limit_fetch:capsules'
 local REGISTERED_KEY = 'sidekiq:limit_fetch:registered'
 local UNREGISTERED_KEY = 'sidekiq:limit_fetch:unregistered'
+local OUTAGE_KEY = 'sidekiq:limit_fetch:outage'
 
 -- Sidekiq's own list for a queue.
 local function queue_key(name) return 'queue:' .. name end

@@ -1,6 +1,9 @@
 -- Frees everything a dead capsule held, exactly once: of several processes
 -- reaping at the same moment, only the first acts. A capsule whose
--- heartbeat came back (or that registered again) is left alone.
+-- heartbeat came back (or that registered again) is left alone, and so is
+-- every capsule while OUTAGE_KEY exists: an outage or a freeze ended less
+-- than a heartbeat's expiry ago, and a live capsule may not have beaten
+-- since (see src/keys.rs).
 --
 -- Its in-progress jobs go back to the front of their queues, in the order
 -- they were fetched. A job recovered more than ARGV[3] times keeps killing
@@ -28,6 +31,7 @@ local clean = mode == '1'
 local max_recoveries = tonumber(ARGV[3])
 local now = tonumber(ARGV[4])
 
+if not clean and redis.call('EXISTS', OUTAGE_KEY) == 1 then return nil end
 if mode == 'o' then
   -- Registered or beating again: alive after all, and its note goes.
   if redis.call('EXISTS', KEYS[2]) == 1 or redis.call('SISMEMBER', KEYS[1], uuid) == 1

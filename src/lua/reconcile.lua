@@ -2,56 +2,89 @@
 -- Runs while the capsule has no fetch, acknowledgement or push-back in
 -- flight, so the ledger it is given is exact.
 --
--- * A job in an in-progress list that the capsule does not hold (the reply
---   of its fetch was lost) goes back to the front of its queue.
+-- * A job in an in-progress list that the capsule does not hold goes back
+--   to the front of its queue: the reply of its fetch was lost. Unless the
+--   capsule finished it lately (its digest is given): then Redis lost its
+--   acknowledgement (a failover, a restart that lost its last writes), and
+--   it is removed, not run again.
+-- * A job the capsule holds that is in no in-progress list is booked again
+--   there: the capsule was reaped while alive (frozen, or cut off from Redis,
+--   for longer than its heartbeat's expiry), which pushed the job back and
+--   freed its slots, or Redis lost the write of its fetch. Its
+--   acknowledgement then frees its slots once, as any job's does.
 -- * The capsule's busy entries per queue, and per job limit, are set to the
---   number of jobs it holds (a lost release, a booking lost to a Redis
---   restart).
+--   number of jobs it holds, and each queue and job limit it holds a slot of
+--   is in its sets (whatever it serves now), so that a later reconciliation
+--   or reaping finds them.
 --
 -- ARGV[1]  the capsule's UUID
--- then per queue: queue name, n, and the SHA1 (hex) of each of its n jobs
+-- ARGV[2]  k, the number of queues it holds jobs of
+-- then k groups: queue name, n, and its n jobs (payloads)
+-- then     the SHA1s (hex) of jobs it finished lately, whose acknowledgement
+--          Redis may have lost (given after an outage or a failover; none
+--          otherwise)
 -- Returns {{busy key, entries before, after} for each list it changed,
---          {{queue, jid} of each job pushed back}}.
+--          {{queue, jid} of each job pushed back},
+--          {{queue, jid} of each job booked again},
+--          {{queue, jid} of each finished job removed}}.
 local uuid = ARGV[1]
 
 local held = {}
-local i = 2
-while i <= #ARGV do
+local i = 3
+for _ = 1, tonumber(ARGV[2]) do
   local name, n = ARGV[i], tonumber(ARGV[i + 1])
-  local digests = {}
+  local jobs = {}
   for j = 1, n do
-    local d = ARGV[i + 1 + j]
-    digests[d] = (digests[d] or 0) + 1
+    local job = ARGV[i + 1 + j]
+    jobs[job] = (jobs[job] or 0) + 1
   end
-  held[name] = {count = n, digests = digests}
+  held[name] = {count = n, jobs = jobs}
   i = i + 2 + n
 end
+local finished, any_finished = {}, i <= #ARGV
+for j = i, #ARGV do finished[ARGV[j]] = true end
 for _, name in ipairs(redis.call('SMEMBERS', capsule_queues_key(uuid))) do
-  held[name] = held[name] or {count = 0, digests = {}}
+  held[name] = held[name] or {count = 0, jobs = {}}
 end
 
 -- Per job limit, the jobs carrying it that the capsule holds.
 local booked = {}
 for _, id in ipairs(redis.call('SMEMBERS', capsule_limits_key(uuid))) do booked[id] = 0 end
+local function count_limits(job, n)
+  for _, limit in ipairs(job_limits(job) or {}) do
+    booked[limit.id] = (booked[limit.id] or 0) + n
+  end
+end
 
-local changes, pushed = {}, {}
+local changes, pushed, rebooked, dropped = {}, {}, {}, {}
 for name, mine in pairs(held) do
   local inprogress = in_progress_key(uuid, name)
   local jobs = redis.call('LRANGE', inprogress, 0, -1)
   for j = #jobs, 1, -1 do -- oldest first
     local job = jobs[j]
-    local d = redis.sha1hex(job)
-    if (mine.digests[d] or 0) > 0 then
-      mine.digests[d] = mine.digests[d] - 1
-      for _, limit in ipairs(job_limits(job) or {}) do
-        booked[limit.id] = (booked[limit.id] or 0) + 1
-      end
+    if (mine.jobs[job] or 0) > 0 then
+      mine.jobs[job] = mine.jobs[job] - 1
+      count_limits(job, 1)
     else
+      -- Its job limits' entries are looked at too, wherever they are.
+      count_limits(job, 0)
       redis.call('LREM', inprogress, -1, job)
-      push_back(name, job)
-      table.insert(pushed, {name, (describe_job(job))})
+      if any_finished and finished[redis.sha1hex(job)] then
+        table.insert(dropped, {name, (describe_job(job))})
+      else
+        push_back(name, job)
+        table.insert(pushed, {name, (describe_job(job))})
+      end
     end
   end
+  for job, missing in pairs(mine.jobs) do
+    for _ = 1, missing do
+      redis.call('LPUSH', inprogress, job)
+      count_limits(job, 1)
+      table.insert(rebooked, {name, (describe_job(job))})
+    end
+  end
+  if mine.count > 0 then redis.call('SADD', capsule_queues_key(uuid), name) end
   local busy = busy_key(name)
   local entries = #redis.call('LPOS', busy, uuid, 'COUNT', 0)
   if entries > mine.count then
@@ -81,4 +114,4 @@ for id, count in pairs(booked) do
     redis.call('SREM', capsule_limits_key(uuid), id)
   end
 end
-return {changes, pushed}
+return {changes, pushed, rebooked, dropped}

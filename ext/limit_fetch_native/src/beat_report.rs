@@ -16,10 +16,10 @@ static BEAT_REPORT: Pinned<RClass> = Pinned::new("BeatReport");
 static REAPED: Pinned<RClass> = Pinned::new("BeatReport::Reaped");
 static JOB_REF: Pinned<RClass> = Pinned::new("BeatReport::JobRef");
 static CORRECTION: Pinned<RClass> = Pinned::new("BeatReport::Correction");
-static ORPHAN: Pinned<RClass> = Pinned::new("BeatReport::Orphan");
+static JOB: Pinned<RClass> = Pinned::new("BeatReport::Job");
 
 pub fn init(namespace: RClass) -> Result<(), Error> {
-    for class in [&BEAT_REPORT, &REAPED, &JOB_REF, &CORRECTION, &ORPHAN] {
+    for class in [&BEAT_REPORT, &REAPED, &JOB_REF, &CORRECTION, &JOB] {
         class.init(namespace)?;
     }
     Ok(())
@@ -42,28 +42,37 @@ pub fn to_ruby(ruby: &Ruby, report: BeatReport) -> Result<Value, Error> {
             ],
         )?)?;
     }
-    let orphans = ruby.ary_new_capa(report.orphans.len());
-    for (queue, jid) in report.orphans {
-        orphans.push(new_data(
-            ruby,
-            ORPHAN.get(ruby)?,
-            &[
-                ("queue", queue.into_value_with(ruby)),
-                ("jid", jid.into_value_with(ruby)),
-            ],
-        )?)?;
-    }
     new_data(
         ruby,
         BEAT_REPORT.get(ruby)?,
         &[
             ("reaped", reaped.as_value()),
             ("corrected", corrected.as_value()),
-            ("orphans", orphans.as_value()),
+            ("orphans", jobs_to_ruby(ruby, report.orphans)?),
             ("restored", report.restored.into_value_with(ruby)),
+            ("lost_data", report.lost_data.into_value_with(ruby)),
+            ("rebooked", jobs_to_ruby(ruby, report.rebooked)?),
+            ("finished", jobs_to_ruby(ruby, report.finished)?),
+            ("held_off", report.held_off.into_value_with(ruby)),
             ("released", report.released.into_value_with(ruby)),
         ],
     )
+}
+
+/// (queue, jid) pairs as `BeatReport::Job`s.
+fn jobs_to_ruby(ruby: &Ruby, jobs: Vec<(String, String)>) -> Result<Value, Error> {
+    let array = ruby.ary_new_capa(jobs.len());
+    for (queue, jid) in jobs {
+        array.push(new_data(
+            ruby,
+            JOB.get(ruby)?,
+            &[
+                ("queue", queue.into_value_with(ruby)),
+                ("jid", jid.into_value_with(ruby)),
+            ],
+        )?)?;
+    }
+    Ok(array.as_value())
 }
 
 fn reaped_to_ruby(ruby: &Ruby, reaped: Reaped) -> Result<Value, Error> {

@@ -5,11 +5,17 @@ module Sidekiq
     # What a heartbeat did besides proving its capsule alive (Native#beat):
     # dead capsules it reaped (Reaped), busy lists of its own it corrected
     # (Correction), jobs in its in-progress lists that no thread ran because
-    # the reply of their fetch was lost, pushed back (Orphan), whether Redis
-    # had lost the capsule's registration (+restored+), and how many parked
-    # jobs it sent back to their queues because their limit had room that
-    # no finished job had passed on (+released+).
-    BeatReport = Data.define(:reaped, :corrected, :orphans, :restored, :released)
+    # the reply of their fetch was lost, pushed back (+orphans+, Job),
+    # whether the capsule's heartbeat had expired (+restored+) and whether
+    # Redis had lost its data then (+lost_data+: configured limits were
+    # missing), jobs it still ran that Redis no longer counted, booked again
+    # (+rebooked+: it had been reaped while alive), finished jobs whose
+    # acknowledgement Redis had lost, removed (+finished+), whether reaping
+    # was held off after an outage or a freeze (+held_off+), and how many
+    # parked jobs it sent back to their queues because their limit had room
+    # that no finished job had passed on (+released+).
+    BeatReport = Data.define(:reaped, :corrected, :orphans, :restored, :lost_data, :rebooked, :finished,
+      :held_off, :released)
 
     class BeatReport
       # A dead capsule: busy slots +freed+, in-progress jobs +requeued+ to
@@ -28,8 +34,9 @@ module Sidekiq
       # entries, and now +after+.
       Correction = Data.define(:key, :before, :after)
 
-      # A job of +queue+ pushed back because no thread of this capsule ran it.
-      Orphan = Data.define(:queue, :jid)
+      # A job of +queue+ by its jid ("?" when its payload is not a JSON
+      # object).
+      Job = Data.define(:queue, :jid)
     end
   end
 end

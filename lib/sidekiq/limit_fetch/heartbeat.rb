@@ -15,10 +15,10 @@ module Sidekiq
         @config = capsule
         @native = native
         @period = options.heartbeat_period
-        @max_recoveries = options.max_recoveries
         @wakeup = Thread::Queue.new
         @failing = false
         @lock = Mutex.new
+        @beat_log = BeatLog.new(capsule, options)
         @broken_limits = BrokenLimits.new(capsule, native)
         @at_limit = AtLimitWarning.new(capsule, LimitFetch.admin(capsule), options.at_limit_warning_after)
       end
@@ -47,9 +47,9 @@ module Sidekiq
       def beat
         @lock.synchronize do
           report = @native.beat
-          log_recovery if @failing
+          log_recovery(report) if @failing
           @failing = false
-          log(report)
+          @beat_log.log(report)
           @broken_limits.check
           @at_limit.check
         end
@@ -72,46 +72,6 @@ module Sidekiq
         retry
       end
 
-      def log(report)
-        if report.released.positive?
-          logger.info("sidekiq-limit_fetch: sent #{report.released} parked jobs back to their queues: their limits " \
-                      "had room (raised outside Sidekiq::LimitFetch::JobLimit, or a default raised by a deploy)")
-        end
-        if report.restored
-          logger.warn("sidekiq-limit_fetch: Redis had lost this capsule's registration (restart without " \
-                      "persistence?); registered again and rewrote the configured limits that were missing")
-        end
-        report.reaped.each { |reaped| log_reaped(reaped) }
-        log_healed(report)
-      end
-
-      def log_healed(report)
-        report.corrected.each do |busy|
-          logger.warn("sidekiq-limit_fetch: corrected #{busy.key} for this capsule from #{busy.before} to " \
-                      "#{busy.after} entries")
-        end
-        report.orphans.each do |orphan|
-          logger.warn("sidekiq-limit_fetch: pushed job #{orphan.jid} back to queue #{orphan.queue}: it was in " \
-                      "this capsule's in-progress list but no thread runs it (the reply of its fetch was lost)")
-        end
-      end
-
-      def log_reaped(reaped)
-        logger.info("sidekiq-limit_fetch: reaped #{reaped_capsule(reaped)}: freed #{reaped.freed} busy slots, " \
-                    "pushed #{reaped.requeued} in-progress jobs back to their queues")
-        reaped.dead.each do |job|
-          logger.error("sidekiq-limit_fetch: job #{job.jid} (#{job.job_class}) of queue #{job.queue} was in " \
-                       "progress in dead processes more than #{@max_recoveries} times: " \
-                       "moved to the dead set as a poison pill")
-        end
-      end
-
-      def reaped_capsule(reaped)
-        return "dead capsule #{reaped.uuid}" unless reaped.unregistered
-
-        "capsule #{reaped.uuid}, which held slots while neither registered nor beating"
-      end
-
       def log_failure(error)
         if @failing
           logger.warn("sidekiq-limit_fetch heartbeat still failing: #{error.class}")
@@ -121,8 +81,11 @@ module Sidekiq
         end
       end
 
-      def log_recovery
-        logger.info("sidekiq-limit_fetch heartbeat recovered: Redis is reachable again")
+      def log_recovery(report)
+        if report.held_off
+          held = " (no capsule is reaped for #{format("%g", @period * 4)}s: others may not have beaten again yet)"
+        end
+        logger.info("sidekiq-limit_fetch heartbeat recovered: Redis is reachable again#{held}")
       end
     end
   end

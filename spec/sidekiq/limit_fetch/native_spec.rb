@@ -36,12 +36,13 @@ RSpec.describe Sidekiq::LimitFetch::Native, "answers", :binding do
         dead: [report_class::JobRef.new(queue: "a", jid: JSON.parse(poison)["jid"], job_class: "PoisonJob")],
         unregistered: false)],
       corrected: [report_class::Correction.new(key: queue_key("b", "busy"), before: 1, after: 0)],
-      orphans: [report_class::Orphan.new(queue: "b", jid: JSON.parse(orphan)["jid"])],
-      restored: false,
+      orphans: [report_class::Job.new(queue: "b", jid: JSON.parse(orphan)["jid"])],
+      restored: false, lost_data: false, rebooked: [], finished: [], held_off: false,
       released: 0
     ))
     redis.call("FLUSHDB")
-    expect(native.beat).to eq(report_class.new(reaped: [], corrected: [], orphans: [], restored: true, released: 0))
+    expect(native.beat).to eq(report_class.new(reaped: [], corrected: [], orphans: [], restored: true, lost_data: false,
+      rebooked: [], finished: [], held_off: false, released: 0))
   end
 
   it "reports the stored limits as StoredLimits, kind by symbol, raw text as stored" do

@@ -1,0 +1,88 @@
+# frozen_string_literal: true
+
+module Sidekiq
+  class LimitFetch < BasicFetch
+    # Logs what a heartbeat did besides proving its capsule alive (a
+    # BeatReport): capsules it reaped, parked jobs it sent back, and how it
+    # brought this capsule's entries in Redis in line with the jobs it runs.
+    class BeatLog
+      include Sidekiq::Component
+
+      # +options+: the capsule's CapsuleOptions.
+      def initialize(capsule, options)
+        @config = capsule
+        @expiry = format("%g", options.heartbeat_period * 4)
+        @max_recoveries = options.max_recoveries
+      end
+
+      def log(report)
+        if report.released.positive?
+          logger.info("sidekiq-limit_fetch: sent #{report.released} parked jobs back to their queues: their limits " \
+                      "had room (raised outside Sidekiq::LimitFetch::JobLimit, or a default raised by a deploy)")
+        end
+        log_restored(report) if report.restored
+        report.reaped.each { |reaped| log_reaped(reaped) }
+        log_healed(report)
+        log_finished(report)
+        log_rebooked(report)
+      end
+
+      private
+
+      def log_restored(report)
+        if report.lost_data
+          logger.warn("sidekiq-limit_fetch: Redis had lost its data (a restart without persistence?): registered " \
+                      "this capsule again and rewrote the configured limits that were missing")
+        else
+          logger.warn("sidekiq-limit_fetch: this capsule's heartbeat had expired: it could not beat for longer " \
+                      "than #{@expiry}s (Redis down or unreachable, or this process frozen); registered again")
+        end
+      end
+
+      # Reaped while it lived: its running jobs went back to their queues,
+      # and may be running elsewhere too.
+      def log_rebooked(report)
+        return if report.rebooked.empty?
+
+        jobs = report.rebooked.map { |job| "#{job.jid} (#{job.queue})" }.join(", ")
+        logger.warn("sidekiq-limit_fetch: this capsule had been reaped as dead while it lived (frozen or cut off " \
+                    "from Redis for longer than its heartbeat's expiry): its running jobs #{jobs} were pushed " \
+                    "back and may run a second time elsewhere; booked their slots again until they end")
+      end
+
+      def log_healed(report)
+        report.corrected.each do |busy|
+          logger.warn("sidekiq-limit_fetch: corrected #{busy.key} for this capsule from #{busy.before} to " \
+                      "#{busy.after} entries")
+        end
+        report.orphans.each do |orphan|
+          logger.warn("sidekiq-limit_fetch: pushed job #{orphan.jid} back to queue #{orphan.queue}: it was in " \
+                      "this capsule's in-progress list but no thread runs it (the reply of its fetch was lost)")
+        end
+      end
+
+      def log_finished(report)
+        report.finished.each do |job|
+          logger.info("sidekiq-limit_fetch: removed finished job #{job.jid} from this capsule's in-progress list " \
+                      "of queue #{job.queue}: Redis had lost its acknowledgement (a failover or a restart)")
+        end
+      end
+
+      def log_reaped(reaped)
+        logger.info("sidekiq-limit_fetch: reaped #{reaped_capsule(reaped)}: freed #{reaped.freed} busy slots, " \
+                    "pushed #{reaped.requeued} in-progress jobs back to their queues")
+        reaped.dead.each do |job|
+          logger.error("sidekiq-limit_fetch: job #{job.jid} (#{job.job_class}) of queue #{job.queue} was in " \
+                       "progress in dead processes more than #{@max_recoveries} times: " \
+                       "moved to the dead set as a poison pill")
+        end
+      end
+
+      def reaped_capsule(reaped)
+        return "dead capsule #{reaped.uuid}" unless reaped.unregistered
+
+        "capsule #{reaped.uuid}, which held slots while neither registered nor beating"
+      end
+    end
+  end
+end
