@@ -31,7 +31,7 @@ mod script;
 mod sentinel;
 
 pub use admin::{Limits, StoredLimit};
-pub use capsule::{BeatReport, Capsule, CapsuleOptions};
+pub use capsule::{BeatReport, Capsule, CapsuleOptions, Rebooked};
 pub use capsules::CapsuleEntry;
 pub use connection::{ConnectionSettings, Tls};
 pub use error::{Error, Result};

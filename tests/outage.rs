@@ -147,7 +147,8 @@ fn a_capsule_reaped_while_it_lived_books_again_what_it_runs_in_every_index_and_f
     // It wakes: its beat books its two running jobs again, everywhere.
     let report = live.beat(&none).unwrap();
     assert!(report.restored && !report.lost_data, "{report:?}");
-    let mut rebooked: Vec<String> = report.rebooked.iter().map(|(_, jid)| jid.clone()).collect();
+    let mut rebooked: Vec<String> = report.rebooked.iter().map(|r| r.jid.clone()).collect();
+    assert!(report.rebooked.iter().all(|r| !r.withdrawn), "taken again");
     rebooked.sort();
     assert_eq!(rebooked, ["t1", "t2"]);
     assert_eq!(entries(&keys::busy(&q), live.uuid()), 2);
@@ -270,4 +271,31 @@ fn after_a_break_a_finished_job_whose_acknowledgement_redis_lost_is_removed_not_
     a.flush(&none).unwrap();
     assert_eq!(list(&keys::busy(&q)), Vec::<String>::new());
     a.deregister(&[q.as_str()], &none).unwrap();
+}
+
+#[test]
+fn a_job_booked_again_that_nobody_took_yet_is_taken_out_of_its_queue_and_runs_once() {
+    let _turn = turn();
+    let none = Interrupt::new();
+    let q = queue("withdrawn");
+    push(&q, &[keyed(&q, "w1", "withdrawn-1")]);
+    let live = capsule();
+    live.register(&none).unwrap();
+    let job = fetch(&live, &q).expect("a job");
+    silence(&live);
+    let other = capsule();
+    other.register(&none).unwrap();
+    assert!(reaped(&other.beat(&none).unwrap(), &live));
+    assert_eq!(list(&keys::queue(&q)).len(), 1, "pushed back");
+    let report = live.beat(&none).unwrap();
+    assert_eq!(report.rebooked.len(), 1, "{report:?}");
+    assert!(report.rebooked[0].withdrawn, "{report:?}");
+    assert_eq!(list(&keys::queue(&q)), Vec::<String>::new());
+    assert!(fetch(&other, &q).is_none(), "it runs once");
+    live.acknowledge(&q, job.job);
+    live.flush(&none).unwrap();
+    assert_eq!(list(&keys::busy(&q)), Vec::<String>::new());
+    assert_eq!(list(&keys::job_busy("withdrawn-1")), Vec::<String>::new());
+    live.deregister(&[q.as_str()], &none).unwrap();
+    other.deregister(&[q.as_str()], &none).unwrap();
 }

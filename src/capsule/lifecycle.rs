@@ -35,10 +35,11 @@ pub struct BeatReport {
     /// its data (a restart without persistence).
     pub lost_data: bool,
     /// Jobs this capsule still runs that Redis no longer counted, booked
-    /// again until they end: (queue, jid). It had been reaped as dead while
-    /// alive (frozen, or cut off from Redis, for longer than its heartbeat's
-    /// expiry), and these jobs may run a second time elsewhere.
-    pub rebooked: Vec<(String, String)>,
+    /// again until they end. It had been reaped as dead while alive (frozen
+    /// for longer than its heartbeat's expiry), or Redis lost the write of
+    /// their fetch (a failover): these jobs may run a second time elsewhere,
+    /// unless nobody had taken them yet ([`Rebooked::withdrawn`]).
+    pub rebooked: Vec<Rebooked>,
     /// Jobs this capsule had finished that were still in its in-progress
     /// lists (Redis had lost their acknowledgement: a failover, or a restart
     /// that lost its last writes), removed rather than run again: (queue, jid).
@@ -50,6 +51,16 @@ pub struct BeatReport {
     /// Parked jobs sent back to their queues because their limit had room
     /// no release had used (see release.lua).
     pub released: u64,
+}
+
+/// A job a capsule still runs, booked again (see [`BeatReport::rebooked`]).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Rebooked {
+    pub queue: String,
+    pub jid: String,
+    /// It was still in its queue (or parked), taken by nobody: taken out, it
+    /// runs once.
+    pub withdrawn: bool,
 }
 
 /// Whether this capsule's beats went on without a break: a break (a beat
@@ -282,8 +293,22 @@ impl Inner {
         let _exclusive = self.gate.write().await;
         let mut args = vec![self.uuid.clone().into_bytes()];
         args.extend(self.ledger().reconcile_args(finished));
-        let (corrected, orphans, rebooked, finished) =
+        type Reply = (
+            Vec<(String, i64, i64)>,
+            Vec<(String, String)>,
+            Vec<(String, String, i64)>,
+            Vec<(String, String)>,
+        );
+        let (corrected, orphans, rebooked, finished): Reply =
             self.reconcile.invoke(conn, &[] as &[&str], &args).await?;
+        let rebooked = rebooked
+            .into_iter()
+            .map(|(queue, jid, withdrawn)| Rebooked {
+                queue,
+                jid,
+                withdrawn: withdrawn > 0,
+            })
+            .collect();
         Ok(Healed {
             corrected,
             orphans,
@@ -297,7 +322,7 @@ impl Inner {
 pub(super) struct Healed {
     corrected: Vec<(String, i64, i64)>,
     orphans: Vec<(String, String)>,
-    rebooked: Vec<(String, String)>,
+    rebooked: Vec<Rebooked>,
     finished: Vec<(String, String)>,
 }
 

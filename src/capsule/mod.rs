@@ -27,7 +27,7 @@ use crate::script::fetch::{Discarded, FetchScript};
 use crate::script::{LuaScript, RECONCILE, REQUEUE};
 use crate::{direct, ConnectionSettings, Interrupt, LimitKind, LimitValue, Result};
 
-pub use lifecycle::BeatReport;
+pub use lifecycle::{BeatReport, Rebooked};
 pub(crate) use look::LookPending;
 
 /// How a capsule runs, besides where Redis is.

@@ -11,7 +11,9 @@
 --   there: the capsule was reaped while alive (frozen, or cut off from Redis,
 --   for longer than its heartbeat's expiry), which pushed the job back and
 --   freed its slots, or Redis lost the write of its fetch. Its
---   acknowledgement then frees its slots once, as any job's does.
+--   acknowledgement then frees its slots once, as any job's does. If it is
+--   still in its queue (or parked), nobody has taken it yet: it is taken
+--   out, and runs once.
 -- * The capsule's busy entries per queue, and per job limit, are set to the
 --   number of jobs it holds, and each queue and job limit it holds a slot of
 --   is in its sets (whatever it serves now), so that a later reconciliation
@@ -25,7 +27,8 @@
 --          otherwise)
 -- Returns {{busy key, entries before, after} for each list it changed,
 --          {{queue, jid} of each job pushed back},
---          {{queue, jid} of each job booked again},
+--          {{queue, jid, 1 if taken out of its queue or parked list else 0}
+--           of each job booked again},
 --          {{queue, jid} of each finished job removed}}.
 local uuid = ARGV[1]
 
@@ -81,7 +84,12 @@ for name, mine in pairs(held) do
     for _ = 1, missing do
       redis.call('LPUSH', inprogress, job)
       count_limits(job, 1)
-      table.insert(rebooked, {name, (describe_job(job))})
+      -- Pushed back to the front of its queue (the right), or parked.
+      local withdrawn = redis.call('LREM', queue_key(name), -1, job)
+      for _, limit in ipairs(job_limits(job) or {}) do
+        if withdrawn == 0 then withdrawn = redis.call('LREM', parked_key(limit.id), -1, job) end
+      end
+      table.insert(rebooked, {name, (describe_job(job)), withdrawn})
     end
   end
   if mine.count > 0 then redis.call('SADD', capsule_queues_key(uuid), name) end

@@ -7,7 +7,7 @@
 //! renamed on one side only fails at the first beat (Ruby's `missing
 //! keyword`) instead of shifting a value into the wrong field.
 
-use limit_fetch_core::{BeatReport, JobRef, Reaped};
+use limit_fetch_core::{BeatReport, JobRef, Reaped, Rebooked};
 use magnus::{prelude::*, Error, IntoValue, RArray, RClass, Ruby, Value};
 
 use crate::helpers::{new_data, Pinned};
@@ -17,9 +17,10 @@ static REAPED: Pinned<RClass> = Pinned::new("BeatReport::Reaped");
 static JOB_REF: Pinned<RClass> = Pinned::new("BeatReport::JobRef");
 static CORRECTION: Pinned<RClass> = Pinned::new("BeatReport::Correction");
 static JOB: Pinned<RClass> = Pinned::new("BeatReport::Job");
+static REBOOKED: Pinned<RClass> = Pinned::new("BeatReport::Rebooked");
 
 pub fn init(namespace: RClass) -> Result<(), Error> {
-    for class in [&BEAT_REPORT, &REAPED, &JOB_REF, &CORRECTION, &JOB] {
+    for class in [&BEAT_REPORT, &REAPED, &JOB_REF, &CORRECTION, &JOB, &REBOOKED] {
         class.init(namespace)?;
     }
     Ok(())
@@ -51,7 +52,7 @@ pub fn to_ruby(ruby: &Ruby, report: BeatReport) -> Result<Value, Error> {
             ("orphans", jobs_to_ruby(ruby, report.orphans)?),
             ("restored", report.restored.into_value_with(ruby)),
             ("lost_data", report.lost_data.into_value_with(ruby)),
-            ("rebooked", jobs_to_ruby(ruby, report.rebooked)?),
+            ("rebooked", rebooked_to_ruby(ruby, report.rebooked)?),
             ("finished", jobs_to_ruby(ruby, report.finished)?),
             ("held_off", report.held_off.into_value_with(ruby)),
             ("released", report.released.into_value_with(ruby)),
@@ -69,6 +70,22 @@ fn jobs_to_ruby(ruby: &Ruby, jobs: Vec<(String, String)>) -> Result<Value, Error
             &[
                 ("queue", queue.into_value_with(ruby)),
                 ("jid", jid.into_value_with(ruby)),
+            ],
+        )?)?;
+    }
+    Ok(array.as_value())
+}
+
+fn rebooked_to_ruby(ruby: &Ruby, jobs: Vec<Rebooked>) -> Result<Value, Error> {
+    let array = ruby.ary_new_capa(jobs.len());
+    for job in jobs {
+        array.push(new_data(
+            ruby,
+            REBOOKED.get(ruby)?,
+            &[
+                ("queue", job.queue.into_value_with(ruby)),
+                ("jid", job.jid.into_value_with(ruby)),
+                ("withdrawn", job.withdrawn.into_value_with(ruby)),
             ],
         )?)?;
     }

@@ -39,15 +39,21 @@ module Sidekiq
         end
       end
 
-      # Reaped while it lived: its running jobs went back to their queues,
-      # and may be running elsewhere too.
+      # Reaped while it lived (or its fetches lost with a failover): its
+      # running jobs went back to their queues, and may run elsewhere too
+      # unless nobody had taken them yet.
       def log_rebooked(report)
         return if report.rebooked.empty?
 
-        jobs = report.rebooked.map { |job| "#{job.jid} (#{job.queue})" }.join(", ")
-        logger.warn("sidekiq-limit_fetch: this capsule had been reaped as dead while it lived (frozen or cut off " \
-                    "from Redis for longer than its heartbeat's expiry): its running jobs #{jobs} were pushed " \
-                    "back and may run a second time elsewhere; booked their slots again until they end")
+        again, once = report.rebooked.partition { |job| !job.withdrawn }
+        logger.warn("sidekiq-limit_fetch: Redis no longer counted jobs this capsule still runs (it was reaped as " \
+                    "dead while frozen for longer than #{@expiry}s, or a failover lost their fetch): booked their " \
+                    "slots again until they end; #{jobs(once)} taken out of their queues again (they run once), " \
+                    "#{jobs(again)} may run a second time elsewhere")
+      end
+
+      def jobs(list)
+        list.empty? ? "none" : list.map { |job| "#{job.jid} (#{job.queue})" }.join(", ")
       end
 
       def log_healed(report)

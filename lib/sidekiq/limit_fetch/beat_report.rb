@@ -37,6 +37,10 @@ module Sidekiq
       # A job of +queue+ by its jid ("?" when its payload is not a JSON
       # object).
       Job = Data.define(:queue, :jid)
+
+      # A job of +queue+ this capsule still ran, booked again; +withdrawn+:
+      # it was still queued (or parked), taken out again, and runs once.
+      Rebooked = Data.define(:queue, :jid, :withdrawn)
     end
   end
 end
