@@ -20,7 +20,14 @@ static JOB: Pinned<RClass> = Pinned::new("BeatReport::Job");
 static REBOOKED: Pinned<RClass> = Pinned::new("BeatReport::Rebooked");
 
 pub fn init(namespace: RClass) -> Result<(), Error> {
-    for class in [&BEAT_REPORT, &REAPED, &JOB_REF, &CORRECTION, &JOB, &REBOOKED] {
+    for class in [
+        &BEAT_REPORT,
+        &REAPED,
+        &JOB_REF,
+        &CORRECTION,
+        &JOB,
+        &REBOOKED,
+    ] {
         class.init(namespace)?;
     }
     Ok(())
