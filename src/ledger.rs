@@ -61,8 +61,9 @@ pub(crate) struct Ledger {
     pub(crate) acks: Vec<Ack>,
     /// A flush of `acks` is on its way.
     pub(crate) flush_scheduled: bool,
-    /// Acknowledgements Redis took lately, oldest first.
-    finished: VecDeque<(Instant, Digest)>,
+    /// Acknowledgements Redis took lately, oldest first: when, the job's
+    /// queue and digest.
+    finished: VecDeque<(Instant, String, Digest)>,
 }
 
 impl Ledger {
@@ -100,23 +101,24 @@ impl Ledger {
         }
     }
 
-    /// `digest`'s job is finished and Redis took its acknowledgement.
-    pub(crate) fn finished(&mut self, digest: Digest) {
+    /// A job of `queue` is finished and Redis took its acknowledgement.
+    pub(crate) fn finished(&mut self, queue: String, digest: Digest) {
         let now = Instant::now();
-        self.finished.push_back((now, digest));
+        self.finished.push_back((now, queue, digest));
         while self.finished.len() > FINISHED_MAX
             || self
                 .finished
                 .front()
-                .is_some_and(|(at, _)| now.duration_since(*at) > FINISHED_FOR)
+                .is_some_and(|(at, _, _)| now.duration_since(*at) > FINISHED_FOR)
         {
             self.finished.pop_front();
         }
     }
 
     /// The reconciliation script's arguments after the capsule's UUID: how
-    /// many queues, each with the jobs held in it, then the digests of the
-    /// jobs lately finished if `with_finished`.
+    /// many queues, each with the jobs held in it; then, if `with_finished`,
+    /// how many queues, each with the digests of its jobs lately finished,
+    /// newest first.
     pub(crate) fn reconcile_args(&self, with_finished: bool) -> Vec<Vec<u8>> {
         let mut args = vec![self.held.len().to_string().into_bytes()];
         for (queue, jobs) in &self.held {
@@ -124,9 +126,20 @@ impl Ledger {
             args.push(jobs.len().to_string().into_bytes());
             args.extend(jobs.iter().map(|h| h.job.clone()));
         }
+        let mut finished: BTreeMap<&str, Vec<&Digest>> = BTreeMap::new();
         if with_finished {
-            let unique: HashSet<&Digest> = self.finished.iter().map(|(_, d)| d).collect();
-            args.extend(unique.into_iter().map(|d| d.hex().into_bytes()));
+            let mut seen = HashSet::new();
+            for (_, queue, digest) in self.finished.iter().rev() {
+                if seen.insert((queue, digest)) {
+                    finished.entry(queue).or_default().push(digest);
+                }
+            }
+        }
+        args.push(finished.len().to_string().into_bytes());
+        for (queue, digests) in finished {
+            args.push(queue.as_bytes().to_vec());
+            args.push(digests.len().to_string().into_bytes());
+            args.extend(digests.into_iter().map(|d| d.hex().into_bytes()));
         }
         args
     }

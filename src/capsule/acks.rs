@@ -93,6 +93,16 @@ impl Inner {
         mode: Mode,
         acks: Vec<Ack>,
     ) -> Result<Look> {
+        // On a master the capsule is not healed on yet, it waits for that.
+        if let Err(err) = self.heal().await {
+            return self.settle(acks, Err(err));
+        }
+        self.fetch_here(queues, mode, acks).await
+    }
+
+    /// [`Inner::fetch`] on whatever master is followed now: the healing's
+    /// own flush.
+    async fn fetch_here(&self, queues: &[String], mode: Mode, acks: Vec<Ack>) -> Result<Look> {
         let _shared = self.gate.read().await;
         let generation = self.redis.generation();
         let mut reply = self
@@ -122,9 +132,9 @@ impl Inner {
         let mut ledger = self.ledger();
         match &reply {
             Ok(look) => {
-                for ack in &acks {
+                for ack in acks {
                     ledger.forget(&ack.queue, &ack.digest);
-                    ledger.finished(ack.digest);
+                    ledger.finished(ack.queue, ack.digest);
                 }
                 if let Some(f) = &look.fetched {
                     ledger.hold(&f.queue, &f.job);
@@ -146,7 +156,7 @@ impl Inner {
         }
         // Freed slots no fetch of this capsule took: a waiter may (see `fetch`).
         let acks = self.ledger().take_acks(None);
-        self.fetch(&[], Mode::Plain, acks).await.map(drop)
+        self.fetch_here(&[], Mode::Plain, acks).await.map(drop)
     }
 
     fn schedule_flush(self: Arc<Self>, after: Duration) {

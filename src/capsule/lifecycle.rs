@@ -9,6 +9,7 @@ use crate::runtime::run_plain;
 use crate::{job_limits, keys};
 use crate::{Interrupt, Result};
 
+use std::sync::atomic::Ordering;
 use std::sync::Weak;
 use std::time::{Duration, Instant};
 
@@ -196,29 +197,47 @@ impl Capsule {
 
 impl Inner {
     /// Behind sentinels, the capsule's connection was opened to a new
-    /// master: registers and reconciles there at once, as the next beat
-    /// would. What the old master took in after the new one was promoted
-    /// is lost with it: a booking (the new master's busy entries then
-    /// count fewer jobs than the capsule holds) is written again now, not a
-    /// heartbeat period later; a job whose fetch was lost is still in its
-    /// queue there, and one whose acknowledgement was lost is pushed back.
+    /// master: heals the capsule there at once (see [`Inner::heal`]).
     pub(super) fn followed(me: &Weak<Inner>) {
         let (Some(inner), Ok(handle)) = (me.upgrade(), crate::runtime::handle()) else {
             return;
         };
-        handle.spawn(async move {
-            // Acknowledgements first: the new master has not seen those
-            // still to be sent, nor perhaps the last ones the old one took
-            // (the reconciliation is told of those).
-            let healed = async {
-                inner.flush().await?;
-                let mut conn = inner.redis.writer().await?;
-                inner.register(&mut conn, false).await?;
-                inner.reconcile(&mut conn, true).await
-            };
-            // Failing, the next beat does it.
-            let _ = healed.await;
-        });
+        // Failing, the next look or beat does it.
+        handle.spawn(async move { inner.heal().await });
+    }
+
+    /// True unless the capsule follows a master through sentinels and is
+    /// not healed on the one of `generation` yet.
+    pub(super) fn healed_on(&self, generation: u64) -> bool {
+        !self.redis.follows_master() || self.healed.load(Ordering::Acquire) >= generation
+    }
+
+    /// Behind sentinels, before its first look on a new master: registers
+    /// and reconciles the capsule there, as the next beat would, and no look
+    /// of the capsule runs there before. What the old master took in after
+    /// the new one was promoted is lost with it: a booking (the new
+    /// master's busy entries then count fewer jobs than the capsule holds)
+    /// is written again now, not a heartbeat period later; a job the
+    /// capsule runs whose fetch was lost is taken out of its queue and
+    /// booked again; a finished job whose acknowledgement was lost is
+    /// removed from its in-progress list, and one whose fetch was lost too
+    /// from the front of its queue, rather than run again. Pending
+    /// acknowledgements go first.
+    pub(super) async fn heal(&self) -> Result<()> {
+        let generation = self.redis.generation();
+        if self.healed_on(generation) {
+            return Ok(());
+        }
+        let _one = self.healing.lock().await;
+        if self.healed_on(generation) {
+            return Ok(());
+        }
+        self.flush().await?;
+        let mut conn = self.redis.writer().await?;
+        self.register(&mut conn, false).await?;
+        self.reconcile(&mut conn, true).await?;
+        self.healed.store(generation, Ordering::Release);
+        Ok(())
     }
 
     /// Sets the heartbeat and membership, and after a break in the beats

@@ -150,6 +150,11 @@ impl DirectLook {
     fn start(inner: &Arc<Inner>, queues: &Arc<Vec<String>>, watch: bool) -> Option<DirectLook> {
         let gate = inner.gate.clone().try_read_owned().ok()?;
         let generation = inner.redis.generation();
+        // A new master the capsule is not healed on yet: the runtime's look
+        // waits for it (Inner::heal).
+        if !inner.healed_on(generation) {
+            return None;
+        }
         let conn = direct::take(inner.id, generation)?;
         let acks = inner.ledger().take_acks(Some(std::thread::current().id()));
         let mode = Mode::of_look(watch, true);

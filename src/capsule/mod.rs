@@ -11,6 +11,7 @@ mod acks;
 mod lifecycle;
 mod look;
 
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -67,6 +68,10 @@ struct Inner {
     period: Duration,
     /// Whether the beats went on without a break (see lifecycle.rs).
     continuity: Mutex<lifecycle::Continuity>,
+    /// Behind sentinels, the generation of the last master the capsule was
+    /// healed on (see `Inner::heal`), and one healing at a time.
+    healed: AtomicU64,
+    healing: tokio::sync::Mutex<()>,
     /// Limits from the configuration, written again if Redis loses its data.
     defaults: Mutex<Vec<(String, LimitKind, u64)>>,
     /// What the capsule says of itself for the control plane, written at
@@ -144,6 +149,8 @@ impl Capsule {
                 heartbeat_ttl: (period * 4.0).ceil().max(1.0) as u64,
                 period: options.heartbeat_period,
                 continuity: Mutex::default(),
+                healed: AtomicU64::new(0),
+                healing: tokio::sync::Mutex::new(()),
                 ledger: Mutex::new(ForkLocal::new(Ledger::default(), Stale::Drop)),
                 gate: Arc::new(RwLock::new(())),
                 fetch: FetchScript::new(options.lookahead),

@@ -6,7 +6,8 @@
 --   to the front of its queue: the reply of its fetch was lost. Unless the
 --   capsule finished it lately (its digest is given): then Redis lost its
 --   acknowledgement (a failover, a restart that lost its last writes), and
---   it is removed, not run again.
+--   it is removed, not run again. So is such a job found at the front of
+--   its queue: Redis lost its fetch too.
 -- * A job the capsule holds that is in no in-progress list is booked again
 --   there: the capsule was reaped while alive (frozen, or cut off from Redis,
 --   for longer than its heartbeat's expiry), which pushed the job back and
@@ -22,14 +23,16 @@
 -- ARGV[1]  the capsule's UUID
 -- ARGV[2]  k, the number of queues it holds jobs of
 -- then k groups: queue name, n, and its n jobs (payloads)
--- then     the SHA1s (hex) of jobs it finished lately, whose acknowledgement
---          Redis may have lost (given after an outage or a failover; none
---          otherwise)
+-- then     m, the number of queues whose jobs it finished lately are given
+--          (after an outage or a failover; 0 otherwise), and m groups:
+--          queue name, n, and the SHA1s (hex) of n jobs it finished, newest
+--          first, whose fetch or acknowledgement Redis may have lost
 -- Returns {{busy key, entries before, after} for each list it changed,
 --          {{queue, jid} of each job pushed back},
 --          {{queue, jid, 1 if taken out of its queue or parked list else 0}
 --           of each job booked again},
---          {{queue, jid} of each finished job removed}}.
+--          {{queue, jid} of each finished job removed, from an in-progress
+--           list or its queue}}.
 local uuid = ARGV[1]
 
 local held = {}
@@ -44,8 +47,15 @@ for _ = 1, tonumber(ARGV[2]) do
   held[name] = {count = n, jobs = jobs}
   i = i + 2 + n
 end
-local finished, any_finished = {}, i <= #ARGV
-for j = i, #ARGV do finished[ARGV[j]] = true end
+-- Per queue, the digests of the jobs finished lately, and how many.
+local finished, finished_count = {}, {}
+for _ = 1, tonumber(ARGV[i]) do
+  local name, n = ARGV[i + 1], tonumber(ARGV[i + 2])
+  local digests = {}
+  for j = 1, n do digests[ARGV[i + 2 + j]] = true end
+  finished[name], finished_count[name] = digests, n
+  i = i + 2 + n
+end
 for _, name in ipairs(redis.call('SMEMBERS', capsule_queues_key(uuid))) do
   held[name] = held[name] or {count = 0, jobs = {}}
 end
@@ -72,7 +82,7 @@ for name, mine in pairs(held) do
       -- Its job limits' entries are looked at too, wherever they are.
       count_limits(job, 0)
       redis.call('LREM', inprogress, -1, job)
-      if any_finished and finished[redis.sha1hex(job)] then
+      if finished[name] and finished[name][redis.sha1hex(job)] then
         table.insert(dropped, {name, (describe_job(job))})
       else
         push_back(name, job)
@@ -101,6 +111,21 @@ for name, mine in pairs(held) do
   elseif entries < mine.count then
     for _ = entries + 1, mine.count do redis.call('RPUSH', busy, uuid) end
     table.insert(changes, {busy, entries, mine.count})
+  end
+end
+
+-- A job finished lately that is at the front of its queue (the right end,
+-- which fetches take from) was fetched where Redis lost the write (a master
+-- that was no longer one): taken out, so that it does not run again. Only
+-- the newest jobs' fetches can have been lost, and nobody has fetched here
+-- since (the capsule's fetches wait for this): as far in as it finished jobs.
+for name, digests in pairs(finished) do
+  local queue = queue_key(name)
+  for _, job in ipairs(redis.call('LRANGE', queue, -math.min(finished_count[name], 1000), -1)) do
+    if digests[redis.sha1hex(job)] then
+      redis.call('LREM', queue, -1, job)
+      table.insert(dropped, {name, (describe_job(job))})
+    end
   end
 end
 
