@@ -23,7 +23,7 @@ module Sidekiq
       def call(_job_class, job, queue, _redis_pool)
         declared = job[FIELD]
         if declared.is_a?(Hash)
-          limits = declaration(class_name(job), declared).payload(arguments(job), queue)
+          limits = declaration(class_name(job), declared).payload(queue) { arguments(job) }
           limits.empty? ? job.delete(FIELD) : carry(job, limits)
         end
         yield
