@@ -23,6 +23,7 @@ require "sidekiq/limit_fetch/native_extension"
 Sidekiq::LimitFetch::NativeExtension.load
 require "sidekiq/limit_fetch/configuration"
 require "sidekiq/limit_fetch/job_limit"
+require "sidekiq/limit_fetch/repushed_limits"
 require "sidekiq/limit_fetch/client_middleware"
 require "sidekiq/limit_fetch/limited_capacity"
 require "sidekiq/limit_fetch/redis_options"

@@ -68,4 +68,72 @@ RSpec.describe "ActiveJob jobs in a Rails app run by sidekiq processes", :e2e do
     @processes.each { |process| stop_process(process) }
     expect(registered_capsules).to eq([])
   end
+
+  # The app pushed by a separate `ruby` process that does not load the gem (a
+  # web process whose Gemfile line says `require: false`): Sidekiq merges the
+  # class's declaration into the payload, its key callable as text. Returns
+  # the job ids +code+'s jobs got.
+  def push_without_gem(code)
+    script = <<~RUBY
+      require #{File.join(app_dir, "config/environment").inspect}
+      abort "sidekiq-limit_fetch is loaded" if defined?(Sidekiq::LimitFetch)
+      puts JSON.generate((#{code}).map(&:job_id))
+    RUBY
+    env = {"REDIS_URL" => RedisServer.url, "LF_TEST_WITHOUT_GEM" => "1"}
+    output, status = LimitFetchTools.unbundled { Open3.capture2e(env, "ruby", "-e", script, chdir: @log_dir) }
+    expect(status).to be_success, "the process without the gem failed:\n#{output}"
+    JSON.parse(output.lines.last)
+  end
+
+  def carried(set)
+    redis.call("ZRANGE", set, 0, -1).map { |job| JSON.parse(job)["limit_fetch"] }
+  end
+
+  def start_process
+    before = registered_capsules
+    @processes = [spawn("p1")]
+    await_registration(@processes, before)
+    @processes.first
+  end
+
+  def expect_sets_empty
+    expect(%w[schedule retry dead].to_h { [_1, redis.call("ZCARD", _1)] }).to eq("schedule" => 0, "retry" => 0,
+      "dead" => 0)
+    expect(redis.call("LLEN", "queue:rails")).to eq(0)
+  end
+
+  def logged(process, job_class)
+    File.readlines(process.log_path).grep(/a #{job_class} job pushed again from Redis/)
+  end
+
+  it "runs once, with its class's limits, a job that a process without the gem scheduled" do
+    job_ids = push_without_gem('Array.new(3) { TenantJob.set(wait: 1).perform_later("t9", seconds: 0.3) }')
+    expect(carried("schedule")).to all(match("key" => start_with("#<Proc:"), "concurrency" => 1))
+
+    process = start_process
+    wait_for_done(job_ids)
+
+    expect(started("key:t9").size).to eq(3)
+    expect(max_running("key:t9")).to eq(1)
+    expect_sets_empty
+    expect(logged(process, "TenantJob")).to contain_exactly(include("It gets the limits TenantJob declares"))
+  end
+
+  it "runs once, with its class's limits, a job that a process without the gem pushed, through the retry set" do
+    job_ids = push_without_gem('Array.new(3) { FlakyTenantJob.perform_later("t8") }')
+    process = start_process
+    in_retry = wait_until(timeout: 15, message: "a failed job in the retry set") do
+      carried("retry").then { _1 unless _1.empty? }
+    end
+    expect(in_retry).to all(match("key" => start_with("#<Proc:"), "concurrency" => 1))
+
+    wait_for_done(job_ids, timeout: 40)
+
+    attempts = job_ids.map { |id| redis.call("GET", LimitFetchSpec::Recorder.key("attempts", id)) }
+    expect(attempts).to eq(%w[2 2 2])
+    expect(started("key:t8").size).to eq(3)
+    expect(max_running("key:t8")).to eq(1)
+    expect_sets_empty
+    expect(logged(process, "FlakyTenantJob")).to contain_exactly(include("It gets the limits FlakyTenantJob declares"))
+  end
 end

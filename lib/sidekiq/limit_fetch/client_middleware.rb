@@ -8,8 +8,10 @@ module Sidekiq
     # clients and servers alike: jobs push jobs.
     #
     # A job pushed again (a retry, a job coming back from parking) keeps what
-    # it carries. ActiveJob jobs use their own class's declaration, and their
-    # key callable gets the job's own arguments.
+    # it carries; one pushed again with a declaration where its limits should
+    # be comes from a process without the gem (RepushedLimits). ActiveJob
+    # jobs use their own class's declaration, and their key callable gets the
+    # job's own arguments.
     class ClientMiddleware
       include Sidekiq::ClientMiddleware
 
@@ -20,16 +22,32 @@ module Sidekiq
         @lock = Mutex.new
       end
 
-      def call(_job_class, job, queue, _redis_pool)
+      def call(job_class, job, queue, _redis_pool)
         declared = job[FIELD]
         if declared.is_a?(Hash)
-          limits = declaration(class_name(job), declared).payload(arguments(job), queue)
+          limits = limits_of(job_class, job, declared, queue)
           limits.empty? ? job.delete(FIELD) : carry(job, limits)
         end
         yield
       end
 
       private
+
+      # Sidekiq merges a class's sidekiq_options into a job only when it is
+      # pushed with the class itself (Sidekiq::JobUtil#normalize_item): by
+      # user code, ActiveJob's adapter, a job pushing another. There a bad
+      # declaration raises, and nothing is pushed. A job Sidekiq pushes again
+      # from Redis (its scheduler and retry set, the API, the Web UI) names
+      # its class: a Hash there was left by a process without the gem, and
+      # the job must not be refused (RepushedLimits).
+      def limits_of(job_class, job, declared, queue)
+        if job_class.is_a?(Class)
+          declaration(class_name(job), declared).payload(queue) { arguments(job) }
+        else
+          repushed = RepushedLimits.new(config || Sidekiq.default_configuration, class_name(job), declared)
+          repushed.payload(queue) { arguments(job) }
+        end
+      end
 
       # The limits first in the payload and its queue next: the fetch
       # decodes the limits there alone, and reads the queue of a parked job

@@ -38,14 +38,17 @@ module Sidekiq
         read_key_scope(options)
       end
 
-      # The limits a job with +args+ pushed to +queue+ carries, as its payload
-      # holds them: [{"id" =>, "concurrency" =>, "discard" => true}, ...].
-      def payload(args, queue)
+      # The limits a job pushed to +queue+ carries, as its payload holds them:
+      # [{"id" =>, "concurrency" =>, "discard" => true}, ...]. The block gives
+      # the job's arguments, asked for only by a key callable: getting an
+      # ActiveJob job's arguments locates its records (a query each, and an
+      # error for a deleted one), which a class limit has no use for.
+      def payload(queue, &arguments)
         limits = []
         default = concurrency
         limits << entry(JobLimitId.of_class(class_name), @class_concurrency || default) if class_limit?
         if @key
-          key = key_of(args)
+          key = key_of(arguments.call)
           limits << entry(JobLimitId.of_key(@scope, key, scope_queue(queue)), default) unless key.nil?
         end
         limits

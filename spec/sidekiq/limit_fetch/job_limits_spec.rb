@@ -145,4 +145,119 @@ RSpec.describe Sidekiq::LimitFetch, "job limits" do
       redis.call("LRANGE", "queue:#{queue}", 0, -1).reverse.map { |job| JSON.parse(job) }
     end
   end
+
+  # Jobs a process without the gem pushed (Sidekiq merged the class's
+  # declaration into them, callables as text), pushed again by Sidekiq's own
+  # scheduler (Sidekiq::Scheduled::Enq, which moves the schedule and retry
+  # sets) in a process with the gem.
+  describe "jobs pushed by a process without the gem, pushed again by Sidekiq's scheduler" do
+    let(:config) do
+      build_config.tap { |config| LimitFetchHelpers::SERVER_CONFIG_BLOCKS.each { |block| block.call(config) } }
+    end
+
+    # A class of its own per example: each class is logged once per process.
+    def job_class(options)
+      klass = stub_const("RepushedJob#{SecureRandom.hex(4).upcase}", Class.new { include Sidekiq::Job })
+      klass.sidekiq_options limit_fetch: options unless options.nil?
+      klass
+    end
+
+    # Sidekiq's own client with no middleware: what a process that does not
+    # load the gem pushes.
+    def push_without_gem(item)
+      Sidekiq::Client.new(config: config, chain: Sidekiq::Middleware::Chain.new).push(item)
+    end
+
+    def schedule(job_class, *args, **extra)
+      push_without_gem({"class" => job_class, "args" => args, "at" => Time.now.to_f - 1}.merge(extra))
+    end
+
+    def enqueue_due_jobs
+      Sidekiq::Scheduled::Enq.new(config).enqueue_jobs
+    end
+
+    def limits_by_jid
+      redis.call("LRANGE", "queue:default", 0, -1).to_h { |job| JSON.parse(job).values_at("jid", "limit_fetch") }
+    end
+
+    def logged(job_class)
+      spec_log.string.lines.grep(/a #{job_class} job pushed again from Redis/)
+    end
+
+    it "gives a scheduled job the limits its class declares here, and logs that once per class" do
+      tenant = job_class(key: ->(tenant, *) { tenant }, concurrency: 1)
+      export = job_class(concurrency: 2)
+      tenant_jids = Array.new(2) { schedule(tenant, "t1", 0) }
+      export_jid = schedule(export, 0)
+      carried = redis.call("ZRANGE", "schedule", 0, -1).map { JSON.parse(_1)["limit_fetch"] }
+      expect(carried).to include({"key" => start_with("#<Proc:"), "concurrency" => 1})
+
+      enqueue_due_jobs
+
+      expect(redis.call("ZCARD", "schedule")).to eq(0)
+      expect(limits_by_jid).to eq(
+        tenant_jids.to_h { [_1, [{"id" => "key:#{tenant}#t1", "concurrency" => 1}]] }
+          .merge(export_jid => [{"id" => "class:#{export}", "concurrency" => 2}])
+      )
+      expect(logged(tenant)).to contain_exactly(include("It gets the limits #{tenant} declares in this process"))
+      expect(logged(export).size).to eq(1)
+    end
+
+    it "gives a job from the retry set the limits its class declares here" do
+      tenant = job_class(key: ->(tenant, *) { tenant }, concurrency: 1)
+      jid = push_without_gem("class" => tenant, "args" => ["t2"])
+      # As Sidekiq's JobRetry writes a failed job (the gem's fetch ran it
+      # without limits: a Hash is none).
+      failed = JSON.parse(redis.call("RPOP", "queue:default"))
+      failed.merge!("retry_count" => 0, "failed_at" => 1, "error_class" => "RuntimeError", "error_message" => "boom")
+      redis.call("ZADD", "retry", (Time.now.to_f - 1).to_s, JSON.generate(failed))
+
+      enqueue_due_jobs
+
+      expect(redis.call("ZCARD", "retry")).to eq(0)
+      expect(limits_by_jid).to eq(jid => [{"id" => "key:#{tenant}#t2", "concurrency" => 1}])
+    end
+
+    it "works its limits out inside Sidekiq's reloader (Rails's executor in a Rails server), as a job runs" do
+      inside = false
+      config[:reloader] = proc do |&block|
+        inside = true
+        block.call
+      ensure
+        inside = false
+      end
+      key_inside = nil
+      tenant = job_class(key: lambda { |tenant, *|
+        key_inside = inside
+        tenant
+      })
+      schedule(tenant, "t3", 0)
+
+      enqueue_due_jobs
+
+      expect(key_inside).to be(true)
+      expect(limits_by_jid.values).to eq([[{"id" => "key:#{tenant}#t3", "concurrency" => 1}]])
+    end
+
+    it "never refuses a job: limits from what it carries when its class is not defined here, else none" do
+      gone = "Gone#{SecureRandom.hex(4).upcase}"
+      class_only = schedule("#{gone}::ExportJob", 0, "limit_fetch" => {"concurrency" => 2})
+      keyed = schedule("#{gone}::SyncJob", 0, "limit_fetch" => {"key" => "#<Proc:0x0 (lambda)>", "concurrency" => 1})
+      raising = schedule(job_class(key: ->(id) { id }), 1, 2)
+      undeclared = schedule(job_class(nil), 0, "limit_fetch" => {"concurrency" => 1})
+
+      enqueue_due_jobs
+
+      expect(redis.call("ZCARD", "schedule")).to eq(0)
+      expect(limits_by_jid).to eq(
+        class_only => [{"id" => "class:#{gone}::ExportJob", "concurrency" => 2}],
+        keyed => nil, raising => nil, undeclared => nil
+      )
+      expect(logged("#{gone}::ExportJob")).to contain_exactly(include("is not defined in this process"))
+      expect(logged("#{gone}::SyncJob"))
+        .to contain_exactly(include("runs without job limits (ArgumentError: sidekiq-limit_fetch: " \
+                                    "#{gone}::SyncJob's limit_fetch key must be a callable"))
+      expect(spec_log.string).to include("the key of RepushedJob").and include("declares no limit_fetch option")
+    end
+  end
 end
