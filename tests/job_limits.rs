@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use limit_fetch_core::{keys, Capsule, CapsuleOptions, Fetched, Interrupt, Limits};
 use redis::Commands;
-use support::{capsule, queue, redis, settings};
+use support::{capsule, jid_of, push_jobs, queue, redis, settings};
 
 /// Tests that beat take turns with each other and with tests of exact order:
 /// a beat reaps any capsule whose heartbeat is missing, and its sweep sends
@@ -50,23 +50,8 @@ fn two_jobs_of_one_key(label: &str) -> (String, String) {
     (q, k)
 }
 
-fn push_jobs(queue: &str, jobs: &[String]) {
-    let mut conn = redis();
-    for job in jobs {
-        let _: () = conn.lpush(keys::queue(queue), job).unwrap();
-    }
-}
-
 fn jid(fetched: &Fetched) -> String {
     jid_of(&String::from_utf8_lossy(&fetched.job))
-}
-
-fn jid_of(text: &str) -> String {
-    text.split(r#""jid":""#)
-        .nth(1)
-        .and_then(|rest| rest.split('"').next())
-        .unwrap_or_default()
-        .to_owned()
 }
 
 fn fetch(capsule: &Capsule, queues: &[&str]) -> Option<String> {

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use limit_fetch_core::{keys, Capsule, Fetched, Interrupt, LimitKind};
 use redis::Commands;
-use support::{capsule, capsule_with_period, queue, redis};
+use support::{capsule, capsule_with_period, push_jobs, queue, redis};
 
 /// Tests that beat take turns: the outage key is everyone's.
 static BEATING: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -39,12 +39,6 @@ fn keyed(queue: &str, jid: &str, id: &str) -> String {
     )
 }
 
-fn push(queue: &str, jobs: &[String]) {
-    for job in jobs {
-        let _: () = redis().lpush(keys::queue(queue), job).unwrap();
-    }
-}
-
 fn fetch(c: &Capsule, q: &str) -> Option<Fetched> {
     c.fetch(&[q], &Interrupt::new()).unwrap()
 }
@@ -66,12 +60,28 @@ fn reaped(report: &limit_fetch_core::BeatReport, c: &Capsule) -> bool {
     report.reaped.iter().any(|r| r.uuid == c.uuid())
 }
 
+/// A registered capsule.
+fn registered() -> Capsule {
+    let c = capsule();
+    c.register(&Interrupt::new()).unwrap();
+    c
+}
+
+/// `live` frozen past its expiry: another capsule, which it returns,
+/// reaps it (its jobs pushed back, its slots freed).
+fn reap_alive(live: &Capsule) -> Capsule {
+    silence(live);
+    let other = registered();
+    assert!(reaped(&other.beat(&Interrupt::new()).unwrap(), live));
+    other
+}
+
 #[test]
 fn a_capsule_back_from_a_break_in_its_beats_holds_off_everyones_reaping_for_an_expiry() {
     let _turn = turn();
     let none = Interrupt::new();
     let q = queue("break");
-    push(&q, &[keyed(&q, "j1", "break-k")]);
+    push_jobs(&q, &[keyed(&q, "j1", "break-k")]);
     let dead = capsule();
     dead.register(&none).unwrap();
     fetch(&dead, &q).expect("a job");
@@ -124,9 +134,8 @@ fn a_capsule_reaped_while_it_lived_books_again_what_it_runs_in_every_index_and_f
     let none = Interrupt::new();
     let q = queue("woken");
     let jobs = [keyed(&q, "t1", "woken-1"), keyed(&q, "t2", "woken-2")];
-    push(&q, &jobs);
-    let live = capsule();
-    live.register(&none).unwrap();
+    push_jobs(&q, &jobs);
+    let live = registered();
     live.set_limit(&q, LimitKind::Global, Some(2), &none)
         .unwrap();
     let first = fetch(&live, &q).expect("a job");
@@ -135,10 +144,7 @@ fn a_capsule_reaped_while_it_lived_books_again_what_it_runs_in_every_index_and_f
 
     // Frozen past its expiry: reaped, its jobs pushed back and taken again
     // by another capsule, which fills the limit.
-    silence(&live);
-    let other = capsule();
-    other.register(&none).unwrap();
-    assert!(reaped(&other.beat(&none).unwrap(), &live));
+    let other = reap_alive(&live);
     let again = [
         fetch(&other, &q).expect("a job"),
         fetch(&other, &q).expect("a job"),
@@ -161,7 +167,7 @@ fn a_capsule_reaped_while_it_lived_books_again_what_it_runs_in_every_index_and_f
     let limits: Vec<String> = redis().smembers(keys::capsule_limits(live.uuid())).unwrap();
     assert_eq!(limits.len(), 2);
     // Over the limit while its originals finish: nobody takes a third.
-    push(&q, &[keyed(&q, "t3", "woken-3")]);
+    push_jobs(&q, &[keyed(&q, "t3", "woken-3")]);
     assert!(fetch(&other, &q).is_none());
 
     // Each acknowledgement frees its own slots, once.
@@ -199,14 +205,10 @@ fn a_reaped_capsule_whose_job_ends_before_it_beats_again_frees_nothing_of_others
     let _turn = turn();
     let none = Interrupt::new();
     let q = queue("ended");
-    push(&q, &[keyed(&q, "e1", "ended-1")]);
-    let live = capsule();
-    live.register(&none).unwrap();
+    push_jobs(&q, &[keyed(&q, "e1", "ended-1")]);
+    let live = registered();
     let job = fetch(&live, &q).expect("a job");
-    silence(&live);
-    let other = capsule();
-    other.register(&none).unwrap();
-    assert!(reaped(&other.beat(&none).unwrap(), &live));
+    let other = reap_alive(&live);
     let again = fetch(&other, &q).expect("its job, again");
     // Its original ends before its next beat: nothing of its is booked.
     live.acknowledge(&q, job.job);
@@ -232,7 +234,7 @@ fn after_a_break_a_finished_job_whose_acknowledgement_redis_lost_is_removed_not_
     let _turn = turn();
     let none = Interrupt::new();
     let q = queue("lost-ack");
-    push(&q, &[keyed(&q, "f1", "lost-1"), keyed(&q, "f2", "lost-2")]);
+    push_jobs(&q, &[keyed(&q, "f1", "lost-1"), keyed(&q, "f2", "lost-2")]);
     let a = quick();
     a.beat(&none).unwrap();
     let done = fetch(&a, &q).expect("a job");
@@ -278,14 +280,10 @@ fn a_job_booked_again_that_nobody_took_yet_is_taken_out_of_its_queue_and_runs_on
     let _turn = turn();
     let none = Interrupt::new();
     let q = queue("withdrawn");
-    push(&q, &[keyed(&q, "w1", "withdrawn-1")]);
-    let live = capsule();
-    live.register(&none).unwrap();
+    push_jobs(&q, &[keyed(&q, "w1", "withdrawn-1")]);
+    let live = registered();
     let job = fetch(&live, &q).expect("a job");
-    silence(&live);
-    let other = capsule();
-    other.register(&none).unwrap();
-    assert!(reaped(&other.beat(&none).unwrap(), &live));
+    let other = reap_alive(&live);
     assert_eq!(list(&keys::queue(&q)).len(), 1, "pushed back");
     let report = live.beat(&none).unwrap();
     assert_eq!(report.rebooked.len(), 1, "{report:?}");

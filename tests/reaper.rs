@@ -17,7 +17,7 @@ use std::thread;
 
 use limit_fetch_core::{keys, BeatReport, Capsule, Interrupt, LimitKind, Reaped};
 use redis::Commands;
-use support::{capsule, queue, redis};
+use support::{capsule, jid_of, push_jobs, queue, redis};
 
 /// Every test here beats, and a beat reaps every dead capsule and sweeps
 /// every job limit with parked jobs, whoever's: the tests take turns, so
@@ -64,22 +64,6 @@ fn job(queue: &str, jid: &str, limits: &[(&str, u64)]) -> String {
         .map(|(id, concurrency)| format!(r#"{{"id":"{id}","concurrency":{concurrency}}}"#))
         .collect();
     format!(r#"{{"limit_fetch":[{}],{tail}"#, limits.join(","))
-}
-
-/// Pushes `jobs` to `queue`, oldest first.
-fn push_jobs(queue: &str, jobs: &[String]) {
-    let mut conn = redis();
-    for job in jobs {
-        let _: () = conn.lpush(keys::queue(queue), job).unwrap();
-    }
-}
-
-fn jid_of(text: &str) -> String {
-    text.split(r#""jid":""#)
-        .nth(1)
-        .and_then(|rest| rest.split('"').next())
-        .unwrap_or_default()
-        .to_owned()
 }
 
 /// The jids of a list of jobs, taking them from its right end first: the

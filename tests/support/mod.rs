@@ -149,6 +149,27 @@ pub fn push_unique(queue: &str, jobs: usize) {
     }
 }
 
+/// Pushes `jobs` (payloads) to `queue`, oldest first, as Sidekiq's client does.
+pub fn push_jobs(queue: &str, jobs: &[String]) {
+    let mut conn = redis();
+    for job in jobs {
+        let _: () = redis::cmd("LPUSH")
+            .arg(format!("queue:{queue}"))
+            .arg(job)
+            .query(&mut conn)
+            .unwrap();
+    }
+}
+
+/// The jid a payload's text names ("" if none).
+pub fn jid_of(text: &str) -> String {
+    text.split(r#""jid":""#)
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_default()
+        .to_owned()
+}
+
 pub fn push(queue: &str, jobs: usize) {
     let mut conn = redis();
     for i in 0..jobs {
