@@ -14,10 +14,14 @@ module LimitFetchChaos
   #
   # It comes once every process is past booting and its scheduler's first
   # cleanup (see Mayhem: Redis errors then are Sidekiq's to die of, not the
-  # gem's), and, for Redis's faults, while every process holds jobs.
+  # gem's), and, for Redis's faults, while every process holds jobs (for a
+  # freeze, while one holds jobs of every queue), or, after SHARED_WITHIN
+  # seconds, while any does: a process that keeps a limited queue busy
+  # keeps its slots, so one may hold them all for long.
   class Fault
     # Seconds to wait for the moment to come before giving up.
     READY_WITHIN = 90
+    SHARED_WITHIN = 20
 
     # A Mayhem::Restart once Redis's fault is over (nil for a freeze).
     attr_reader :restart
@@ -58,10 +62,17 @@ module LimitFetchChaos
 
     def inject(elapsed)
       return unless ready?(elapsed)
-      return @freezer.start(elapsed, queues: @plan.queues) if @spec.kind == "freeze"
-      return unless @sidekiq.redis { @fleet.holding(_1) }.values.all?(&:any?)
 
-      take_redis_down(elapsed)
+      late = elapsed - @since > SHARED_WITHIN
+      return @freezer.start(elapsed, queues: late ? [] : @plan.queues) if @spec.kind == "freeze"
+
+      take_redis_down(elapsed) if running?(late)
+    end
+
+    # Every process holds jobs (`late`: any does).
+    def running?(late)
+      holding = @sidekiq.redis { @fleet.holding(_1) }.values
+      late ? holding.any?(&:any?) : holding.all?(&:any?)
     end
 
     # Every process past booting and its scheduler's first cleanup.

@@ -20,10 +20,10 @@ module LimitFetchChaos
     def reaped? = !to.nil? && seconds > expiry
 
     # A run of a job the frozen process held when it stopped, in that
-    # process, begun before it was woken (or fetched before the freeze and
-    # begun after it): what it ran on once woken. Runs it fetched after
-    # waking are not among them.
-    def original?(run) = reaped? && run.worker == worker && held&.include?(run.jid) && run.start < to
+    # process, begun before it was woken, or within FETCH_LAG after (fetched
+    # before the freeze, its thread stopped before the job's first line):
+    # what it ran on once woken. A run it fetched again later is not.
+    def original?(run) = reaped? && run.worker == worker && held&.include?(run.jid) && run.start < to + FETCH_LAG
 
     # Earliest the others could take its capsule for dead: its last beat
     # came a heartbeat period before the freeze (period: expiry / 4), or two
