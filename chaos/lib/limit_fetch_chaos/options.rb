@@ -20,7 +20,7 @@ module LimitFetchChaos
     def self.parse(text)
       kind, seconds = text.split(":", 2)
       unless KINDS.include?(kind) && seconds&.match?(/\A\d+(\.\d+)?\z/) && Float(seconds).positive?
-        raise OptionParser::InvalidArgument, "--fault #{text}: expected KIND:SECONDS, KIND one of #{KINDS.join(", ")}"
+        raise OptionParser::InvalidArgument, "#{text}: expected KIND:SECONDS, KIND one of #{KINDS.join(", ")}"
       end
 
       new(kind: kind, seconds: Float(seconds))
@@ -68,7 +68,7 @@ module LimitFetchChaos
         opts.banner = BANNER
         opts.accept(FaultSpec) { FaultSpec.parse(_1) }
         FLAGS.each { |key, *flag| opts.on(*flag) { values[key] = _1 } }
-        opts.on("--quick", "as --duration #{QUICK_SECONDS.to_i}: about a minute in all") do
+        opts.on("--quick", "as --duration #{QUICK_SECONDS.to_i}: about 75 s in all") do
           values[:duration] = QUICK_SECONDS
         end
         opts.on("--no-results", "write no report to chaos/results") { values[:results] = nil }
