@@ -24,7 +24,7 @@ module LimitFetchChaos
 
     def busy? = !@frozen.nil? && @frozen.to.nil?
 
-    def done? = !@frozen&.to.nil?
+    def done? = !@frozen.nil? && !@frozen.to.nil?
 
     # Freezes the process holding the most jobs, if one holds `at_least` of
     # each of `queues` (any, when empty); returns its Frozen, nil if none

@@ -44,9 +44,9 @@ module LimitFetchChaos
     # The freeze, a Frozen (nil if none came).
     def frozen = @freezer.frozen
 
-    # True while a fault is under way or due: the run goes on until both
-    # came and went.
-    def busy? = @restart.nil? || !@freezer.done?
+    # True while a process is frozen: the run goes on until it is woken. (A
+    # fault that never came, the jobs done first, fails the report.)
+    def busy? = @freezer.busy?
 
     # Seconds the faults have taken: the run's progress leaves them out, so
     # that jobs are pushed and run for as long after them as without them.
