@@ -14,23 +14,38 @@ rescue OptionParser::ParseError => e
   exit 2
 end
 
+# One run: its report, printed (and, for the default plan, written to
+# chaos/results).
+def chaos_run(options)
+  if options.fault
+    report = LimitFetchChaos::FaultRunner.new(options, plan: LimitFetchChaos::FaultPlan.new(options)).run
+    return report.tap { puts "", LimitFetchChaos::FaultMarkdown.render(report.to_h) }
+  end
+
+  report = LimitFetchChaos::Runner.new(options).run
+  markdown = LimitFetchChaos::Markdown.render(report.to_h)
+  puts "", markdown
+  write_results(options.results, report, markdown) if options.results
+  report
+end
+
+def write_results(dir, report, markdown)
+  FileUtils.mkdir_p(dir)
+  File.write(File.join(dir, "latest.json"), "#{JSON.pretty_generate(report.to_h)}\n")
+  File.write(File.join(dir, "latest.md"), markdown)
+  puts "Wrote #{File.join(dir, "latest.{json,md}")}"
+end
+
 %w[INT TERM].each { |signal| trap(signal) { raise Interrupt } }
 begin
-  report = LimitFetchChaos::Runner.new(options).run
-rescue LimitFetchChaos::Failure => e
-  warn "\nbin/chaos: FAILED: #{e.message}"
-  exit 1
+  repeat = LimitFetchChaos::Repeat.new(options)
+  outcomes = repeat.run { chaos_run(_1) }
 rescue Interrupt
   warn "\nbin/chaos: interrupted; stopped the Sidekiq processes and Redis, removed the app directory."
   exit 130
 end
 
-markdown = LimitFetchChaos::Markdown.render(report.to_h)
-puts "", markdown
-if options.results
-  FileUtils.mkdir_p(options.results)
-  File.write(File.join(options.results, "latest.json"), "#{JSON.pretty_generate(report.to_h)}\n")
-  File.write(File.join(options.results, "latest.md"), markdown)
-  puts "Wrote #{File.join(options.results, "latest.{json,md}")}"
-end
-exit(report.passed? ? 0 : 1)
+puts repeat.summary(outcomes) if options.repeat > 1
+failed = outcomes.reject(&:passed)
+warn "\nbin/chaos: FAILED: #{failed.flat_map(&:failures).uniq.join("; ")}" if failed.any? && options.repeat == 1
+exit(failed.empty? ? 0 : 1)

@@ -13,8 +13,10 @@ end
 
 # bin/chaos: three Sidekiq processes on a Redis of their own (persisted with
 # AOF), fed thousands of short jobs across limited and unlimited queues while
-# the driver kill -9s a random process every ~2 s (and starts a replacement)
-# and restarts Redis once. Afterwards it checks, from a ledger the jobs wrote
+# the driver kill -9s a random process every ~2 s (and starts a replacement),
+# takes Redis down once and freezes a process once, each for several
+# heartbeat expiries. With --fault, one fault on two processes instead
+# (FaultRunner). Afterwards it checks, from a ledger the jobs wrote
 # to Redis, that no job was lost, that jobs ran more than once only when
 # their process was killed before Redis had their acknowledgement, that no limit was
 # exceeded (queue limits, and the job limits the LIMITED classes' jobs
@@ -45,16 +47,26 @@ require_relative "limit_fetch_chaos/limit_schedule"
 require_relative "limit_fetch_chaos/plan"
 require_relative "limit_fetch_chaos/fleet"
 require_relative "limit_fetch_chaos/feeder"
+require_relative "limit_fetch_chaos/frozen"
+require_relative "limit_fetch_chaos/freezer"
 require_relative "limit_fetch_chaos/mayhem"
+require_relative "limit_fetch_chaos/fault_plan"
+require_relative "limit_fetch_chaos/fault"
 require_relative "limit_fetch_chaos/tuner"
 require_relative "limit_fetch_chaos/run"
 require_relative "limit_fetch_chaos/concurrency"
 require_relative "limit_fetch_chaos/duplicates"
 require_relative "limit_fetch_chaos/discards"
 require_relative "limit_fetch_chaos/leftovers"
+require_relative "limit_fetch_chaos/stalls"
 require_relative "limit_fetch_chaos/limited_report"
 require_relative "limit_fetch_chaos/report"
 require_relative "limit_fetch_chaos/environment"
 require_relative "limit_fetch_chaos/markdown"
 require_relative "limit_fetch_chaos/repeats_markdown"
+require_relative "limit_fetch_chaos/harness"
 require_relative "limit_fetch_chaos/runner"
+require_relative "limit_fetch_chaos/fault_report"
+require_relative "limit_fetch_chaos/fault_markdown"
+require_relative "limit_fetch_chaos/fault_runner"
+require_relative "limit_fetch_chaos/repeat"

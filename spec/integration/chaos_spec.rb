@@ -3,15 +3,16 @@
 require_relative "../../chaos/lib/limit_fetch_chaos"
 
 # bin/chaos in small (--quick): jobs pushed for 15 s to three `sidekiq`
-# processes, a kill -9 and a replacement every ~2 s, a Redis restart halfway;
-# its own Redis and app directory. The LIMITED classes' jobs carry job limits
+# processes, a kill -9 and a replacement every ~2 s, Redis down for 20 s (2.5
+# heartbeat expiries) once and a process frozen (SIGSTOP) for as long once,
+# the faults' own time left out of the 15 s; its own Redis and app directory. The LIMITED classes' jobs carry job limits
 # (1 per tenant; 3 of KeyedChaosJob's class; a group shared by two classes,
 # one of whose keys is raised, lowered and reset while jobs run; keys per
 # queue; a class that discards at its limit). The random choices follow
 # RSpec's seed.
 RSpec.describe "bin/chaos --quick", :e2e do
-  it "loses no job, keeps every queue and job limit and leaves nothing behind while processes are killed " \
-     "and Redis restarts" do
+  it "loses no job, keeps every queue and job limit and leaves nothing behind while processes are killed, " \
+     "one is frozen and Redis is down for several heartbeat expiries" do
     out = StringIO.new
     options = LimitFetchChaos::Options.parse(["--quick", "--no-results", "--seed", RSpec.configuration.seed.to_s])
     report = LimitFetchChaos::Runner.new(options, out: out).run
@@ -41,8 +42,10 @@ RSpec.describe "bin/chaos --quick", :e2e do
     expect(facts[:chaos][:redis_restart]).to include(down_s: be >= LimitFetchChaos::Plan::REDIS_DOWN)
     expect(facts[:chaos][:redis_restart][:survived].size).to be >= LimitFetchChaos::Plan::PROCESSES
     expect(facts[:chaos][:redis_restart][:raised].values).to all(eq(heartbeat: true, fetch: true))
+    expect(facts[:chaos][:freeze]).to include(seconds: be >= LimitFetchChaos::Plan::FREEZE, held: be_any)
+    expect(facts[:booked_after_jobs].values).to all(eq({}))
     expect(facts[:redis_after_stop]).to include(busy: {}, in_progress: {}, capsule_keys: [], capsules: [],
-      job_limit_keys: {}, parked: [])
+      job_limit_keys: {}, parked: [], strays: {})
   end
 end
 
@@ -177,7 +180,8 @@ RSpec.describe "bin/chaos's accounting" do
     ]
     duplicates = LimitFetchChaos::Duplicates.new(runs, killed, held, restart)
 
-    expect(duplicates.counts).to eq(killed_running: 1, killed_unacknowledged: 1, killed_after_outage: 1)
+    expect(duplicates.counts).to eq(killed_running: 1, killed_unacknowledged: 1, killed_after_outage: 1,
+      frozen_reaped: 0)
     expect(duplicates.unexplained.map { _1[:jid] }).to contain_exactly("acknowledged", "before_kill", "not_killed",
       "unknown")
     why = duplicates.jobs.to_h { [_1[:jid], _1[:repeats].first] }
@@ -187,5 +191,93 @@ RSpec.describe "bin/chaos's accounting" do
                 "the kill")
     expect(why["acknowledged"][:evidence]).to eq("not in w1's in-progress lists when it was killed")
     expect(why["not_killed"][:evidence]).to eq("w3 was not killed")
+  end
+
+  describe "faults" do
+    let(:frozen) do
+      LimitFetchChaos::Frozen.new(worker: "w1", from: 10 * second, to: 30 * second, held: %w[both early late],
+        expiry: LimitFetchChaos::Plan::EXPIRY)
+    end
+
+    it "explains a repeat by a freeze longer than the expiry only for a job the frozen process held, " \
+       "run again once its capsule could be taken for dead" do
+      runs = [
+        # Begun before the freeze, run on once woken; again in w2 9 s into it, at the same time.
+        run("both", "w1", 9 * second, 31 * second), run("both", "w2", 19 * second, 20 * second),
+        # Again 2 s into the freeze: its heartbeat could not have expired yet.
+        run("early", "w1", 9 * second, 31 * second), run("early", "w2", 12 * second, 13 * second),
+        # Fetched before the freeze, begun once woken; run in w2 meanwhile.
+        run("late", "w2", 18 * second, 19 * second), run("late", "w1", 30.5 * second, 31 * second),
+        # Not held: done before the freeze.
+        run("done", "w1", 8 * second, 9 * second), run("done", "w2", 20 * second, 21 * second)
+      ]
+      duplicates = LimitFetchChaos::Duplicates.new(runs, {}, {}, nil, frozen: frozen)
+
+      expect(duplicates.counts).to include(frozen_reaped: 2)
+      expect(duplicates.unexplained.map { _1[:jid] }).to contain_exactly("early", "done")
+      why = duplicates.jobs.to_h { [_1[:jid], _1[:repeats].first[:evidence]] }
+      expect(why["both"]).to eq("in w1's in-progress list when it was frozen (SIGSTOP) for 20.0 s, 1000 ms into the " \
+                                "run; ran again in w2 9000 ms after the freeze began at the same time")
+      expect(why["early"]).to end_with("2000 ms after the freeze began at the same time, before its heartbeat " \
+                                       "could have expired")
+      expect(why["late"]).to include("fetched, not yet begun; begun 500 ms after it woke")
+      expect(why["done"]).to eq("w1 was not killed")
+
+      short = frozen.with(to: 15 * second)
+      expect(LimitFetchChaos::Duplicates.new(runs.first(2), {}, {}, nil, frozen: short).unexplained.first[:repeats])
+        .to eq([{category: nil, evidence: "in w1's in-progress list when it was frozen (SIGSTOP) for 5.0 s, 1000 ms " \
+                                          "into the run; ran again in w2 9000 ms after the freeze began at the same " \
+                                          "time, a freeze shorter than a heartbeat's expiry"}])
+    end
+
+    it "leaves out of the limits' counts only the frozen process's runs of the jobs it held" do
+      originals = [run("both", "w1", 9 * second, 31 * second), run("late", "w1", 30.5 * second, 31 * second)]
+      others = [run("both", "w2", 19 * second, 20 * second), run("done", "w1", 8 * second, 9 * second),
+                run("both", "w1", 32 * second, 33 * second)]
+
+      expect((originals + others).select { frozen.original?(_1) }).to eq(originals)
+      expect((originals + others).select { frozen.with(to: 15 * second).original?(_1) }).to eq([])
+    end
+
+    it "finds jobs waiting while none of theirs ran for longer than its limit, a gap in the samples ending a stretch" do
+      line = LimitFetchChaos::Stalls::Line.new(name: "queue a", keys: ["queue:a"], runs: ->(runs) { runs })
+      stalls = LimitFetchChaos::Stalls.new([line], limit: 6)
+      (0..40).each { stalls.samples << [_1 * second / 4, [2]] } # 0-10 s, 2 waiting
+      ran = [run("j1", "w1", 0, 3 * second)]
+      expect(stalls.found(ran)).to eq([{from: 3.25, seconds: 6.75, waiting: 2, line: "queue a"}])
+      expect(stalls.found([*ran, run("j2", "w1", 6 * second, 6 * second)])).to eq([])
+
+      gapped = LimitFetchChaos::Stalls.new([line], limit: 6)
+      [*0..20, *26..40].each { gapped.samples << [_1 * second / 4, [2]] } # Redis down from 5 to 6.5 s
+      expect(gapped.found(ran)).to eq([])
+    end
+  end
+end
+
+RSpec.describe "bin/chaos's leftovers" do
+  it "accepts the gem's keys kept by design, and the outage key only while a TTL it set runs" do
+    prefix = LimitFetchChaos::PREFIX
+    redis.call("SET", "#{prefix}queue:a:limit", "2")
+    redis.call("HSET", "#{prefix}recoveries", "digest", "1")
+    redis.call("SET", "#{prefix}outage", "1", "EX", LimitFetchChaos::Plan::EXPIRY)
+    expect(LimitFetchChaos::Leftovers.read(redis, %w[a]).problems).to eq([])
+
+    redis.call("PERSIST", "#{prefix}outage")
+    redis.call("HSET", "#{prefix}unregistered", "uuid", "1")
+    left = LimitFetchChaos::Leftovers.read(redis, %w[a])
+    expect(left.strays).to eq("#{prefix}outage" => "TTL -1", "#{prefix}unregistered" => "hash")
+    expect(left.problems).to eq(["other keys of the gem's left: #{left.strays}"])
+  end
+
+  it "finds slots still booked once the jobs have ended" do
+    prefix = LimitFetchChaos::PREFIX
+    expect(LimitFetchChaos::Booked.read(redis).problems).to eq([])
+
+    redis.call("RPUSH", "#{prefix}queue:a:busy", "uuid", "uuid")
+    redis.call("RPUSH", "#{prefix}limit:key:KeyedChaosJob#t1:busy", "uuid")
+    booked = LimitFetchChaos::Booked.read(redis)
+    expect(booked.to_h).to eq(busy: {"#{prefix}queue:a:busy" => 2}, in_progress: {},
+      job_limits: {"#{prefix}limit:key:KeyedChaosJob#t1:busy" => 1})
+    expect(booked.problems.size).to eq(2)
   end
 end

@@ -18,10 +18,17 @@ module LimitFetchChaos
   #   reconnected (about a second), and the kill came first (a kill falls
   #   due during the outage, and comes as soon as it is over).
   #
+  # And by a freeze (Frozen) longer than a heartbeat's expiry, which the
+  # other processes cannot tell from a death: a job in the frozen process's
+  # in-progress lists when it stopped may run again elsewhere, even while
+  # the frozen process, once woken, runs it on (frozen_reaped), but not
+  # before the frozen capsule's heartbeat could have expired
+  # (Frozen#reapable_from).
+  #
   # Any other repeat is unexplained, and a failure: a job pushed back while
   # it ran, or twice, or a run lost track of.
   class Duplicates
-    CATEGORIES = %i[killed_running killed_unacknowledged killed_after_outage].freeze
+    CATEGORIES = %i[killed_running killed_unacknowledged killed_after_outage frozen_reaped].freeze
 
     # Repeats (runs after the first) by category, and the jobs run more than
     # once: {jid:, runs: [description], repeats: [{category:, evidence:}]},
@@ -30,11 +37,12 @@ module LimitFetchChaos
 
     # `killed`: worker name => when it was killed; `held`: worker name => the
     # jids its capsules held when it was killed (nil: unknown); `restart`: a
-    # Mayhem::Restart or nil.
-    def initialize(runs, killed, held, restart)
+    # Mayhem::Restart or nil; `frozen`: a Frozen or nil.
+    def initialize(runs, killed, held, restart, frozen: nil)
       @killed = killed
       @held = held
       @restart = restart
+      @frozen = frozen
       @counts = CATEGORIES.to_h { [_1, 0] }
       @jobs = runs.group_by(&:jid).values.select { _1.size > 1 }.map { job(_1.sort_by(&:start)) }
     end
@@ -50,6 +58,12 @@ module LimitFetchChaos
     end
 
     def repeat(before, after)
+      return @frozen.explain(before, after) if @frozen&.involves?(before, after)
+
+      killed_repeat(before, after)
+    end
+
+    def killed_repeat(before, after)
       killed_at = @killed[before.worker]
       held = killed_at && @held[before.worker]
       unless held&.include?(before.jid) && after.start > killed_at
@@ -78,7 +92,10 @@ module LimitFetchChaos
     end
 
     def unexplained_evidence(before, after, killed_at, held)
-      return "#{before.worker} was not killed" unless killed_at
+      unless killed_at
+        return "#{before.worker} was not killed#{"; the two ran at the same time" if after.start <= before.end_ns}"
+      end
+
       return "what #{before.worker} held when killed is unknown (Redis did not answer)" unless held
       return "not in #{before.worker}'s in-progress lists when it was killed" unless held.include?(before.jid)
 
@@ -90,6 +107,7 @@ module LimitFetchChaos
     def describe(run)
       state = run.finished? ? "finished" : "unfinished"
       state += ", its process killed" if @killed.key?(run.worker)
+      state += ", its process frozen" if @frozen&.worker == run.worker
       "#{run.queue} in #{run.worker} from #{run.start} (#{state})"
     end
   end

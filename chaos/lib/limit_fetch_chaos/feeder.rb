@@ -4,7 +4,7 @@ module LimitFetchChaos
   # Pushes the jobs, ChaosJob.perform(queue, millis), and on the queues of
   # the classes with job limits (LIMITED) one of them (the queue's, chosen
   # at random) with perform(queue, millis, tenant) for a random tenant of
-  # its own: keeps BACKLOG jobs waiting in each queue (counting the jobs
+  # its own: keeps BACKLOG (Plan#backlog) jobs waiting in each queue (counting the jobs
   # parked at their job limits), so that every thread is busy, the limited
   # queues stay at their limits and jobs are parked (or, on queue d,
   # discarded), until every queue had its share of --jobs or --duration is
@@ -65,7 +65,7 @@ module LimitFetchChaos
       queued, parked = waiting
       note(parked)
       queues.zip(queued).each do |queue, count|
-        push(queue, [BACKLOG - count - parked[queue], left(queue), paced(queue)].compact.min)
+        push(queue, [@plan.backlog - count - parked[queue], left(queue), paced(queue)].compact.min)
       end
     end
 
@@ -139,7 +139,7 @@ module LimitFetchChaos
     # it.
     def paced(queue)
       quota = @plan.quota(queue)
-      (quota * pace).ceil + BACKLOG - @pushed[queue] if quota && PACED.include?(queue)
+      (quota * pace).ceil + @plan.backlog - @pushed[queue] if quota && PACED.include?(queue)
     end
 
     # Jobs the queue has still to get; nil: no quota.

@@ -8,12 +8,15 @@ module LimitFetchChaos
   # death cut short ended by then at the latest; and, for each it killed, the
   # jobs its capsules held in Redis when it died (`held_at_kill`, name => jids;
   # nil if Redis could not say): those, and only those, its reaper pushes
-  # back, to run again.
+  # back, to run again. The process Freezer froze (`frozen`) is never
+  # chosen for a kill.
   class Fleet
     Worker = Data.define(:name, :pid, :log, :started)
     REAPED = /reaped dead capsule \S+: freed (\d+) busy slots, pushed (\d+) in-progress jobs/
 
     attr_reader :ended, :killed, :held_at_kill
+    # The Worker frozen now (Freezer), nil if none.
+    attr_accessor :frozen
 
     def initialize(app, redis_url, plan)
       @app = app
@@ -27,13 +30,15 @@ module LimitFetchChaos
     end
 
     def start
-      Plan::PROCESSES.times { @live << spawn }
+      @plan.processes.times { @live << spawn }
       self
     end
 
     def names = @live.map(&:name)
 
-    def replacements = @started - Plan::PROCESSES
+    def live = @live.dup
+
+    def replacements = @started - @plan.processes
 
     # Raises Failure if a process exited that the run did not kill.
     def check!
@@ -47,7 +52,7 @@ module LimitFetchChaos
     # kill -9 a random process, then, once it is gone, reads through `conn`
     # what its capsules held, then starts its replacement; returns both.
     def kill_one(conn)
-      victim = @live.delete(@plan.victim(@live))
+      victim = pick_victim
       LimitFetchTools::ChildProcess.kill(victim.pid)
       @ended[victim.name] = LimitFetchChaos.now_ns # it is reaped: it runs nothing any more
       @killed << victim.name
@@ -55,15 +60,32 @@ module LimitFetchChaos
       [victim, spawn.tap { @live << _1 }]
     end
 
+    def pick_victim = @live.delete(@plan.victim(@live - [frozen]))
+
     # True once exactly the live processes have capsules registered with the
     # gem: each has started, and every dead one's capsules were reaped.
-    def settled?(conn) = registered(conn).sort == (@live.map(&:pid) * Plan::CAPSULES).sort
+    def settled?(conn) = registered(conn).sort == (@live.map(&:pid) * @plan.capsules).sort
 
     # True once every live process has registered its capsules: it is past
     # booting, when Sidekiq exits if Redis does not answer.
     def booted?(conn)
       counts = registered(conn).tally
-      @live.all? { counts.fetch(_1.pid, 0) >= Plan::CAPSULES }
+      @live.all? { counts.fetch(_1.pid, 0) >= @plan.capsules }
+    end
+
+    # Live Worker => {queue => jids} its capsules hold in their in-progress
+    # lists.
+    def holding(conn)
+      owners = capsules(conn)
+      @live.to_h { [_1, in_progress(conn, owners, _1.pid)] }
+    end
+
+    # The jids in the in-progress lists of the capsules of process `pid`; nil
+    # if Redis did not answer.
+    def held(conn, pid)
+      in_progress(conn, capsules(conn), pid).values.flatten
+    rescue RedisClient::Error
+      nil
     end
 
     # True once every live process has run for more than +seconds+.
@@ -73,6 +95,7 @@ module LimitFetchChaos
     # after Sidekiq's timeout plus a margin (they were then killed).
     def stop
       pids = @live.to_h { [_1.pid, _1.name] }
+      pids.each_key { LimitFetchTools::ChildProcess.signal("CONT", _1) } # a stopped one would not see its TERM
       unclean = LimitFetchTools::ChildProcess.stop(pids.keys, timeout: 30)
       at = LimitFetchChaos.now_ns
       @live.each { @ended[_1.name] = at }
@@ -121,14 +144,14 @@ module LimitFetchChaos
       end
     end
 
-    # The jids in the in-progress lists of the capsules of process `pid`; nil
-    # if Redis did not answer.
-    def held(conn, pid)
-      lists = capsules(conn).filter_map { |uuid, owner| "#{PREFIX}capsule:#{uuid}:inprogress:*" if owner == pid }
-      jobs = lists.flat_map { conn.call("KEYS", _1) }.flat_map { conn.call("LRANGE", _1, 0, -1) }
-      jobs.map { JSON.parse(_1)["jid"] }
-    rescue RedisClient::Error
-      nil
+    # Queue => the jids in the in-progress lists of the capsules of process
+    # `pid` (`owners`: as #capsules gives them).
+    def in_progress(conn, owners, pid)
+      lists = owners.filter_map { |uuid, owner| "#{PREFIX}capsule:#{uuid}:inprogress:*" if owner == pid }
+      keys = lists.flat_map { conn.call("KEYS", _1) }
+      keys.group_by { _1.split(":").last }.transform_values do |same|
+        same.flat_map { conn.call("LRANGE", _1, 0, -1) }.map { JSON.parse(_1)["jid"] }
+      end
     end
 
     def spawn
@@ -136,8 +159,8 @@ module LimitFetchChaos
       name = "w#{@started}"
       log = @app.log(name)
       env = {"BUNDLE_GEMFILE" => @app.gemfile, "REDIS_URL" => @redis_url, "CHAOS_WORKER" => name,
-             "CHAOS_HEARTBEAT_PERIOD" => Plan::HEARTBEAT_PERIOD.to_s}
-      pid = LimitFetchTools::ChildProcess.spawn(env, "bundle", "exec", "sidekiq", "-C", "config/sidekiq.yml",
+             "CHAOS_HEARTBEAT_PERIOD" => @plan.heartbeat_period.to_s}
+      pid = LimitFetchTools::ChildProcess.spawn(env, "bundle", "exec", "sidekiq", "-C", @plan.config_file,
         "-r", "./app.rb", log: log, chdir: @app.dir)
       Worker.new(name: name, pid: pid, log: log, started: LimitFetchChaos.monotonic)
     end

@@ -32,7 +32,8 @@ module LimitFetchChaos
     def setup(plan)
       "#{plan[:processes]} Sidekiq processes x #{plan[:concurrency]} threads; #{jobs(plan)} of " \
         "#{plan[:job_ms].join("-")} ms on queues #{plan[:queues].join(", ")}; a kill -9 every " \
-        "#{plan[:kill_every_s].join("-")} s; heartbeat period #{plan[:heartbeat_period]} s; " \
+        "#{plan[:kill_every_s].join("-")} s; Redis down #{plan[:redis_down_s]} s and a process frozen " \
+        "#{plan[:freeze_s]} s once each; heartbeat period #{plan[:heartbeat_period]} s; " \
         "Redis `#{plan[:redis]}`; seed #{plan[:seed]}."
     end
 
@@ -48,6 +49,11 @@ module LimitFetchChaos
        ["runs; jobs run more than once", RepeatsMarkdown.summary(jobs)], *limited(report), *chaos(report[:chaos]),
        ["time until every job completed; throughput",
         "#{report[:timing][:seconds]} s; #{report[:timing][:jobs_per_second]} jobs/s"],
+       *aftermath(report)]
+    end
+
+    def aftermath(report)
+      [["booked 2 heartbeat periods after the last job ended", FaultMarkdown.booked(report[:booked_after_jobs])],
        ["left in Redis after the processes stopped", leftovers(report[:redis_after_stop])]]
     end
 
@@ -99,7 +105,7 @@ module LimitFetchChaos
       [["kills / replacements", "#{chaos[:kills]} / #{chaos[:replacements]}"],
        ["dead capsules reaped (busy slots freed, jobs pushed back)",
         "#{reaped[:capsules]} (#{reaped[:slots]}, #{reaped[:jobs]})"],
-       ["Redis outage", restart ? outage(restart) : "none"]]
+       ["Redis outage", restart ? outage(restart) : "none"], ["freeze", FaultMarkdown.frozen(chaos[:freeze])]]
     end
 
     def outage(restart)

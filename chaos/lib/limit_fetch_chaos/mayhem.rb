@@ -3,11 +3,16 @@
 module LimitFetchChaos
   # The chaos itself: every Plan::KILL_EVERY seconds a kill -9 of a random
   # Sidekiq process and a replacement for it; once, when the run is
-  # Plan::RESTART_AT far, a Redis outage of Plan::REDIS_DOWN seconds (SIGTERM,
-  # which makes Redis flush its AOF and exit, then the same port and
-  # directory) that the processes must live through and get over by
-  # themselves; not while `outage_ok` is false (a limit change is under
-  # way). Says what it does (`say`: elapsed, text).
+  # Plan::RESTART_AT far, a Redis outage of Plan::REDIS_DOWN seconds
+  # (SIGTERM, which makes Redis flush its AOF and exit, then the same port
+  # and directory) that the processes must live through and get over by
+  # themselves, not while `outage_ok` is false (a limit change is under
+  # way); once, when the run is Plan::FREEZE_AT far and the outage is over,
+  # a freeze (Freezer) of the process holding the most jobs for
+  # Plan::FREEZE seconds. The outage first: no job is done while Redis is
+  # down, so it comes amid the jobs however the run is paced (--jobs or
+  # --duration), and the freeze, which the other processes work through,
+  # comes after it. Says what it does (`say`: elapsed, text).
   class Mayhem
     # When Redis went down and was answering again (wall-clock ns), how many
     # seconds into the run, and the processes that ran through the outage.
@@ -25,25 +30,48 @@ module LimitFetchChaos
       @sidekiq = sidekiq
       @say = say
       @next_kill = plan.kill_interval
+      @freezer = Freezer.new(fleet, sidekiq, seconds: Plan::FREEZE, expiry: Plan::EXPIRY, say: say)
     end
 
     def act(elapsed, progress, outage_ok: true)
-      if @restart.nil? && progress >= Plan::RESTART_AT
-        return unless outage_ok && ready_for_outage? # nor kills meanwhile: the outage must come
+      return unless past_outage?(elapsed, progress, outage_ok) # nor kills meanwhile: the outage must come
 
-        restart_redis(elapsed)
-      end
+      @freezer.act(elapsed)
+      @freezer.start(elapsed) if @restart && @freezer.idle? && progress >= Plan::FREEZE_AT && booted?
       kill(elapsed) if elapsed >= @next_kill
     end
 
+    # The freeze, a Frozen (nil if none came).
+    def frozen = @freezer.frozen
+
+    # True while a process is frozen: the run goes on until it is woken. (A
+    # fault that never came, the jobs done first, fails the report.)
+    def busy? = @freezer.busy?
+
+    # Seconds the faults have taken: the run's progress leaves them out, so
+    # that jobs are pushed and run for as long after them as without them.
+    def paused = @freezer.paused + (@restart&.seconds || 0)
+
+    def stop = @freezer.stop
+
     private
+
+    def booted? = @sidekiq.redis { @fleet.booted?(_1) }
+
+    # Takes Redis down once its time has come; false while the outage waits
+    # for its moment.
+    def past_outage?(elapsed, progress, outage_ok)
+      return true unless @restart.nil? && progress >= Plan::RESTART_AT
+      return false unless outage_ok && ready_for_outage?
+
+      restart_redis(elapsed)
+      true
+    end
 
     # Sidekiq exits if Redis is down while it boots, and cannot stop cleanly
     # if Redis was down when its scheduler first cleaned up (see app.rb); not
     # the gem's doing: the outage waits until every process is past both.
-    def ready_for_outage?
-      @fleet.older_than?(Plan::SCHEDULER_WAIT) && @sidekiq.redis { @fleet.booted?(_1) }
-    end
+    def ready_for_outage? = @fleet.older_than?(Plan::SCHEDULER_WAIT) && booted?
 
     def kill(elapsed)
       victim, replacement = @sidekiq.redis { @fleet.kill_one(_1) }

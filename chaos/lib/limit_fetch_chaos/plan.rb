@@ -7,13 +7,18 @@ module LimitFetchChaos
   # kills. The random choices come from two generators seeded with --seed,
   # one for the jobs' lengths and one for the kills (when, and which
   # process), so that the n-th job and the n-th kill repeat with the seed.
+  # FaultPlan, bin/chaos --fault's, is one too.
   class Plan
     APP = File.join(ROOT, "app")
+    CONFIG = "config/sidekiq.yml"
     PROCESSES = 3
     # Capsules in each process: the default one and app.rb's "idle" one.
     CAPSULES = 2
     # Seconds; a killed process's capsule is reaped 4 periods after its last beat.
     HEARTBEAT_PERIOD = 2
+    # Seconds after its last beat that a capsule's heartbeat expires (the
+    # gem's: 4 periods); a capsule silent longer is taken for dead and reaped.
+    EXPIRY = HEARTBEAT_PERIOD * 4
     # How long each job works, in milliseconds.
     JOB_MILLIS = (5..50)
     # How long the jobs of GroupedChaosJob's TUNED tenant work: longer, so
@@ -23,15 +28,27 @@ module LimitFetchChaos
     # Seconds between two kills.
     KILL_EVERY = (1.5..2.5)
     # Redis restarts once the run is this far (share of the jobs completed, or
-    # of --duration elapsed).
-    RESTART_AT = 0.5
+    # of --duration elapsed, the faults' own time left out: see
+    # Mayhem#paused).
+    RESTART_AT = 0.3
     # Seconds Redis stays down: longer than an idle fetch waits (2 s) and than
     # a heartbeat period, so that every process's fetches and heartbeat raise,
-    # which each must live through. Shorter than a heartbeat's expiry (4
-    # periods) less the two periods a capsule may go unbeaten around it: a
-    # longer outage lets heartbeats expire, and the first process to beat
-    # after it reaps live capsules (a limitation in README).
-    REDIS_DOWN = 3.0
+    # which each must live through; and 2.5 heartbeat expiries, so that every
+    # capsule's heartbeat has expired by the time Redis is back, whenever its
+    # last beat came: the first process to beat then finds every other
+    # capsule silent for longer than its expiry, which it must not take for
+    # dead (issue 21: today it reaps them, and their running jobs run twice
+    # at once). Several expiries, not one, so that no beat's timing lets it pass.
+    REDIS_DOWN = EXPIRY * 2.5
+    # A live process (one that holds jobs) is frozen (SIGSTOP) once the run
+    # is this far and the outage is over, for FREEZE seconds, then woken
+    # (SIGCONT): 2.5 expiries,
+    # so that the others reap its capsule well before it wakes, and its jobs
+    # run again elsewhere while it still runs them (a process frozen that
+    # long cannot be told from a dead one); once woken, it must free each of
+    # its slots once and leave the limits whole.
+    FREEZE_AT = 0.5
+    FREEZE = EXPIRY * 2.5
     # Seconds after its start that a process's Sidekiq scheduler has made its
     # first cleanup (see app.rb), with a margin: Redis goes down only once
     # every live process is older.
@@ -44,10 +61,22 @@ module LimitFetchChaos
 
     def initialize(options)
       @options = options
-      @config = LimitFetchDemo::SidekiqConfig.load(File.join(APP, "config", "sidekiq.yml"))
+      @config = LimitFetchDemo::SidekiqConfig.load(File.join(APP, config_file))
       @job_random = Random.new(options.seed)
       @kill_random = Random.new(options.seed + 1)
     end
+
+    # The app's Sidekiq configuration (relative to the app directory).
+    def config_file = CONFIG
+
+    def processes = PROCESSES
+
+    def capsules = CAPSULES
+
+    def heartbeat_period = HEARTBEAT_PERIOD
+
+    # Jobs kept waiting in each queue (Feeder).
+    def backlog = Feeder::BACKLOG
 
     # Jobs each queue gets in all (nil: no cap, --duration decides).
     def quota(queue)
@@ -78,6 +107,25 @@ module LimitFetchChaos
     # Seconds after its last beat that a capsule of a killed process is
     # reaped, at most, with a margin for a loaded machine.
     def reap_within = (HEARTBEAT_PERIOD * 5) + 20
+
+    # Seconds of no job done, with jobs left, after which a run stops
+    # waiting for them (a stall: the report says what was left), short of
+    # --timeout. Not while a fault is under way.
+    def stalled_after = 60
+
+    # The plan, for the report.
+    def to_h
+      {processes: processes, concurrency: concurrency, queues: queues, limits: limits, process_limits: process_limits,
+       heartbeat_period: heartbeat_period, **job_limits_h, job_ms: JOB_MILLIS.minmax, kill_every_s: KILL_EVERY.minmax,
+       redis_down_s: REDIS_DOWN, freeze_s: FREEZE,
+       redis: LimitFetchTools::RedisServer::AOF.map { _1.empty? ? '""' : _1 }.join(" "),
+       **options.to_h.slice(:jobs, :duration, :seed)}
+    end
+
+    def job_limits_h
+      {job_limits: WatchedLimit.all.to_h { [_1.id, {queues: _1.queues, limit: _1.limit}] },
+       limited: LIMITED.to_h { [_1.name, {queues: _1::QUEUES, tenants: _1::TENANTS}] }, fetch_lag_s: FETCH_LAG / 1e9}
+    end
 
     def describe
       jobs = options.jobs ? "#{options.jobs} jobs" : "jobs for #{options.duration} s"

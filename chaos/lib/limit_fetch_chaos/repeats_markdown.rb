@@ -13,7 +13,8 @@ module LimitFetchChaos
       counts = jobs[:repeats]
       "#{jobs[:runs]}; #{jobs[:run_more_than_once]} (runs again after a kill: #{counts[:killed_running]} cut " \
         "short, #{counts[:killed_unacknowledged]} not yet acknowledged, #{counts[:killed_after_outage]} not yet " \
-        "acknowledged as it ended during the Redis outage; unexplained #{jobs[:repeated_unexplained].size})"
+        "acknowledged as it ended during the Redis outage; #{counts[:frozen_reaped]} while their frozen process " \
+        "held them; unexplained #{jobs[:repeated_unexplained].size})"
     end
 
     # SHOWN jobs at most, then how many more the JSON report lists.

@@ -14,11 +14,13 @@ module LimitFetchChaos
     # carried, the parked jobs it saw), discards (Discards), reaped (as
     # Fleet#reaped), unclean (processes TERM did not stop), unsettled (nil, or
     # the capsules still registered when dead ones should have been reaped),
-    # seconds (until every job had completed or was discarded), environment.
-    def initialize(plan, fleet, restart, tuner, **outcome)
+    # booked (Booked, once the jobs had ended), seconds (until every job had
+    # completed or was discarded), environment.
+    def initialize(plan, fleet, mayhem, tuner, **outcome)
       @plan = plan
       @fleet = fleet
-      @restart = restart
+      @restart = mayhem.restart
+      @frozen = mayhem.frozen
       @tuner = tuner
       @outcome = outcome
       @failures = find_failures
@@ -29,14 +31,15 @@ module LimitFetchChaos
     def to_h
       {passed: passed?, failures: failures, environment: @outcome.fetch(:environment), plan: plan_h,
        jobs: jobs_h.merge(duplicates_h), limited: limited.to_h, tuner: @tuner.to_h, **limits_h,
-       chaos: chaos_h, redis_after_stop: leftovers_h, timing: timing_h}
+       chaos: chaos_h, booked_after_jobs: @outcome.fetch(:booked).to_h, redis_after_stop: leftovers_h,
+       timing: timing_h}
     end
 
     private
 
     def find_failures
-      job_failures + limited.problems + (concurrency + job_limits).flat_map(&:violations) + @tuner.problems +
-        chaos_failures + leftovers.problems
+      [*job_failures, *limited.problems, *(concurrency + job_limits).flat_map(&:violations), *@tuner.problems,
+       *chaos_failures, *freeze_failures, *@outcome.fetch(:booked).problems, *leftovers.problems]
     end
 
     def jids = @outcome.fetch(:jids)
@@ -44,6 +47,11 @@ module LimitFetchChaos
     def completed = @outcome.fetch(:completed)
 
     def runs = @outcome.fetch(:runs)
+
+    # The runs the limits are held to: all but the frozen process's woken
+    # originals (Frozen#original?), which a process frozen longer than its
+    # heartbeat's expiry runs on beside their second runs.
+    def counted = @counted ||= runs.reject { @frozen&.original?(_1) }
 
     def leftovers = @outcome.fetch(:leftovers)
 
@@ -55,19 +63,19 @@ module LimitFetchChaos
     def discarded = @outcome.fetch(:discards).jids
 
     def concurrency
-      @concurrency ||= @plan.queues.map { |queue| Concurrency.of(queue, runs.select { _1.queue == queue }, @plan) }
+      @concurrency ||= @plan.queues.map { |queue| Concurrency.of(queue, counted.select { _1.queue == queue }, @plan) }
     end
 
     # Each WatchedLimit's, the tuned one against the Tuner's schedule.
     def job_limits
       @job_limits ||= WatchedLimit.all.map do |watched|
         schedule = watched.id == Tuner::ID ? @tuner.schedule : LimitSchedule.constant(watched.limit)
-        JobLimitConcurrency.of(watched.id, watched.runs_of(runs), schedule)
+        JobLimitConcurrency.of(watched.id, watched.runs_of(counted), schedule)
       end
     end
 
     def limited
-      @limited ||= LimitedReport.new(@outcome, lost, job_limits.find { _1.id == Tuner::ID })
+      @limited ||= LimitedReport.new(@outcome.merge(runs: counted), lost, job_limits.find { _1.id == Tuner::ID })
     end
 
     def limits_h
@@ -77,7 +85,7 @@ module LimitFetchChaos
 
     def duplicates
       @duplicates ||= Duplicates.new(runs, @fleet.killed.to_h { [_1, @fleet.ended.fetch(_1)] }, @fleet.held_at_kill,
-        @restart)
+        @restart, frozen: @frozen)
     end
 
     # Jids with a run in the ledger.
@@ -111,20 +119,18 @@ module LimitFetchChaos
       end
     end
 
+    # The freeze must have come, caught jobs and lasted longer than a
+    # heartbeat's expiry (else it tested nothing).
+    def freeze_failures
+      return ["no process was frozen"] unless @frozen&.to
+      return ["#{@frozen.worker} was frozen #{@frozen.seconds} s only"] unless @frozen.reaped?
+
+      @frozen.held.to_a.empty? ? ["the frozen process held no job when it stopped"] : []
+    end
+
     def outage = @outage ||= (@restart&.through || []).to_h { [_1, @fleet.raised(_1)] }
 
-    def plan_h
-      {processes: Plan::PROCESSES, concurrency: @plan.concurrency, queues: @plan.queues, limits: @plan.limits,
-       process_limits: @plan.process_limits, heartbeat_period: Plan::HEARTBEAT_PERIOD,
-       **job_limits_plan, job_ms: Plan::JOB_MILLIS.minmax, kill_every_s: Plan::KILL_EVERY.minmax, redis_down_s: Plan::REDIS_DOWN,
-       redis: LimitFetchTools::RedisServer::AOF.map { _1.empty? ? '""' : _1 }.join(" "),
-       **@plan.options.to_h.slice(:jobs, :duration, :seed)}
-    end
-
-    def job_limits_plan
-      {job_limits: WatchedLimit.all.to_h { [_1.id, {queues: _1.queues, limit: _1.limit}] },
-       limited: LIMITED.to_h { [_1.name, {queues: _1::QUEUES, tenants: _1::TENANTS}] }, fetch_lag_s: FETCH_LAG / 1e9}
-    end
+    def plan_h = @plan.to_h
 
     def jobs_h
       {enqueued: jids.size, completed: completed.size, discarded: discarded.size, lost: lost.size,
@@ -144,7 +150,8 @@ module LimitFetchChaos
     def chaos_h
       {kills: @fleet.killed.size, replacements: @fleet.replacements, reaped: @outcome.fetch(:reaped),
        redis_restart: @restart && {at_s: @restart.at.round(2), down_s: @restart.seconds.round(3),
-                                   survived: outage.keys, raised: outage}}
+                                   survived: outage.keys, raised: outage},
+       freeze: @frozen&.to_h&.merge(originals: runs.count { @frozen.original?(_1) })}
     end
   end
 end

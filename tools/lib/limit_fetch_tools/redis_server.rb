@@ -66,6 +66,24 @@ module LimitFetchTools
       @pid = nil
     end
 
+    # SHUTDOWN: persists what it is configured to (with AOF, fsyncs it) and
+    # exits, as an operator's restart would; returns once the process is gone.
+    def shutdown
+      with_client do |conn|
+        conn.call("SHUTDOWN")
+      rescue RedisClient::ConnectionError
+        nil # the server closes the connection as it exits
+      end
+      ChildProcess.wait(@pid, timeout: STOP_TIMEOUT) or raise Failure, "#{program} did not exit on SHUTDOWN"
+      @pid = nil
+    end
+
+    # SIGSTOP: the server stops answering, its clients' connections stay
+    # open (as a stalled VM); #resume (SIGCONT) lets it go on.
+    def pause = ChildProcess.signal("STOP", @pid)
+
+    def resume = ChildProcess.signal("CONT", @pid)
+
     # SHUTDOWN SAVE: writes dump.rdb into #dir (even with `--save ""`) and
     # exits; returns once the process is gone.
     def shutdown_save
