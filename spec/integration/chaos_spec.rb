@@ -230,6 +230,19 @@ RSpec.describe "bin/chaos's accounting" do
                                           "time, a freeze shorter than a heartbeat's expiry"}])
     end
 
+    it "explains by a kill a job killed elsewhere before the freeze that the frozen process then took" do
+      runs = [
+        # Killed in w3 5 s before the freeze, taken by w1 just before it; again in w2 during it.
+        run("killed", "w3", 4 * second, nil, cut: 5 * second), run("killed", "w1", 9 * second, 31 * second),
+        run("killed", "w2", 19 * second, 20 * second)
+      ]
+      duplicates = LimitFetchChaos::Duplicates.new(runs, {"w3" => 5 * second}, {"w3" => %w[killed]}, nil,
+        frozen: frozen.with(held: %w[killed]))
+
+      expect(duplicates.unexplained).to eq([])
+      expect(duplicates.counts).to include(killed_running: 1, frozen_reaped: 1)
+    end
+
     it "leaves out of the limits' counts only the frozen process's runs of the jobs it held" do
       originals = [run("both", "w1", 9 * second, 31 * second), run("late", "w1", 30.5 * second, 31 * second)]
       others = [run("both", "w2", 19 * second, 20 * second), run("done", "w1", 8 * second, 9 * second),

@@ -57,10 +57,16 @@ module LimitFetchChaos
       {jid: runs.first.jid, runs: runs.map { describe(_1) }, repeats: repeats}
     end
 
+    # A pair that involves the frozen process may still be a kill's: a job
+    # killed elsewhere before the freeze, which the frozen process then took.
     def repeat(before, after)
-      return @frozen.explain(before, after) if @frozen&.involves?(before, after)
+      return killed_repeat(before, after) unless @frozen&.involves?(before, after)
 
-      killed_repeat(before, after)
+      frozen = @frozen.explain(before, after)
+      return frozen if frozen[:category]
+
+      killed = killed_repeat(before, after)
+      killed[:category] ? killed : frozen
     end
 
     def killed_repeat(before, after)

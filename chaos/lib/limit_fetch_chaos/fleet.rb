@@ -81,9 +81,12 @@ module LimitFetchChaos
     end
 
     # The jids in the in-progress lists of the capsules of process `pid`; nil
-    # if Redis did not answer.
+    # if Redis did not answer. Its capsules are told by their :info whether
+    # or not their heartbeat is there: a process killed right after an
+    # outage, before its first beat, has an expired heartbeat and still
+    # holds its jobs.
     def held(conn, pid)
-      in_progress(conn, capsules(conn), pid).values.flatten
+      in_progress(conn, capsules(conn, beating: false), pid).values.flatten
     rescue RedisClient::Error
       nil
     end
@@ -132,12 +135,13 @@ module LimitFetchChaos
     # whose heartbeat expired).
     def registered(conn) = capsules(conn).values
 
-    # Registered capsule => its process's pid (0 once its heartbeat expired):
-    # from the Sidekiq identity ("hostname:pid:nonce") the capsule's :info
-    # holds; its heartbeat holds "1", as v5's.
-    def capsules(conn)
+    # Registered capsule => its process's pid (0 once its heartbeat expired,
+    # unless `beating` is false): from the Sidekiq identity
+    # ("hostname:pid:nonce") the capsule's :info holds; its heartbeat holds
+    # "1", as v5's.
+    def capsules(conn, beating: true)
       conn.call("SMEMBERS", "#{PREFIX}capsules").to_h do |uuid|
-        next [uuid, 0] if conn.call("EXISTS", "#{PREFIX}capsule:#{uuid}:heartbeat").zero?
+        next [uuid, 0] if beating && conn.call("EXISTS", "#{PREFIX}capsule:#{uuid}:heartbeat").zero?
 
         info = JSON.parse(conn.call("GET", "#{PREFIX}capsule:#{uuid}:info") || "{}")
         [uuid, info["identity"].to_s.split(":")[-2].to_i]
