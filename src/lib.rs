@@ -29,11 +29,11 @@ mod reaper;
 mod runtime;
 mod script;
 mod sentinel;
+mod settings;
 
 pub use admin::{Limits, StoredLimit};
 pub use capsule::{BeatReport, Capsule, CapsuleOptions, Rebooked};
 pub use capsules::CapsuleEntry;
-pub use connection::{ConnectionSettings, Tls};
 pub use error::{Error, Result};
 pub use fetch::{Fetch, Wait};
 pub use interrupt::Interrupt;
@@ -43,4 +43,4 @@ pub use queues::{Pause, QueueState};
 pub use reaper::{JobRef, Reaped};
 pub use runtime::Pending;
 pub use script::fetch::{Discarded, Fetched};
-pub use sentinel::SentinelSettings;
+pub use settings::{ConnectionSettings, SentinelSettings, Tls};
