@@ -13,7 +13,7 @@ use crate::capsule::{Capsule, LookPending};
 use crate::doorbell::{queue_set, QueueSet, Ticket, Woken};
 use crate::runtime::{handle, run_plain};
 use crate::script::fetch::Fetched;
-use crate::{Error, Interrupt, Result};
+use crate::{keys, Error, Interrupt, Result};
 
 /// How long a fetch may wait for a job when none is eligible.
 #[derive(Clone, Copy, Debug, Default)]
@@ -58,10 +58,7 @@ impl Capsule {
     pub fn start_fetch<S: AsRef<str>>(&self, queues: &[S], wait: Wait) -> Result<Fetch> {
         let queues = queues
             .iter()
-            .map(|q| {
-                let q = q.as_ref();
-                q.strip_prefix("queue:").unwrap_or(q).to_owned()
-            })
+            .map(|q| keys::queue_name(q.as_ref()).to_owned())
             .collect();
         let mut fetch = Fetch::new(self.clone(), queues, wait);
         fetch.begin()?;

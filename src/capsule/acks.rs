@@ -9,7 +9,7 @@ use super::{Capsule, Inner};
 use crate::ledger::{Ack, Digest};
 use crate::runtime::run_plain;
 use crate::script::fetch::{Fetched, Look, Mode};
-use crate::{Interrupt, Result};
+use crate::{keys, Interrupt, Result};
 
 /// How long an acknowledgement waits for its capsule's next fetch to carry
 /// it before it is sent on its own. A processor fetches again right after it
@@ -26,7 +26,7 @@ impl Capsule {
     /// capsule's next fetch, or go on their own within [`ACK_GRACE`]. Until
     /// Redis has them, the slot counts as busy (never the other way round).
     pub fn acknowledge(&self, queue: &str, job: Vec<u8>) {
-        let queue = queue.strip_prefix("queue:").unwrap_or(queue).to_owned();
+        let queue = keys::queue_name(queue).to_owned();
         let digest = Digest::of(&job);
         let schedule = {
             let mut ledger = self.inner.ledger();
