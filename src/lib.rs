@@ -12,34 +12,28 @@
 
 mod admin;
 mod capsule;
-mod capsules;
 mod connection;
 mod direct;
 mod doorbell;
 mod error;
 mod fetch;
 mod interrupt;
-mod job_limits;
 pub mod keys;
 mod ledger;
 mod limits;
 mod process;
-mod queues;
 mod reaper;
 mod runtime;
 mod script;
 mod sentinel;
 mod settings;
 
-pub use admin::{Limits, StoredLimit};
+pub use admin::{CapsuleEntry, JobLimitState, Limits, Pause, QueueState, StoredLimit};
 pub use capsule::{BeatReport, Capsule, CapsuleOptions, Rebooked};
-pub use capsules::CapsuleEntry;
 pub use error::{Error, Result};
 pub use fetch::{Fetch, Wait};
 pub use interrupt::Interrupt;
-pub use job_limits::JobLimitState;
 pub use limits::{LimitKind, LimitValue};
-pub use queues::{Pause, QueueState};
 pub use reaper::{JobRef, Reaped};
 pub use runtime::Pending;
 pub use script::fetch::{Discarded, Fetched};

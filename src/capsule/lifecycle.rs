@@ -1,12 +1,11 @@
 //! A capsule's life in Redis: registering and proving itself alive, healing
 //! its busy and in-progress lists, reaping dead capsules, deregistering.
 
-use crate::admin::write_defaults;
-use crate::capsules::INFO_TTL_SECS;
+use crate::admin::{job_limits, write_defaults, INFO_TTL_SECS};
 use crate::connection::Conn;
+use crate::keys;
 use crate::reaper::{Reap, Reaped};
 use crate::runtime::run_plain;
-use crate::{job_limits, keys};
 use crate::{Interrupt, Result};
 
 use std::sync::atomic::Ordering;

@@ -5,7 +5,7 @@
 //! `look.rs` runs the fetch script (on the thread's own connection or the
 //! runtime's), `acks.rs` books what it did and sends acknowledgements and
 //! pushed-back jobs, `lifecycle.rs` registers, heals and deregisters the
-//! capsule. A fetch that waits is fetch.rs's; limits are admin.rs's.
+//! capsule. A fetch that waits is fetch.rs's; limits are admin/'s.
 
 mod acks;
 mod lifecycle;
