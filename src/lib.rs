@@ -16,7 +16,6 @@ mod connection;
 mod direct;
 mod doorbell;
 mod error;
-mod fetch;
 mod interrupt;
 pub mod keys;
 mod ledger;
@@ -29,9 +28,8 @@ mod sentinel;
 mod settings;
 
 pub use admin::{CapsuleEntry, JobLimitState, Limits, Pause, QueueState, StoredLimit};
-pub use capsule::{BeatReport, Capsule, CapsuleOptions, Rebooked};
+pub use capsule::{BeatReport, Capsule, CapsuleOptions, Fetch, Rebooked, Wait};
 pub use error::{Error, Result};
-pub use fetch::{Fetch, Wait};
 pub use interrupt::Interrupt;
 pub use limits::{LimitKind, LimitValue};
 pub use reaper::{JobRef, Reaped};

@@ -10,6 +10,7 @@
 mod acks;
 mod lifecycle;
 mod look;
+mod retrieve;
 
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Weak};
@@ -29,7 +30,7 @@ use crate::script::{LuaScript, RECONCILE, REQUEUE};
 use crate::{direct, ConnectionSettings, Interrupt, LimitKind, LimitValue, Result};
 
 pub use lifecycle::{BeatReport, Rebooked};
-pub(crate) use look::LookPending;
+pub use retrieve::{Fetch, Wait};
 
 /// How a capsule runs, besides where Redis is.
 #[derive(Debug, Clone, Copy)]

@@ -1,4 +1,5 @@
-//! A fetch that, when nothing is eligible, waits for the doorbell instead of
+//! Retrieving work: one call of Sidekiq's `retrieve_work` ([`Fetch`]), a
+//! fetch that, when nothing is eligible, waits for the doorbell instead of
 //! returning at once, the way Sidekiq's own fetch blocks in `BRPOP`.
 //!
 //! The caller drives it with [`Fetch::wait`], which blocks its thread and
@@ -9,11 +10,13 @@ use std::cell::OnceCell;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::capsule::{Capsule, LookPending};
 use crate::doorbell::{queue_set, QueueSet, Ticket, Woken};
 use crate::runtime::{handle, run_plain};
 use crate::script::fetch::Fetched;
 use crate::{keys, Error, Interrupt, Result};
+
+use super::look::LookPending;
+use super::Capsule;
 
 /// How long a fetch may wait for a job when none is eligible.
 #[derive(Clone, Copy, Debug, Default)]
