@@ -3,8 +3,8 @@
 //! jobs it runs. All of `impl Capsule` is in this folder:
 //!
 //! - `retrieve.rs`: retrieving work ([`Fetch`]: look, arm the doorbell, wait);
-//! - `look.rs`: one run of the fetch script (on the thread's own connection
-//!   or the runtime's);
+//! - `look.rs`: a look, one run of the fetch script, as a task on the
+//!   runtime's connection or, through `direct_look.rs`, on the thread's own;
 //! - `acks.rs`: books what a look did, sends acknowledgements and pushed-back
 //!   jobs;
 //! - `beat.rs`: the heartbeat and what it does besides;
@@ -17,6 +17,7 @@
 
 mod acks;
 mod beat;
+mod direct_look;
 mod heal;
 mod look;
 mod registration;
