@@ -108,7 +108,7 @@ impl Inner {
         if self.ledger().acks.is_empty() {
             return Ok(());
         }
-        // Freed slots no fetch of this capsule took: a waiter may (see `fetch`).
+        // Freed slots no fetch of this capsule took: a waiter may (see `look_here`).
         let acks = self.ledger().take_acks(None);
         self.look_here(&[], Mode::Plain, acks).await.map(drop)
     }
