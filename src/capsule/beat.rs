@@ -51,25 +51,6 @@ pub struct BeatReport {
     pub released: u64,
 }
 
-/// Whether this capsule's beats went on without a break: a break (a beat
-/// that failed, or one that came later than a heartbeat's expiry after the
-/// last) means other capsules may have been unable to beat too, for the
-/// same reason (Redis down, restarting or unreachable; the machine frozen).
-#[derive(Debug, Default)]
-pub(super) struct Continuity {
-    failed: bool,
-    last_ok: Option<Instant>,
-}
-
-impl Continuity {
-    fn broken(&self, now: Instant, expiry: Duration) -> bool {
-        self.failed
-            || self
-                .last_ok
-                .is_some_and(|at| now.duration_since(at) > expiry)
-    }
-}
-
 impl Capsule {
     /// Proves this capsule alive, heals its busy and in-progress lists,
     /// reaps capsules whose heartbeat expired, on every queue, and those

@@ -7,7 +7,8 @@
 //!   runtime's connection or, through `direct_look.rs`, on the thread's own;
 //! - `acks.rs`: books what a look did, sends acknowledgements and pushed-back
 //!   jobs;
-//! - `beat.rs`: the heartbeat and what it does besides;
+//! - `beat.rs`: the heartbeat and what it does besides; `continuity.rs`:
+//!   whether the beats went on without a break;
 //! - `registration.rs`: registering and deregistering;
 //! - `heal.rs`: reconciling Redis with the ledger, at each beat and on a new
 //!   master.
@@ -17,6 +18,7 @@
 
 mod acks;
 mod beat;
+mod continuity;
 mod direct_look;
 mod heal;
 mod look;
@@ -80,7 +82,7 @@ struct Inner {
     /// Between two beats.
     period: Duration,
     /// Whether the beats went on without a break (see beat.rs).
-    continuity: Mutex<beat::Continuity>,
+    continuity: Mutex<continuity::Continuity>,
     /// Behind sentinels, the generation of the last master the capsule was
     /// healed on (see `Inner::heal`), and one healing at a time.
     healed: AtomicU64,
