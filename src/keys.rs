@@ -142,3 +142,16 @@ pub const PARKED: &str = "sidekiq:limit_fetch:parked";
 
 /// Jobs discarded at their limit (`on_limit: :discard`), per class.
 pub const DISCARDED: &str = "sidekiq:limit_fetch:discarded";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_queue_name_is_its_list_name_without_the_prefix_once() {
+        for name in ["default", "", "a:b", "queue:nested"] {
+            assert_eq!(queue_name(&queue(name)), name);
+        }
+        assert_eq!(queue_name("default"), "default");
+    }
+}
