@@ -72,7 +72,7 @@ pub const UNREGISTERED: &str = "sidekiq:limit_fetch:unregistered";
 /// of the capsule that set it, is for people.
 pub const OUTAGE: &str = "sidekiq:limit_fetch:outage";
 
-/// What Sidekiq's list of a queue is named by: "queue:<name>".
+/// The prefix of Sidekiq's name for a queue's list, `queue:<name>`.
 pub const QUEUE_PREFIX: &str = "queue:";
 
 /// Sidekiq's own list for a queue.
