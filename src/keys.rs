@@ -72,9 +72,22 @@ pub const UNREGISTERED: &str = "sidekiq:limit_fetch:unregistered";
 /// of the capsule that set it, is for people.
 pub const OUTAGE: &str = "sidekiq:limit_fetch:outage";
 
+/// The prefix of Sidekiq's name for a queue's list, `queue:<name>`.
+pub const QUEUE_PREFIX: &str = "queue:";
+
 /// Sidekiq's own list for a queue.
 pub fn queue(name: &str) -> String {
-    format!("queue:{name}")
+    format!("{QUEUE_PREFIX}{name}")
+}
+
+/// A queue's bare name, from its name or from Sidekiq's name of its list
+/// ([`queue`]). The core, its keys and its scripts name a queue by the bare
+/// name; the Ruby side takes the prefix off where a job comes in
+/// (lib/sidekiq/limit_fetch/unit_of_work.rb), and the core takes it off
+/// again here, where a name comes in from its callers: a fetch's queues and
+/// an acknowledgement's queue.
+pub fn queue_name(name: &str) -> &str {
+    name.strip_prefix(QUEUE_PREFIX).unwrap_or(name)
 }
 
 /// A capsule's list of the jobs of `queue` it fetched and has not yet
@@ -129,3 +142,16 @@ pub const PARKED: &str = "sidekiq:limit_fetch:parked";
 
 /// Jobs discarded at their limit (`on_limit: :discard`), per class.
 pub const DISCARDED: &str = "sidekiq:limit_fetch:discarded";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_queue_name_is_its_list_name_without_the_prefix_once() {
+        for name in ["default", "", "a:b", "queue:nested"] {
+            assert_eq!(queue_name(&queue(name)), name);
+        }
+        assert_eq!(queue_name("default"), "default");
+    }
+}

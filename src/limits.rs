@@ -1,6 +1,6 @@
 use crate::keys;
 
-/// Which limit: one of a queue's two, or a job limit (see job_limits.rs).
+/// Which limit: one of a queue's two, or a job limit (see admin/job_limits.rs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LimitKind {
     /// Jobs of the queue in progress across every process on this Redis.

@@ -26,8 +26,8 @@ use parking_lot::Mutex;
 use redis::aio::ConnectionLike;
 use redis::{AsyncConnectionConfig, ErrorKind, ProtocolVersion, PushInfo, PushKind, Value};
 
-use crate::connection::ConnectionSettings;
 use crate::process::{ForkLocal, Stale};
+use crate::settings::{ConnectionSettings, SentinelSettings};
 use crate::{Error, Result};
 
 /// The channel sentinels announce a finished failover on.
@@ -35,18 +35,6 @@ const SWITCH_MASTER: &str = "+switch-master";
 
 /// After losing its sentinel, the watch tries the next one after this long.
 const WATCH_RETRY: Duration = Duration::from_millis(500);
-
-/// Where the sentinels are and which master to ask them for: Sidekiq's
-/// `sentinels:` and `name:` (redis-client's `SentinelConfig`).
-#[derive(Clone, Debug)]
-pub struct SentinelSettings {
-    /// The master's name, as the sentinels monitor it.
-    pub master_name: String,
-    /// Each sentinel: host, port, its own username, password and TLS
-    /// (`sentinel_username:`, `sentinel_password:`), CA certificates and
-    /// timeout; `db`, `path` and `sentinel` are not used.
-    pub sentinels: Vec<ConnectionSettings>,
-}
 
 /// Error codes of a server that is no master any more (READONLY, or
 /// MASTERDOWN from a replica that lost its master), or of a master that lost

@@ -9,7 +9,7 @@ use super::{Capsule, Inner};
 use crate::ledger::{Ack, Digest};
 use crate::runtime::run_plain;
 use crate::script::fetch::{Fetched, Look, Mode};
-use crate::{Interrupt, Result};
+use crate::{keys, Interrupt, Result};
 
 /// How long an acknowledgement waits for its capsule's next fetch to carry
 /// it before it is sent on its own. A processor fetches again right after it
@@ -26,7 +26,7 @@ impl Capsule {
     /// capsule's next fetch, or go on their own within [`ACK_GRACE`]. Until
     /// Redis has them, the slot counts as busy (never the other way round).
     pub fn acknowledge(&self, queue: &str, job: Vec<u8>) {
-        let queue = queue.strip_prefix("queue:").unwrap_or(queue).to_owned();
+        let queue = keys::queue_name(queue).to_owned();
         let digest = Digest::of(&job);
         let schedule = {
             let mut ledger = self.inner.ledger();
@@ -81,52 +81,6 @@ impl Capsule {
 }
 
 impl Inner {
-    /// The fetch script on the tracking connection, carrying `acks` (taken
-    /// from the ledger; they go back if the script fails).
-    ///
-    /// The acknowledgements may be taken before the gate: the ledger counts
-    /// their jobs as held until Redis has them, as Redis does, so a
-    /// reconciliation in between finds the two in step.
-    pub(super) async fn fetch(
-        &self,
-        queues: &[String],
-        mode: Mode,
-        acks: Vec<Ack>,
-    ) -> Result<Look> {
-        // On a master the capsule is not healed on yet, it waits for that.
-        if let Err(err) = self.heal().await {
-            return self.settle(acks, Err(err));
-        }
-        self.fetch_here(queues, mode, acks).await
-    }
-
-    /// [`Inner::fetch`] on whatever master is followed now: the healing's
-    /// own flush.
-    async fn fetch_here(&self, queues: &[String], mode: Mode, acks: Vec<Ack>) -> Result<Look> {
-        let _shared = self.gate.read().await;
-        let generation = self.redis.generation();
-        let mut reply = self
-            .fetch
-            .run(&self.redis, &self.uuid, mode, &acks, queues)
-            .await;
-        // Behind sentinels, the master moved under it: once more, on the
-        // master they name now (as a direct look whose connection broke goes
-        // again), rather than the caller's waiting a second for its next.
-        // The new connection tracks nothing yet: no read-back.
-        if reply.is_err() && self.redis.generation() != generation && mode != Mode::Track {
-            let mode = if mode == Mode::Watch {
-                Mode::Report
-            } else {
-                mode
-            };
-            reply = self
-                .fetch
-                .run(&self.redis, &self.uuid, mode, &acks, queues)
-                .await;
-        }
-        self.settle(acks, reply)
-    }
-
     /// Books what a fetch script did in the ledger.
     pub(super) fn settle(&self, acks: Vec<Ack>, reply: Result<Look>) -> Result<Look> {
         let mut ledger = self.ledger();
@@ -154,9 +108,9 @@ impl Inner {
         if self.ledger().acks.is_empty() {
             return Ok(());
         }
-        // Freed slots no fetch of this capsule took: a waiter may (see `fetch`).
+        // Freed slots no fetch of this capsule took: a waiter may (see `look_here`).
         let acks = self.ledger().take_acks(None);
-        self.fetch_here(&[], Mode::Plain, acks).await.map(drop)
+        self.look_here(&[], Mode::Plain, acks).await.map(drop)
     }
 
     fn schedule_flush(self: Arc<Self>, after: Duration) {

@@ -1,15 +1,29 @@
 //! One Sidekiq capsule's view of the limits: its UUID, its busy slots and
 //! in-progress jobs, and the bookkeeping that keeps Redis in step with the
-//! jobs it runs.
+//! jobs it runs. All of `impl Capsule` is in this folder:
 //!
-//! `look.rs` runs the fetch script (on the thread's own connection or the
-//! runtime's), `acks.rs` books what it did and sends acknowledgements and
-//! pushed-back jobs, `lifecycle.rs` registers, heals and deregisters the
-//! capsule. A fetch that waits is fetch.rs's; limits are admin.rs's.
+//! - `retrieve.rs`: retrieving work ([`Fetch`]: look, arm the doorbell, wait);
+//! - `look.rs`: a look, one run of the fetch script, as a task on the
+//!   runtime's connection or, through `direct_look.rs`, on the thread's own;
+//! - `acks.rs`: books what a look did, sends acknowledgements and pushed-back
+//!   jobs;
+//! - `beat.rs`: the heartbeat and what it does besides; `continuity.rs`:
+//!   whether the beats went on without a break;
+//! - `registration.rs`: registering and deregistering;
+//! - `heal.rs`: reconciling Redis with the ledger, at each beat and on a new
+//!   master.
+//!
+//! The administration without a capsule is admin/'s; a capsule delegates
+//! its own to one over its connection.
 
 mod acks;
-mod lifecycle;
+mod beat;
+mod continuity;
+mod direct_look;
+mod heal;
 mod look;
+mod registration;
+mod retrieve;
 
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Weak};
@@ -28,8 +42,9 @@ use crate::script::fetch::{Discarded, FetchScript};
 use crate::script::{LuaScript, RECONCILE, REQUEUE};
 use crate::{direct, ConnectionSettings, Interrupt, LimitKind, LimitValue, Result};
 
-pub use lifecycle::{BeatReport, Rebooked};
-pub(crate) use look::LookPending;
+pub use beat::BeatReport;
+pub use heal::Rebooked;
+pub use retrieve::{Fetch, Wait};
 
 /// How a capsule runs, besides where Redis is.
 #[derive(Debug, Clone, Copy)]
@@ -66,8 +81,8 @@ struct Inner {
     heartbeat_ttl: u64,
     /// Between two beats.
     period: Duration,
-    /// Whether the beats went on without a break (see lifecycle.rs).
-    continuity: Mutex<lifecycle::Continuity>,
+    /// Whether the beats went on without a break (see beat.rs).
+    continuity: Mutex<continuity::Continuity>,
     /// Behind sentinels, the generation of the last master the capsule was
     /// healed on (see `Inner::heal`), and one healing at a time.
     healed: AtomicU64,

@@ -9,6 +9,7 @@
 
 mod conn;
 mod flight;
+mod open;
 mod poll;
 mod registry;
 mod resp;

@@ -1,7 +1,7 @@
 //! Queues as a control plane sees them: their limits, busy slots by
 //! capsule, backlog and pause, read in one round trip; pausing and
 //! unpausing; and the names of every queue the gem holds a key of. Needs no
-//! capsule (see admin.rs).
+//! capsule (see admin/mod.rs).
 //!
 //! A pause is one key per queue (`keys::paused`): while it exists the fetch
 //! script finds the queue not eligible, whatever its limits, and leaves the
@@ -14,9 +14,10 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use crate::admin::Limits;
 use crate::runtime::run_plain;
 use crate::{keys, Error, Interrupt, LimitValue, Result};
+
+use super::Limits;
 
 /// One queue as Redis holds it now.
 #[derive(Debug, Clone, PartialEq, Eq)]

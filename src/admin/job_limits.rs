@@ -7,11 +7,12 @@
 
 use std::sync::LazyLock;
 
-use crate::admin::Limits;
 use crate::connection::Conn;
 use crate::runtime::run_plain;
 use crate::script::{LuaScript, RELEASE};
 use crate::{keys, Interrupt, LimitValue, Result};
+
+use super::Limits;
 
 static RELEASE_SCRIPT: LazyLock<LuaScript> = LazyLock::new(|| LuaScript::new(RELEASE));
 

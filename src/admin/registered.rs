@@ -3,11 +3,12 @@
 //! side, stored by the core at each heartbeat, never read by it) and how
 //! long its heartbeat has left; a capsule whose heartbeat is gone is dead,
 //! waiting for the next heartbeat of another process to reap it. Needs no
-//! capsule (see admin.rs).
+//! capsule (see admin/mod.rs).
 
-use crate::admin::Limits;
 use crate::runtime::run_plain;
 use crate::{keys, Interrupt, Result};
+
+use super::Limits;
 
 /// How long a capsule's description outlives its last heartbeat, unless a
 /// reaper or its deregistration deletes it first: a backstop for capsules

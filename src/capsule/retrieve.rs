@@ -1,4 +1,5 @@
-//! A fetch that, when nothing is eligible, waits for the doorbell instead of
+//! Retrieving work: one call of Sidekiq's `retrieve_work` ([`Fetch`]), a
+//! fetch that, when nothing is eligible, waits for the doorbell instead of
 //! returning at once, the way Sidekiq's own fetch blocks in `BRPOP`.
 //!
 //! The caller drives it with [`Fetch::wait`], which blocks its thread and
@@ -9,11 +10,13 @@ use std::cell::OnceCell;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::capsule::{Capsule, LookPending};
 use crate::doorbell::{queue_set, QueueSet, Ticket, Woken};
 use crate::runtime::{handle, run_plain};
 use crate::script::fetch::Fetched;
-use crate::{Error, Interrupt, Result};
+use crate::{keys, Error, Interrupt, Result};
+
+use super::look::LookPending;
+use super::Capsule;
 
 /// How long a fetch may wait for a job when none is eligible.
 #[derive(Clone, Copy, Debug, Default)]
@@ -58,10 +61,7 @@ impl Capsule {
     pub fn start_fetch<S: AsRef<str>>(&self, queues: &[S], wait: Wait) -> Result<Fetch> {
         let queues = queues
             .iter()
-            .map(|q| {
-                let q = q.as_ref();
-                q.strip_prefix("queue:").unwrap_or(q).to_owned()
-            })
+            .map(|q| keys::queue_name(q.as_ref()).to_owned())
             .collect();
         let mut fetch = Fetch::new(self.clone(), queues, wait);
         fetch.begin()?;

@@ -1,14 +1,11 @@
-//! Limits administration: reading and setting queues' limits and counting
-//! their busy slots. Needs a Redis connection, not a capsule, so that a
-//! control plane (a console API, a CLI, a web UI) can use it on its own;
-//! a capsule's own methods delegate to one over its connection.
+//! Queues' limits, read and set, and their busy slots counted (see
+//! limits.rs for what a limit is and how a stored one reads).
 
-use std::sync::Arc;
-use std::time::Duration;
-
-use crate::connection::{Conn, Redis};
+use crate::connection::Conn;
 use crate::runtime::run_plain;
-use crate::{keys, ConnectionSettings, Interrupt, LimitKind, LimitValue, Result};
+use crate::{keys, Interrupt, LimitKind, LimitValue, Result};
+
+use super::Limits;
 
 /// A limit as Redis holds it, unparsed: a value written by hand may not be
 /// a number (the fetch then reads it as 0).
@@ -21,36 +18,7 @@ pub struct StoredLimit {
     pub raw: Option<String>,
 }
 
-/// Queues' limits on one Redis. Cheap to clone; every method blocks the
-/// calling thread (not the runtime) and returns early if `interrupt` fires.
-#[derive(Clone)]
-pub struct Limits {
-    redis: Arc<Redis>,
-    /// How long a caller waits for a reply.
-    timeout: Duration,
-}
-
 impl Limits {
-    /// Limits on the Redis of `settings`, through a connection of their
-    /// own, opened on first use.
-    pub fn new(settings: &ConnectionSettings) -> Self {
-        Self::over(Arc::new(Redis::new(settings, |_| {})), settings.timeout)
-    }
-
-    /// Limits through `redis` (a capsule's connection, whose writes its
-    /// doorbell hears of).
-    pub(crate) fn over(redis: Arc<Redis>, timeout: Duration) -> Self {
-        Self { redis, timeout }
-    }
-
-    pub(crate) fn redis(&self) -> &Arc<Redis> {
-        &self.redis
-    }
-
-    pub(crate) fn timeout(&self) -> Duration {
-        self.timeout
-    }
-
     /// A limit, read the way the fetch script reads it.
     pub fn limit(&self, queue: &str, kind: LimitKind, interrupt: &Interrupt) -> Result<LimitValue> {
         let redis = self.redis.clone();

@@ -1,0 +1,134 @@
+//! A capsule's registration in Redis: its heartbeat key and membership,
+//! written by each beat (and, after a break, the outage key), and its
+//! removal at shutdown.
+
+use crate::admin::{write_defaults, INFO_TTL_SECS};
+use crate::connection::Conn;
+use crate::keys;
+use crate::reaper::Reap;
+use crate::runtime::run_plain;
+use crate::{Interrupt, Result};
+
+use super::{Capsule, Inner};
+
+/// What a registration found.
+pub(super) struct Registered {
+    /// The heartbeat key was gone.
+    pub(super) restored: bool,
+    /// Configured limits were missing (and written again).
+    pub(super) lost_data: bool,
+    /// The outage key exists: no reaping.
+    pub(super) held_off: bool,
+}
+
+impl Capsule {
+    /// Registers this capsule (heartbeat key and membership), as a beat does.
+    pub fn register(&self, interrupt: &Interrupt) -> Result<()> {
+        let inner = self.inner.clone();
+        run_plain(interrupt, self.inner.timeout, async move {
+            inner
+                .register(&mut inner.redis.conn().await?, false)
+                .await
+                .map(|_| ())
+        })
+    }
+
+    /// Removes this capsule after sending its pending acknowledgements: its
+    /// heartbeat, its membership, every slot it still holds in `queues` or in
+    /// any queue it fetched from, and its in-progress lists, whose jobs go
+    /// back to their queues. Returns the number of slots freed.
+    pub fn deregister<S: AsRef<str>>(&self, queues: &[S], interrupt: &Interrupt) -> Result<i64> {
+        let inner = self.inner.clone();
+        let names: Vec<String> = queues.iter().map(|q| q.as_ref().to_owned()).collect();
+        run_plain(interrupt, self.inner.timeout * 4, async move {
+            inner.flush().await?;
+            let _exclusive = inner.gate.write().await;
+            let mut names = names;
+            names.extend(inner.ledger().queues().cloned());
+            names.sort();
+            names.dedup();
+            let busy_lists = names.iter().map(|q| keys::busy(q));
+            let mut conn = inner.redis.conn().await?;
+            let reaped = inner
+                .reaper
+                .reap_one(&mut conn, &inner.uuid, busy_lists, Reap::Clean)
+                .await?;
+            Ok(reaped.map_or(0, |r| r.freed))
+        })
+    }
+}
+
+impl Inner {
+    /// Sets the heartbeat and membership, and after a break in the beats
+    /// (`broken`) the outage key. If the heartbeat key was gone, writes the
+    /// configured limits again where unset.
+    /// The heartbeat holds what v5's reaper takes for alive (`"1"`), so
+    /// that its processes, sharing the Redis during a migration, leave this
+    /// capsule be. Registering also ends a note that the capsule was found
+    /// unregistered (see src/lua/orphans.lua): it is alive.
+    pub(super) async fn register(&self, conn: &mut Conn, broken: bool) -> Result<Registered> {
+        let mut pipe = redis::pipe();
+        pipe.atomic()
+            .cmd("EXISTS")
+            .arg(keys::heartbeat(&self.uuid))
+            .cmd("SET")
+            .arg(keys::heartbeat(&self.uuid))
+            .arg(keys::ALIVE)
+            .arg("EX")
+            .arg(self.heartbeat_ttl)
+            .ignore()
+            .cmd("SADD")
+            .arg(keys::CAPSULES)
+            .arg(&self.uuid)
+            .ignore()
+            .cmd("SADD")
+            .arg(keys::REGISTERED)
+            .arg(&self.uuid)
+            .ignore()
+            .cmd("HDEL")
+            .arg(keys::UNREGISTERED)
+            .arg(&self.uuid)
+            .ignore();
+        if broken {
+            outage(&mut pipe, &self.uuid, self.heartbeat_ttl);
+        }
+        pipe.cmd("EXISTS").arg(keys::OUTAGE);
+        if let Some(info) = self.info.lock().as_deref() {
+            pipe.cmd("SET")
+                .arg(keys::capsule_info(&self.uuid))
+                .arg(info)
+                .arg("EX")
+                .arg(self.heartbeat_ttl + INFO_TTL_SECS)
+                .ignore();
+        }
+        let (existed, held_off): (bool, bool) = pipe.query_async(conn).await?;
+        let mut lost_data = false;
+        if !existed {
+            let defaults = self.defaults.lock().clone();
+            lost_data = write_defaults(conn, &defaults).await? > 0;
+        }
+        Ok(Registered {
+            restored: !existed,
+            lost_data,
+            held_off,
+        })
+    }
+
+    /// Sets the outage key: nobody reaps for a heartbeat's expiry.
+    pub(super) async fn hold_off_reaping(&self, conn: &mut Conn) -> Result<()> {
+        let mut pipe = redis::pipe();
+        outage(&mut pipe, &self.uuid, self.heartbeat_ttl);
+        pipe.query_async::<()>(conn).await?;
+        Ok(())
+    }
+}
+
+/// `SET` of the outage key for a heartbeat's expiry (`ttl` seconds).
+fn outage(pipe: &mut redis::Pipeline, uuid: &str, ttl: u64) {
+    pipe.cmd("SET")
+        .arg(keys::OUTAGE)
+        .arg(uuid)
+        .arg("EX")
+        .arg(ttl)
+        .ignore();
+}
