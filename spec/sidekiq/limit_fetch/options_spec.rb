@@ -164,10 +164,10 @@ RSpec.describe Sidekiq::LimitFetch, "options" do
       expect(described_class.new(settings, options).uuid).to match(/\A\h{8}-/)
     end
 
-    it "names the limit kinds it takes" do
-      native = described_class.new(settings, options)
+    it "names the limit kinds its administration takes" do
+      admin = Sidekiq::LimitFetch::NativeAdmin.new(settings)
 
-      expect { native.limit("a", :global) }
+      expect { admin.limit("a", :global) }
         .to raise_error(ArgumentError, /unknown limit kind :global \(expected :limit or :process_limit or :job_limit\)/)
     end
   end
