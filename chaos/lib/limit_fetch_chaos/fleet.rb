@@ -113,10 +113,10 @@ module LimitFetchChaos
     # from the Sidekiq identity ("hostname:pid:nonce") the capsule's :info
     # holds; its heartbeat holds "1", as v5's.
     def capsules(conn)
-      conn.call("SMEMBERS", "#{PREFIX}capsules").to_h do |uuid|
-        next [uuid, 0] if conn.call("EXISTS", "#{PREFIX}capsule:#{uuid}:heartbeat").zero?
+      conn.call("SMEMBERS", KEYS::CAPSULES).to_h do |uuid|
+        next [uuid, 0] if conn.call("EXISTS", KEYS.heartbeat(uuid)).zero?
 
-        info = JSON.parse(conn.call("GET", "#{PREFIX}capsule:#{uuid}:info") || "{}")
+        info = JSON.parse(conn.call("GET", KEYS.capsule_info(uuid)) || "{}")
         [uuid, info["identity"].to_s.split(":")[-2].to_i]
       end
     end
@@ -124,7 +124,7 @@ module LimitFetchChaos
     # The jids in the in-progress lists of the capsules of process `pid`; nil
     # if Redis did not answer.
     def held(conn, pid)
-      lists = capsules(conn).filter_map { |uuid, owner| "#{PREFIX}capsule:#{uuid}:inprogress:*" if owner == pid }
+      lists = capsules(conn).filter_map { |uuid, owner| KEYS.in_progress(uuid, "*") if owner == pid }
       jobs = lists.flat_map { conn.call("KEYS", _1) }.flat_map { conn.call("LRANGE", _1, 0, -1) }
       jobs.map { JSON.parse(_1)["jid"] }
     rescue RedisClient::Error

@@ -16,10 +16,10 @@ module LimitFetchChaos
                 queued: "jobs still queued", dead: "jobs in the dead set"}.freeze
 
     def self.read(conn, queues)
-      new(busy: lengths(conn, "#{PREFIX}queue:*:busy"), in_progress: lengths(conn, "#{PREFIX}capsule:*:inprogress:*"),
+      new(busy: lengths(conn, KEYS::BUSY_PATTERN), in_progress: lengths(conn, KEYS.in_progress("*", "*")),
         capsule_keys: conn.call("KEYS", "#{PREFIX}capsule:*").sort,
-        capsules: conn.call("SUNION", "#{PREFIX}capsules", "#{PREFIX}registered").sort,
-        job_limit_keys: sizes(conn, "#{PREFIX}limit:*"), parked: conn.call("SMEMBERS", "#{PREFIX}parked").sort,
+        capsules: conn.call("SUNION", KEYS::CAPSULES, KEYS::REGISTERED).sort,
+        job_limit_keys: sizes(conn, "#{PREFIX}limit:*"), parked: conn.call("SMEMBERS", KEYS::PARKED).sort,
         queued: queues.to_h { [_1, conn.call("LLEN", "queue:#{_1}")] }.select { |_queue, count| count.positive? },
         dead: conn.call("ZCARD", "dead"))
     end
