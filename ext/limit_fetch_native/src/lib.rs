@@ -2,15 +2,17 @@
 //!
 //! One file per Ruby class or module the binding defines (`native.rs`, a
 //! capsule's work; `native_admin.rs`, administration; `keys.rs`, the key
-//! names), reads (`redis_settings.rs`, `capsule_options.rs`) or builds
-//! (`beat_report.rs`, `stored_limit.rs`, `queue_state.rs`,
-//! `capsule_entry.rs`, `job_limit_state.rs`, `errors.rs`), each with its own
-//! `init`; the Ruby side defines and checks the shapes (lib/sidekiq/
-//! limit_fetch/shapes.rb). This file only wires them up.
+//! names), reads (`redis_settings.rs`, `capsule_options.rs`,
+//! `default_limit.rs`) or builds (`beat_report.rs`, `stored_limit.rs`,
+//! `queue_state.rs`, `capsule_entry.rs`, `job_limit_state.rs`,
+//! `errors.rs`), each with its own `init`; the Ruby side defines and checks
+//! the shapes (lib/sidekiq/limit_fetch/shapes.rb). This file only wires
+//! them up.
 
 mod beat_report;
 mod capsule_entry;
 mod capsule_options;
+mod default_limit;
 mod errors;
 mod helpers;
 mod job_limit_state;
@@ -35,6 +37,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     errors::init(namespace)?;
     redis_settings::init(namespace)?;
     capsule_options::init(namespace)?;
+    default_limit::init(namespace)?;
     beat_report::init(namespace)?;
     stored_limit::init(namespace)?;
     queue_state::init(namespace)?;

@@ -12,9 +12,8 @@ use magnus::{function, method, prelude::*, Error, RArray, RClass, RString, Ruby,
 
 use crate::errors::to_ruby;
 use crate::helpers::seconds;
-use crate::helpers::symbol_enum::LIMIT_KIND;
 use crate::nogvl::{call, without_gvl, without_gvl_or};
-use crate::{beat_report, capsule_options, redis_settings};
+use crate::{beat_report, capsule_options, default_limit, redis_settings};
 
 #[magnus::wrap(class = "Sidekiq::LimitFetch::Native", free_immediately, size)]
 struct Native {
@@ -180,19 +179,14 @@ impl Native {
         call(ruby, |interrupt| capsule.deregister(&queues, interrupt))
     }
 
-    /// `limits`: `[[queue, :limit | :process_limit, Integer], ...]`, written
-    /// only where unset. The capsule keeps them, to write them again the same
-    /// way if Redis loses its data (`BeatReport#lost_data`).
-    fn set_default_limits(ruby: &Ruby, rb_self: &Self, entries: RArray) -> Result<(), Error> {
-        let mut limits = Vec::with_capacity(entries.len());
-        for i in 0..entries.len() {
-            let entry: RArray = entries.entry(i as isize)?;
-            limits.push((
-                entry.entry::<String>(0)?,
-                LIMIT_KIND.get(ruby, entry.entry(1)?)?,
-                entry.entry::<u64>(2)?,
-            ));
-        }
+    /// `limits`: `DefaultLimit`s, written only where unset. The capsule
+    /// keeps them, to write them again the same way if Redis loses its data
+    /// (`BeatReport#lost_data`).
+    fn set_default_limits(ruby: &Ruby, rb_self: &Self, limits: RArray) -> Result<(), Error> {
+        let limits = limits
+            .into_iter()
+            .map(|limit| default_limit::from_ruby(ruby, limit))
+            .collect::<Result<Vec<_>, Error>>()?;
         let capsule = rb_self.capsule.clone();
         call(ruby, |interrupt| {
             capsule.set_default_limits(limits.clone(), interrupt)

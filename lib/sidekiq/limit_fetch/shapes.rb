@@ -3,14 +3,14 @@
 module Sidekiq
   class LimitFetch < BasicFetch
     # Every shape that crosses the seam between Ruby and the Rust binding,
-    # in one place: Ruby owns them. The binding reads the first three by
+    # in one place: Ruby owns them. The binding reads the first four by
     # member name and builds the others with keyword arguments
     # (ext/limit_fetch_native/src/helpers/data.rs), so that a member renamed
     # on one side only fails at once instead of shifting a value into the
     # wrong field. It looks each class up and pins it as it loads:
     # NativeExtension requires this file first.
 
-    # ---- Read by the binding (checked when built: see the files required below) ----
+    # ---- Read by the binding, checked by Ruby once, when built ----
 
     # Where and how the core reaches Redis (redis_settings.rb).
     RedisSettings = Data.define(:host, :port, :path, :db, :username, :password, :tls, :ca_certs, :timeout, :sentinel)
@@ -21,6 +21,12 @@ module Sidekiq
 
     # How a capsule's core runs, besides where Redis is (capsule_options.rb).
     CapsuleOptions = Data.define(:heartbeat_period, :max_recoveries, :lookahead, :at_limit_warning_after)
+
+    # A limit a capsule writes where Redis holds none (Native#set_default_limits),
+    # checked by Limits.configured: +name+, a queue's, or for +kind+
+    # :job_limit a job limit's id; +kind+ :limit, :process_limit or
+    # :job_limit; +value+, an Integer.
+    DefaultLimit = Data.define(:name, :kind, :value)
 
     # ---- Built by the binding ----
 
