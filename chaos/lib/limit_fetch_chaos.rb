@@ -30,8 +30,9 @@ module LimitFetchChaos
   REPO = LimitFetchDemo::REPO
   ROOT = File.join(REPO, "chaos")
   Failure = LimitFetchDemo::Failure
-  # The gem's keys in Redis.
-  PREFIX = "sidekiq:limit_fetch:"
+  # The gem's keys in Redis, named by its data model.
+  KEYS = Sidekiq::LimitFetch::Keys
+  PREFIX = KEYS::PREFIX
 
   module_function
 

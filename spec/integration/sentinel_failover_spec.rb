@@ -11,7 +11,7 @@ require_relative "../support/sentinel_cluster"
 RSpec.describe "a sidekiq process behind Redis Sentinel", :e2e do
   let(:limit) { 3 }
   let(:job_seconds) { 0.1 }
-  let(:busy_key) { "#{LimitFetchHelpers::KEY_PREFIX}queue:failover:busy" }
+  let(:busy_key) { LimitFetchHelpers::KEYS.busy("failover") }
   let(:cluster) { SentinelCluster.new }
   let(:app) { SidekiqApp.new }
   let(:record) { File.join(app.dir, "record.log") }

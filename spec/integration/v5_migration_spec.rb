@@ -36,7 +36,7 @@ RSpec.describe "a fleet of this gem's and v5's processes", :e2e do
     wait_until(message: -> { "our process to hold a slot: #{busy_entries("shared")}" }) do
       busy_entries("shared").include?(ours_uuid)
     end
-    expect(redis.call("GET", "#{LimitFetchHelpers::KEY_PREFIX}capsule:#{ours_uuid}:heartbeat")).to eq("1")
+    expect(redis.call("GET", heartbeat_key(ours_uuid))).to eq("1")
     expect(v5.reap).to eq([])
     wait_until(timeout: 30, message: -> { "40 jobs done, #{done_jids.size} are" }) { done_jids.size >= 40 }
 
@@ -57,7 +57,7 @@ RSpec.describe "a fleet of this gem's and v5's processes", :e2e do
     redis.call("RPUSH", queue_key("shared", "busy"), v5.uuid)
     expect(holds_for?(2.5) { busy_entries("shared") == [v5.uuid] }).to be(true),
       "our process reaped a v5 capsule whose heartbeat had not expired: #{busy_entries("shared")}"
-    redis.call("DEL", "#{LimitFetchHelpers::KEY_PREFIX}capsule:#{v5.uuid}:heartbeat")
+    redis.call("DEL", heartbeat_key(v5.uuid))
     wait_until(timeout: 5, message: -> { "our process to reap the dead v5 capsule: #{busy_entries("shared")}" }) do
       busy_entries("shared").empty?
     end

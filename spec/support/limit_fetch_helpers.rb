@@ -17,8 +17,11 @@ module LimitFetchHelpers
   # them once an instance runs).
   SERVER_CONFIG_BLOCKS = Array(Sidekiq.instance_variable_get(:@config_blocks)).dup.freeze
 
-  KEY_PREFIX = "sidekiq:limit_fetch:"
-  CAPSULES_KEY = "#{KEY_PREFIX}capsules".freeze
+  # The gem's keys, named by the core's data model (src/keys.rs).
+  KEYS = Sidekiq::LimitFetch::Keys
+  KEY_PREFIX = KEYS::PREFIX
+  CAPSULES_KEY = KEYS::CAPSULES
+  QUEUE_KEY_KINDS = %w[limit process_limit busy paused].freeze
 
   # ---- Redis, from the spec's side ----
 
@@ -26,16 +29,20 @@ module LimitFetchHelpers
     @redis ||= RedisServer.client
   end
 
+  # A queue's key of the gem: +kind+ limit, process_limit, busy or paused.
   def queue_key(name, kind)
-    "#{KEY_PREFIX}queue:#{name}:#{kind}"
+    kind = kind.to_s
+    raise ArgumentError, "no queue key #{kind.inspect}" unless QUEUE_KEY_KINDS.include?(kind)
+
+    KEYS.public_send(kind, name)
   end
 
   def heartbeat_key(uuid)
-    "#{KEY_PREFIX}capsule:#{uuid}:heartbeat"
+    KEYS.heartbeat(uuid)
   end
 
   def in_progress_key(uuid, queue)
-    "#{KEY_PREFIX}capsule:#{uuid}:inprogress:#{queue}"
+    KEYS.in_progress(uuid, queue)
   end
 
   def in_progress(uuid, queue)
@@ -61,7 +68,7 @@ module LimitFetchHelpers
   end
 
   def queue_length(queue)
-    redis.call("LLEN", "queue:#{queue}")
+    redis.call("LLEN", KEYS.queue(queue))
   end
 
   # ---- Sidekiq configuration ----
@@ -166,7 +173,7 @@ module LimitFetchHelpers
   def push_payloads(queue, payloads)
     redis.pipelined do |pipe|
       pipe.call("SADD", "queues", queue)
-      payloads.each_slice(100) { |slice| pipe.call("LPUSH", "queue:#{queue}", *slice) }
+      payloads.each_slice(100) { |slice| pipe.call("LPUSH", KEYS.queue(queue), *slice) }
     end
     payloads
   end

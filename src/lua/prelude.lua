@@ -91,6 +91,8 @@ end
 -- JSON that does not parse), the whole payload is. Only at the start is the
 -- field surely the payload's own, not a key of a hash among its arguments;
 -- once the array decoded, what follows it is the payload's next key.
+-- spec/fixtures/job_limit_payloads.json holds payloads as the middleware
+-- writes them and what this reads from each (tests/payloads.rs).
 local LIMITS_FIRST = '{"limit_fetch":'
 
 -- The valid job limits of a decoded "limit_fetch" value, or false.

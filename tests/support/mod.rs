@@ -3,6 +3,8 @@
 //! Shared by several test binaries, each of which uses a part.
 #![allow(dead_code)]
 
+pub mod json;
+
 use std::net::TcpListener;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};

@@ -4,6 +4,7 @@ require "securerandom"
 require "sidekiq/launcher"
 require "sidekiq/limit_fetch"
 
+require "limit_fetch_bench/gem_keys"
 require "limit_fetch_bench/round_trips"
 require "limit_fetch_bench/redis_probe"
 require "limit_fetch_bench/window"

@@ -105,7 +105,7 @@ module LimitFetchBench
     end
 
     def limits(scenario, set)
-      keys = scenario.queues.map { "sidekiq:limit_fetch:queue:#{_1}:limit" }
+      keys = scenario.queues.map { GemKeys.limit(_1) }
       return @probe.call("DEL", *keys) unless set
 
       @probe.call("MSET", *keys.flat_map { [_1, LIMIT] })

@@ -69,7 +69,7 @@ module LimitFetchBench
 
     def parked_key
       id = Sidekiq::LimitFetch::JobLimits.declared(TenantJob).key_id(KeyedVariants::HOT_TENANT)
-      "sidekiq:limit_fetch:limit:#{id}:parked"
+      GemKeys.parked(id)
     end
 
     def result(measured)

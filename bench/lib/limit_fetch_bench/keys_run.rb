@@ -9,7 +9,7 @@ module LimitFetchBench
   # left behind are what the keys would cost when idle: none expected.
   class KeysRun
     SETTLE = 0.5
-    LIMIT_KEYS = "sidekiq:limit_fetch:limit:*"
+    LIMIT_KEYS = "#{GemKeys::PREFIX}limit:*".freeze
 
     def initialize(spec)
       @spec = spec
@@ -52,7 +52,7 @@ module LimitFetchBench
       keys = @redis.call("KEYS", "*").sort
       {"used_memory" => @redis.call("INFO", "memory")[/^used_memory:(\d+)/, 1].to_i, "key_count" => keys.size,
        "limit_keys" => keys.count { File.fnmatch?(LIMIT_KEYS, _1) },
-       "parked_members" => @redis.call("SCARD", "sidekiq:limit_fetch:parked"), "keys" => keys}
+       "parked_members" => @redis.call("SCARD", GemKeys::PARKED), "keys" => keys}
     end
   end
 end

@@ -56,7 +56,7 @@ module LimitFetchBench
     def book(uuid)
       @sidekiq.config.redis do |conn|
         conn.pipelined do |pipe|
-          pipe.call("LPUSH", "sidekiq:limit_fetch:capsule:#{uuid}:inprogress:#{@queue}", HELD)
+          pipe.call("LPUSH", GemKeys.in_progress(uuid, @queue), HELD)
           pipe.call("RPUSH", busy_key, uuid)
         end
       end
@@ -67,7 +67,7 @@ module LimitFetchBench
         "jid" => SecureRandom.hex(12), "created_at" => Time.now.to_f, "enqueued_at" => Time.now.to_f)
     end
 
-    def busy_key = "sidekiq:limit_fetch:queue:#{@queue}:busy"
+    def busy_key = GemKeys.busy(@queue)
 
     def redis_call(*) = @sidekiq.config.redis { |conn| conn.call(*) }
 

@@ -14,7 +14,7 @@ module LimitFetchChaos
   # DiscardChaosJobs neither completed nor logged as the count has more than
   # the lines. A job lost beside them would break the equality, and fail.
   class Discards
-    KEY = "#{PREFIX}discarded".freeze
+    KEY = KEYS::DISCARDED
     NAME = DiscardChaosJob.name
     LINE = /sidekiq-limit_fetch: discarded (\S+) (\S+): (.+) was at its limit$/
 

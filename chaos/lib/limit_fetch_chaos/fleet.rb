@@ -140,10 +140,10 @@ module LimitFetchChaos
     # ("hostname:pid:nonce") the capsule's :info holds; its heartbeat holds
     # "1", as v5's.
     def capsules(conn, beating: true)
-      conn.call("SMEMBERS", "#{PREFIX}capsules").to_h do |uuid|
-        next [uuid, 0] if beating && conn.call("EXISTS", "#{PREFIX}capsule:#{uuid}:heartbeat").zero?
+      conn.call("SMEMBERS", KEYS::CAPSULES).to_h do |uuid|
+        next [uuid, 0] if beating && conn.call("EXISTS", KEYS.heartbeat(uuid)).zero?
 
-        info = JSON.parse(conn.call("GET", "#{PREFIX}capsule:#{uuid}:info") || "{}")
+        info = JSON.parse(conn.call("GET", KEYS.capsule_info(uuid)) || "{}")
         [uuid, info["identity"].to_s.split(":")[-2].to_i]
       end
     end
@@ -151,7 +151,7 @@ module LimitFetchChaos
     # Queue => the jids in the in-progress lists of the capsules of process
     # `pid` (`owners`: as #capsules gives them).
     def in_progress(conn, owners, pid)
-      lists = owners.filter_map { |uuid, owner| "#{PREFIX}capsule:#{uuid}:inprogress:*" if owner == pid }
+      lists = owners.filter_map { |uuid, owner| KEYS.in_progress(uuid, "*") if owner == pid }
       keys = lists.flat_map { conn.call("KEYS", _1) }
       keys.group_by { _1.split(":").last }.transform_values do |same|
         same.flat_map { conn.call("LRANGE", _1, 0, -1) }.map { JSON.parse(_1)["jid"] }

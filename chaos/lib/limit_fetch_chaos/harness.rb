@@ -82,7 +82,7 @@ module LimitFetchChaos
       say "Every job has completed (or the timeout passed); waiting for the dead capsules to be reaped"
       return if settled_within?(@plan.reap_within)
 
-      redis { |conn| conn.call("SMEMBERS", "#{PREFIX}capsules") }
+      redis { |conn| conn.call("SMEMBERS", KEYS::CAPSULES) }
     end
 
     def settled_within?(timeout)

@@ -30,16 +30,16 @@ module LimitFetchChaos
     # than its heartbeat's expiry: nobody reaps while it exists. It expires
     # by itself one expiry later, so it may be left while that TTL runs; a
     # key without a TTL, or a longer one, would stop reaping for good.
-    OUTAGE = "#{PREFIX}outage".freeze
+    OUTAGE = KEYS::OUTAGE
     # The other kinds of keys, each checked as its own field above.
     CHECKED = [/\Aqueue:[^:]+:busy\z/, /\Acapsule:/, /\Acapsules\z/, /\Aregistered\z/, /\Alimit:/, /\Aparked\z/].freeze
 
     # `expiry`: a heartbeat's, in seconds (the outage key's longest TTL).
     def self.read(conn, queues, expiry: Plan::EXPIRY)
-      new(busy: lengths(conn, "#{PREFIX}queue:*:busy"), in_progress: lengths(conn, "#{PREFIX}capsule:*:inprogress:*"),
+      new(busy: lengths(conn, KEYS::BUSY_PATTERN), in_progress: lengths(conn, KEYS.in_progress("*", "*")),
         capsule_keys: conn.call("KEYS", "#{PREFIX}capsule:*").sort,
-        capsules: conn.call("SUNION", "#{PREFIX}capsules", "#{PREFIX}registered").sort,
-        job_limit_keys: sizes(conn, "#{PREFIX}limit:*"), parked: conn.call("SMEMBERS", "#{PREFIX}parked").sort,
+        capsules: conn.call("SUNION", KEYS::CAPSULES, KEYS::REGISTERED).sort,
+        job_limit_keys: sizes(conn, "#{PREFIX}limit:*"), parked: conn.call("SMEMBERS", KEYS::PARKED).sort,
         queued: queues.to_h { [_1, conn.call("LLEN", "queue:#{_1}")] }.select { |_queue, count| count.positive? },
         dead: conn.call("ZCARD", "dead"), strays: strays(conn, expiry))
     end

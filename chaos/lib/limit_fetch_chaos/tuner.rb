@@ -15,7 +15,7 @@ module LimitFetchChaos
     # enough jobs are parked to fill its new slots at once, so that it shows
     # (else its queue's jobs could all be done by then).
     CHANGES = [[0.2, 4, 3], [0.5, 2, 0], [0.8, nil, 0]].freeze
-    PARKED = "#{PREFIX}limit:#{ID}:parked".freeze
+    PARKED = KEYS.parked(ID).freeze
     # What tune.rb printed: wall-clock ns before and after the call, and the
     # limit then stored ("-": none).
     Change = Data.define(:limit, :before, :after, :at_s, :stored)

@@ -26,7 +26,7 @@ module LimitFetchChaos
 
     def runs_of(runs) = runs.select { queues.include?(_1.queue) && (tenant.nil? || _1.tenant == tenant) }
 
-    def parked_key = "#{PREFIX}limit:#{id}:parked"
+    def parked_key = KEYS.parked(id)
   end
 
   # The classes whose jobs carry job limits, each pushed by class to its

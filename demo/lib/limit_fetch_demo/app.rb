@@ -30,11 +30,14 @@ module LimitFetchDemo
       self
     end
 
-    # Puts the app's bundle (Sidekiq, redis-client) on this process's load path too.
+    # Puts the app's bundle (Sidekiq, redis-client, the gem) on this
+    # process's load path too, and loads the gem's library (not its
+    # installation into Sidekiq): Keys names its Redis keys (Stats).
     def load_bundle
       ENV["BUNDLE_GEMFILE"] = gemfile
       require "bundler/setup"
       require "sidekiq/api"
+      require "sidekiq/limit_fetch"
     end
 
     def gemfile = File.join(dir, "Gemfile")

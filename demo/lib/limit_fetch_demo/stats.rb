@@ -28,10 +28,10 @@ module LimitFetchDemo
         finished_at: replies.shift&.to_f)
     end
 
-    # The gem's busy slots (sidekiq:limit_fetch:queue:<queue>:busy) still held,
-    # per queue: none should be left once the processes have stopped cleanly.
+    # The gem's busy slots (its busy lists) still held, per queue: none
+    # should be left once the processes have stopped cleanly.
     def busy_slots
-      lengths = fetch(@plan.queues.map { ["LLEN", "sidekiq:limit_fetch:queue:#{_1}:busy"] })
+      lengths = fetch(@plan.queues.map { ["LLEN", Sidekiq::LimitFetch::Keys.busy(_1)] })
       @plan.queues.zip(lengths).to_h.reject { |_queue, length| length.zero? }
     end
 

@@ -1,5 +1,5 @@
 //! Builds `Sidekiq::LimitFetch::BeatReport` and its parts (lib/sidekiq/
-//! limit_fetch/beat_report.rb) from the core's `BeatReport`.
+//! limit_fetch/shapes.rb) from the core's `BeatReport`.
 //!
 //! Built here, by calling the Ruby classes' `new` with keyword arguments,
 //! rather than returned as arrays for Ruby to wrap: the members are then

@@ -1,5 +1,5 @@
 //! Builds `Sidekiq::LimitFetch::CapsuleEntry` (lib/sidekiq/limit_fetch/
-//! capsule_entry.rb) from the core's `CapsuleEntry`, by keyword, as
+//! shapes.rb) from the core's `CapsuleEntry`, by keyword, as
 //! beat_report.rs does and for the same reason.
 
 use limit_fetch_core::CapsuleEntry;

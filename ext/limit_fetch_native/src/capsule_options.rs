@@ -1,5 +1,6 @@
 //! Reads `Sidekiq::LimitFetch::CapsuleOptions` (lib/sidekiq/limit_fetch/
-//! capsule_options.rb), checked by Ruby, into the core's `CapsuleOptions`.
+//! shapes.rb), checked by Ruby (capsule_options.rb), into the core's
+//! `CapsuleOptions`.
 
 use limit_fetch_core::CapsuleOptions;
 use magnus::{Error, RClass, Ruby, Value};

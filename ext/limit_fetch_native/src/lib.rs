@@ -1,19 +1,24 @@
 //! Ruby binding of `limit_fetch_core`.
 //!
-//! One file per Ruby class the binding defines (`native.rs`,
-//! `native_limits.rs`), reads (`redis_settings.rs`, `capsule_options.rs`)
-//! or builds (`beat_report.rs`, `stored_limit.rs`, `queue_state.rs`,
-//! `capsule_entry.rs`, `errors.rs`), each with its own `init`; the Ruby
-//! side defines and checks the shapes (lib/sidekiq/limit_fetch/). This file
-//! only wires them up.
+//! One file per Ruby class or module the binding defines (`native.rs`, a
+//! capsule's work; `native_admin.rs`, administration; `keys.rs`, the key
+//! names), reads (`redis_settings.rs`, `capsule_options.rs`,
+//! `default_limit.rs`) or builds (`beat_report.rs`, `stored_limit.rs`,
+//! `queue_state.rs`, `capsule_entry.rs`, `job_limit_state.rs`,
+//! `errors.rs`), each with its own `init`; the Ruby side defines and checks
+//! the shapes (lib/sidekiq/limit_fetch/shapes.rb). This file only wires
+//! them up.
 
 mod beat_report;
 mod capsule_entry;
 mod capsule_options;
+mod default_limit;
 mod errors;
 mod helpers;
+mod job_limit_state;
+mod keys;
 mod native;
-mod native_limits;
+mod native_admin;
 mod nogvl;
 mod queue_state;
 mod redis_settings;
@@ -21,9 +26,10 @@ mod stored_limit;
 
 use magnus::{Error, Module, RClass, RModule, Ruby};
 
-/// Runs when lib/sidekiq/limit_fetch.rb requires the extension, after the
-/// Ruby classes it reads and builds are defined: it looks them up and pins
-/// them now.
+/// Runs when lib/sidekiq/limit_fetch/native_extension.rb requires the
+/// extension, which it does after requiring the Ruby classes the binding
+/// reads, builds and raises (shapes.rb, errors.rb): it looks them up and
+/// pins them now.
 #[magnus::init]
 fn init(ruby: &Ruby) -> Result<(), Error> {
     let sidekiq: RModule = ruby.class_object().const_get("Sidekiq")?;
@@ -31,10 +37,13 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     errors::init(namespace)?;
     redis_settings::init(namespace)?;
     capsule_options::init(namespace)?;
+    default_limit::init(namespace)?;
     beat_report::init(namespace)?;
     stored_limit::init(namespace)?;
     queue_state::init(namespace)?;
     capsule_entry::init(namespace)?;
+    job_limit_state::init(namespace)?;
+    keys::init(ruby, namespace)?;
     native::init(ruby, namespace)?;
-    native_limits::init(ruby, namespace)
+    native_admin::init(ruby, namespace)
 }

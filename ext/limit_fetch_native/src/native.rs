@@ -1,4 +1,7 @@
-//! `Sidekiq::LimitFetch::Native`: one capsule's handle on the core.
+//! `Sidekiq::LimitFetch::Native`: one capsule's handle on the core, for
+//! the capsule's own work alone (fetch, acknowledge, requeue, beat,
+//! register, deregister, and the defaults it writes at start); reading and
+//! setting limits is administration, in `native_admin.rs`.
 //!
 //! Thin by design: convert arguments while holding the GVL, run the core
 //! call without it (see `nogvl`), convert the answer back. The queue names
@@ -9,9 +12,8 @@ use magnus::{function, method, prelude::*, Error, RArray, RClass, RString, Ruby,
 
 use crate::errors::to_ruby;
 use crate::helpers::seconds;
-use crate::helpers::symbol_enum::LIMIT_KIND;
 use crate::nogvl::{call, without_gvl, without_gvl_or};
-use crate::{beat_report, capsule_options, redis_settings, stored_limit};
+use crate::{beat_report, capsule_options, default_limit, redis_settings};
 
 #[magnus::wrap(class = "Sidekiq::LimitFetch::Native", free_immediately, size)]
 struct Native {
@@ -177,63 +179,18 @@ impl Native {
         call(ruby, |interrupt| capsule.deregister(&queues, interrupt))
     }
 
-    fn limit(
-        ruby: &Ruby,
-        rb_self: &Self,
-        queue: String,
-        which: Value,
-    ) -> Result<Option<u64>, Error> {
-        let which = LIMIT_KIND.get(ruby, which)?;
-        let capsule = rb_self.capsule.clone();
-        call(ruby, |interrupt| capsule.limit(&queue, which, interrupt))
-    }
-
-    fn set_limit(
-        ruby: &Ruby,
-        rb_self: &Self,
-        queue: String,
-        which: Value,
-        value: Option<u64>,
-    ) -> Result<(), Error> {
-        let which = LIMIT_KIND.get(ruby, which)?;
-        let capsule = rb_self.capsule.clone();
-        call(ruby, |interrupt| {
-            capsule.set_limit(&queue, which, value, interrupt)
-        })
-    }
-
-    /// `limits`: `[[queue, :limit | :process_limit, Integer], ...]`, written only where unset.
-    fn set_default_limits(ruby: &Ruby, rb_self: &Self, entries: RArray) -> Result<(), Error> {
-        let mut limits = Vec::with_capacity(entries.len());
-        for i in 0..entries.len() {
-            let entry: RArray = entries.entry(i as isize)?;
-            limits.push((
-                entry.entry::<String>(0)?,
-                LIMIT_KIND.get(ruby, entry.entry(1)?)?,
-                entry.entry::<u64>(2)?,
-            ));
-        }
+    /// `limits`: `DefaultLimit`s, written only where unset. The capsule
+    /// keeps them, to write them again the same way if Redis loses its data
+    /// (`BeatReport#lost_data`).
+    fn set_default_limits(ruby: &Ruby, rb_self: &Self, limits: RArray) -> Result<(), Error> {
+        let limits = limits
+            .into_iter()
+            .map(|limit| default_limit::from_ruby(ruby, limit))
+            .collect::<Result<Vec<_>, Error>>()?;
         let capsule = rb_self.capsule.clone();
         call(ruby, |interrupt| {
             capsule.set_default_limits(limits.clone(), interrupt)
         })
-    }
-
-    /// Both limits of each queue, as stored: `StoredLimit`s.
-    fn stored_limits(ruby: &Ruby, rb_self: &Self, queues: Vec<String>) -> Result<RArray, Error> {
-        let capsule = rb_self.capsule.clone();
-        let limits = call(ruby, |interrupt| capsule.stored_limits(&queues, interrupt))?;
-        let array = ruby.ary_new_capa(limits.len());
-        for limit in limits {
-            array.push(stored_limit::to_ruby(ruby, limit)?)?;
-        }
-        Ok(array)
-    }
-
-    /// `[busy across all capsules, busy in this capsule]`
-    fn busy(ruby: &Ruby, rb_self: &Self, queue: String) -> Result<(u64, u64), Error> {
-        let capsule = rb_self.capsule.clone();
-        call(ruby, |interrupt| capsule.busy(&queue, interrupt))
     }
 }
 
@@ -263,10 +220,6 @@ pub fn init(ruby: &Ruby, namespace: RClass) -> Result<(), Error> {
     class.define_method("beat", method!(Native::beat, 0))?;
     class.define_method("register", method!(Native::register, 0))?;
     class.define_method("deregister", method!(Native::deregister, 1))?;
-    class.define_method("limit", method!(Native::limit, 2))?;
-    class.define_method("set_limit", method!(Native::set_limit, 3))?;
     class.define_method("set_default_limits", method!(Native::set_default_limits, 1))?;
-    class.define_method("busy", method!(Native::busy, 1))?;
-    class.define_method("stored_limits", method!(Native::stored_limits, 1))?;
     Ok(())
 }

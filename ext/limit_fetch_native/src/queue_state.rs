@@ -1,5 +1,5 @@
 //! Builds `Sidekiq::LimitFetch::QueueState` (lib/sidekiq/limit_fetch/
-//! queue_state.rb) from the core's `QueueState`, by keyword, as
+//! shapes.rb) from the core's `QueueState`, by keyword, as
 //! beat_report.rs does and for the same reason.
 
 use limit_fetch_core::{Pause, QueueState};

@@ -1,6 +1,7 @@
 //! Reads `Sidekiq::LimitFetch::RedisSettings` (lib/sidekiq/limit_fetch/
-//! redis_settings.rb) into the core's `ConnectionSettings`. Ruby gives and
-//! checks every field; nothing here falls back to a default.
+//! shapes.rb, checked in redis_settings.rb) into the core's
+//! `ConnectionSettings`. Ruby gives and checks every field; nothing here
+//! falls back to a default.
 
 use limit_fetch_core::{ConnectionSettings, SentinelSettings};
 use magnus::{Error, RArray, RClass, RString, Ruby, Value};

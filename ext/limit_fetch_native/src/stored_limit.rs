@@ -1,5 +1,5 @@
 //! Builds `Sidekiq::LimitFetch::StoredLimit` (lib/sidekiq/limit_fetch/
-//! stored_limit.rb) from the core's `StoredLimit`, by keyword, as
+//! shapes.rb) from the core's `StoredLimit`, by keyword, as
 //! beat_report.rs does and for the same reason.
 
 use limit_fetch_core::StoredLimit;

@@ -10,7 +10,7 @@ module Sidekiq
     class AtLimitWarning
       include Sidekiq::Component
 
-      # +admin+: the NativeLimits of the capsule's Redis.
+      # +admin+: the NativeAdmin of the capsule's Redis.
       def initialize(capsule, admin, after)
         @config = capsule
         @admin = admin

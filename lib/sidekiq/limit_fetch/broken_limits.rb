@@ -8,14 +8,15 @@ module Sidekiq
     class BrokenLimits
       include Sidekiq::Component
 
-      def initialize(capsule, native)
+      # +admin+: the NativeAdmin of the capsule's Redis.
+      def initialize(capsule, admin)
         @config = capsule
-        @native = native
+        @admin = admin
         @warned = {} # limit key => the broken value last warned about
       end
 
       def check
-        @native.stored_limits(config.queues.uniq).each { |limit| check_one(limit) }
+        @admin.stored_limits(config.queues.uniq).each { |limit| check_one(limit) }
       rescue LimitFetch::Error => e
         logger.warn("sidekiq-limit_fetch: could not read the limits of this capsule's queues: #{e.message}")
       end

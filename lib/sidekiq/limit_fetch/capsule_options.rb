@@ -5,9 +5,8 @@ module Sidekiq
     # How a capsule's core runs, besides where Redis is: the checked
     # :heartbeat_period, :max_recoveries, :lookahead and
     # :at_limit_warning_after of LimitFetch.configuration. Native.new reads
-    # it by name; the heartbeat reads :at_limit_warning_after.
-    CapsuleOptions = Data.define(:heartbeat_period, :max_recoveries, :lookahead, :at_limit_warning_after)
-
+    # it by name; the heartbeat reads :at_limit_warning_after. Its members
+    # are listed in shapes.rb, which requires this file.
     class CapsuleOptions
       def initialize(heartbeat_period:, max_recoveries:, lookahead:, at_limit_warning_after:)
         super(

@@ -41,12 +41,12 @@ module Sidekiq
         JobLimit.active
       end
 
-      # The capsule-free limits administration (NativeLimits) on the Redis
+      # The capsule-free limits administration (NativeAdmin) on the Redis
       # of +config+ (a Sidekiq::Config or capsule; default: Sidekiq's
       # client's), one per Redis, each opened on first use.
       def admin(config = Sidekiq.default_configuration)
         settings = RedisOptions.for(config)
-        @admin_lock.synchronize { @admins[settings] ||= NativeLimits.new(settings) }
+        @admin_lock.synchronize { @admins[settings] ||= NativeAdmin.new(settings) }
       end
     end
   end

@@ -19,8 +19,11 @@ module Sidekiq
         @failing = false
         @lock = Mutex.new
         @beat_log = BeatLog.new(capsule, options)
-        @broken_limits = BrokenLimits.new(capsule, native)
-        @at_limit = AtLimitWarning.new(capsule, LimitFetch.admin(capsule), options.at_limit_warning_after)
+        # What reads without beating (the capsule's own work, in +native+):
+        # the administration of the capsule's Redis.
+        admin = LimitFetch.admin(capsule)
+        @broken_limits = BrokenLimits.new(capsule, admin)
+        @at_limit = AtLimitWarning.new(capsule, admin, options.at_limit_warning_after)
       end
 
       def start

@@ -29,22 +29,23 @@ module Sidekiq
 
         # Every job limit with running or parked jobs, by id.
         def active
-          native.active_job_limits.map { |id| new(id) }
+          admin.active_job_limits.map { |id| new(id) }
         end
 
         # #to_h of every job limit with running or parked jobs, read in one
         # round trip (their limit is the stored one: the default travels in
         # the jobs).
         def active_states
-          native.job_limits(native.active_job_limits).map { |state| state_h(state) }
+          admin.job_limits(admin.active_job_limits).map { |state| state_h(state) }
         end
 
+        # A JobLimitState as a Hash, its limit the stored one or +default+.
         def state_h(state, default = nil)
-          id, stored, running, parked = state
-          {id: id, limit: stored || default, stored: stored, running: running, parked: parked}
+          {id: state.id, limit: state.stored || default, stored: state.stored, running: state.running,
+           parked: state.parked}
         end
 
-        def native
+        def admin
           LimitFetch.admin
         end
       end
@@ -62,22 +63,22 @@ module Sidekiq
 
       # Stores +value+ (an Integer; 0 pauses) for every process.
       def limit=(value)
-        JobLimit.native.set_job_limit(id, Limits.coerce(id, value, :job_limit))
+        JobLimit.admin.set_job_limit(id, Limits.coerce(id, value, :job_limit))
       end
 
       # Back to the jobs' default.
       def reset
-        JobLimit.native.set_job_limit(id, nil)
+        JobLimit.admin.set_job_limit(id, nil)
       end
 
       # The limit set at run time, or nil.
-      def stored = state[1]
+      def stored = state.stored
 
       # Jobs carrying it that run now, across every process.
-      def running = state[2]
+      def running = state.running
 
       # Jobs set aside until it has room.
-      def parked = state[3]
+      def parked = state.parked
 
       def to_h
         JobLimit.state_h(state, @default)
@@ -85,8 +86,9 @@ module Sidekiq
 
       private
 
+      # Its JobLimitState now.
       def state
-        JobLimit.native.job_limits([id]).first
+        JobLimit.admin.job_limits([id]).first
       end
     end
   end

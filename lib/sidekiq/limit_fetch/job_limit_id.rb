@@ -3,7 +3,8 @@
 module Sidekiq
   class LimitFetch < BasicFetch
     # How a job limit is named: in the payloads of its jobs, in the API, and
-    # in its Redis keys (src/keys.rs builds them from the id).
+    # in its Redis keys (src/keys.rs builds them from the id). The one place
+    # that builds ids and reads them back.
     #
     #   class:ExportJob         the class ExportJob's limit
     #   key:SyncJob#42          key "42" of SyncJob (or of the group SyncJob)
@@ -12,24 +13,48 @@ module Sidekiq
     # A key is any text; a scope (a class, a group, a queue) never holds "#"
     # (JobLimits checks), so the first "#" ends it and no two ids collide.
     module JobLimitId
+      CLASS = "class:"
+      KEY = "key:"
+
+      # An id read back: +kind+ :class or :key; +scope+, the class of a class
+      # limit, or what a key limit's keys share ("SyncJob", or
+      # "SyncJob@default" per queue: a group may hold "@", so the queue is
+      # not split off); +key+, nil for a class limit.
+      Parts = Data.define(:kind, :scope, :key)
+
       module_function
 
-      def of_class(class_name) = "class:#{class_name}"
+      def of_class(class_name) = "#{CLASS}#{class_name}"
 
       def of_key(scope, key, queue = nil)
         scope = "#{scope}@#{queue}" if queue
-        "key:#{scope}##{key}"
+        "#{KEY}#{scope}##{key}"
+      end
+
+      # The Parts of +id+. Never raises: an id the gem did not write (a job
+      # pushed by hand carries any text) reads as a class limit named by its
+      # text, without "class:" if it starts with it, as the fetch enforces
+      # it like any other.
+      def parse(id)
+        if id.start_with?(KEY) && id.include?("#")
+          scope, key = id.delete_prefix(KEY).split("#", 2)
+          Parts.new(kind: :key, scope: scope, key: key)
+        else
+          Parts.new(kind: :class, scope: id.delete_prefix(CLASS), key: nil)
+        end
       end
 
       # :class or :key.
-      def kind(id) = id.start_with?("key:") ? :key : :class
+      def kind(id) = parse(id).kind
 
-      # What a key id's keys share: "SyncJob" or "SyncJob@default" (nil for a
-      # class id).
-      def scope(id) = id[/\Akey:([^#]*)#/, 1]
+      # What a key id's keys share (nil for a class id).
+      def scope(id)
+        parts = parse(id)
+        parts.scope if parts.kind == :key
+      end
 
       # The key of a key id (nil for a class id).
-      def key(id) = kind(id) == :key ? id.split("#", 2).last : nil
+      def key(id) = parse(id).key
     end
   end
 end

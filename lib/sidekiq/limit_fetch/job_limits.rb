@@ -73,7 +73,7 @@ module Sidekiq
       def default_for(id)
         return @class_concurrency || concurrency if class_limit? && id == JobLimitId.of_class(class_name)
 
-        concurrency if @key && id.start_with?("key:")
+        concurrency if @key && JobLimitId.parse(id).kind == :key
       end
 
       private

@@ -44,14 +44,13 @@ module Sidekiq
                              "(expected a non-negative Integer up to #{MAX}, or nil for no limit)"
       end
 
-      # [[queue, kind, Integer], ...] for the capsule's queues, and
-      # [["class:Name", :job_limit, Integer], ...] for `:class_limits`; raises
-      # on bad input.
+      # DefaultLimits of the capsule's queues, and of the class limits of
+      # `:class_limits` (named by id); raises on bad input.
       def configured(capsule)
         queue_limits = KINDS.flat_map do |option, kind|
           table(capsule, option, "queue").filter_map do |queue, value|
             value = coerce(queue, value, kind)
-            [queue.to_s, kind, value] unless value.nil?
+            DefaultLimit.new(name: queue.to_s, kind: kind, value: value) unless value.nil?
           end
         end
         queue_limits + class_limits(capsule)
@@ -61,7 +60,7 @@ module Sidekiq
         table(capsule, :class_limits, "job class").filter_map do |job_class, value|
           id = JobLimitId.of_class(job_class)
           value = coerce(id, value, :job_limit)
-          [id, :job_limit, value] unless value.nil?
+          DefaultLimit.new(name: id, kind: :job_limit, value: value) unless value.nil?
         end
       end
 
@@ -72,10 +71,11 @@ module Sidekiq
         raise ArgumentError, ":#{option} must be a Hash of #{what} => limit, got #{table.inspect}"
       end
 
-      # Queues with limits that no capsule of this process works on.
-      def unserved(capsule, entries)
+      # Queues with limits (DefaultLimits) that no capsule of this process
+      # works on.
+      def unserved(capsule, limits)
         served = capsule.config.capsules.each_value.flat_map(&:queues)
-        entries.filter_map { |name, kind| name unless kind == :job_limit }.uniq - served
+        limits.filter_map { |limit| limit.name unless limit.kind == :job_limit }.uniq - served
       end
     end
   end

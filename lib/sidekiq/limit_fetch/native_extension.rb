@@ -1,5 +1,10 @@
 # frozen_string_literal: true
 
+# What the binary looks up and pins as it loads, defined before it is: the
+# errors it raises and the shapes it reads and builds.
+require "sidekiq/limit_fetch/errors"
+require "sidekiq/limit_fetch/shapes"
+
 module Sidekiq
   class LimitFetch < BasicFetch
     # Loads the Rust core's binding. A precompiled gem holds one binary per

@@ -15,7 +15,7 @@ module Sidekiq
     class Queue
       attr_reader :name
 
-      # +admin+: the NativeLimits of the Redis to use (LimitFetch.admin).
+      # +admin+: the NativeAdmin of the Redis to use (LimitFetch.admin).
       def initialize(name, admin: LimitFetch.admin)
         @name = name.to_s
         @admin = admin

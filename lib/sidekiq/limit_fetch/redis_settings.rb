@@ -8,9 +8,8 @@ module Sidekiq
     # or only those of +ca_certs+, PEM) or :insecure (no verification);
     # +timeout+ bounds every connect and reply; +sentinel+, a SentinelSettings
     # or nil: the master is the one the sentinels name, and +host+, +port+
-    # (then nil) are not used. Native.new reads it by name.
-    RedisSettings = Data.define(:host, :port, :path, :db, :username, :password, :tls, :ca_certs, :timeout, :sentinel)
-
+    # (then nil) are not used. Native.new and NativeAdmin.new read it by
+    # name; its members are listed in shapes.rb, which requires this file.
     class RedisSettings
       TLS_MODES = %i[off verify insecure].freeze
 

@@ -7,8 +7,7 @@ module Sidekiq
     # monitor, and each sentinel as a RedisSettings of its own (its host,
     # port, `sentinel_username`/`sentinel_password`, TLS and timeout).
     # The core asks them where the master is, and asks again when it moves.
-    SentinelSettings = Data.define(:master_name, :sentinels)
-
+    # Its members are listed in shapes.rb, which requires this file.
     class SentinelSettings
       def initialize(master_name:, sentinels:)
         unless master_name.is_a?(String) && !master_name.empty?

@@ -45,7 +45,7 @@ module Sidekiq
 
       def job_limits
         ids = JobLimit.active.map(&:id)
-        rows = @admin.job_limits(ids).map { |id, stored, running, parked| job_limit_row(id, stored, running, parked) }
+        rows = @admin.job_limits(ids).map { |state| job_limit_row(state) }
         rows.group_by { |row| row.values_at(:kind, :scope) }.values.map { |group| group.reduce { |a, b| sum(a, b) } }
       end
 
@@ -54,14 +54,12 @@ module Sidekiq
         row.merge(running: row[:running] + other[:running], parked: row[:parked] + other[:parked])
       end
 
-      # "class:ExportJob" or "key:SyncJob#42" (JobLimitId).
-      def job_limit_row(id, stored, running, parked)
-        kind, name = id.split(":", 2)
-        if kind == "key"
-          {kind: :key, scope: name.split("#", 2).first, limit: nil, running: running, parked: parked}
-        else
-          {kind: :class, scope: name, limit: stored, running: running, parked: parked}
-        end
+      # From a JobLimitState. A key's stored limit is not shown: its scope's
+      # row sums keys whose limits differ.
+      def job_limit_row(state)
+        parts = JobLimitId.parse(state.id)
+        limit = state.stored if parts.kind == :class
+        {kind: parts.kind, scope: parts.scope, limit: limit, running: state.running, parked: state.parked}
       end
     end
 

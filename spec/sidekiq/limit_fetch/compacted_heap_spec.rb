@@ -54,7 +54,7 @@ RSpec.describe Sidekiq::LimitFetch, "after the heap was compacted", :binding do
     redis.call("RPUSH", queue_key("a", "busy"), "dead-capsule")
     orphan = job_payload("a", args: ["held by a dead process"])
     redis.call("LPUSH", in_progress_key("dead-capsule", "a"), orphan)
-    redis.call("SADD", "#{LimitFetchHelpers::KEY_PREFIX}capsule:dead-capsule:queues", "a")
+    redis.call("SADD", LimitFetchHelpers::KEYS.capsule_queues("dead-capsule"), "a")
     redis.call("SET", queue_key("b", "limit"), "lots")
     compact!
     described_class.client(capsule).beat

@@ -86,7 +86,8 @@ RSpec.describe Sidekiq::LimitFetch, "after fork" do
       end
       client.native.flush
       connections = RedisServer.with_client { |conn| core_connection_ids(conn) }
-      {"fetched" => fetched, "connections" => connections, "busy" => client.native.busy("child")}
+      busy = RedisServer.with_client { |conn| conn.call("LRANGE", queue_key("child", "busy"), 0, -1) }
+      {"fetched" => fetched, "connections" => connections, "busy" => busy}
     end
 
     parent_fetched = Array.new(40) do
@@ -100,7 +101,7 @@ RSpec.describe Sidekiq::LimitFetch, "after fork" do
     expect(status).to be_success, "the child failed (#{status.inspect}): #{child.inspect}"
     expect(child["fetched"].map { |queue, job| [queue, JSON.parse(job).values_at("queue", "jid")] })
       .to eq(child_jids.map { |jid| ["child", ["child", jid]] })
-    expect(child["busy"]).to eq([0, 0])
+    expect(child["busy"]).to eq([])
     # The child used a connection that did not exist before the fork, and
     # left the parent's open.
     expect(child["connections"] - before_fork).not_to be_empty
@@ -116,9 +117,10 @@ RSpec.describe Sidekiq::LimitFetch, "after fork" do
     jids = push_jobs("parent", 3)
     first = client.fetch(%w[parent])
     expect(client.fetch(%w[parent])).to be_nil
-    expect(client.native.busy("parent")).to eq([1, 1])
-    client.native.set_limit("parent", :limit, 2)
-    expect(client.native.limit("parent", :limit)).to eq(2)
+    expect(busy_entries("parent")).to eq([client.uuid])
+    admin = described_class.admin(capsule)
+    admin.set_limit("parent", :limit, 2)
+    expect(admin.limit("parent", :limit)).to eq(2)
     second = client.fetch(%w[parent])
     expect([first, second].map { |queue, job| [queue, JSON.parse(job)["jid"]] })
       .to eq([["parent", jids[0]], ["parent", jids[1]]])

@@ -46,7 +46,7 @@ RSpec.describe Sidekiq::LimitFetch, "heartbeat and reaping" do
   def dead_with_jobs(uuid, queue, jobs)
     fake_capsule(uuid, alive: false, busy_on: {queue => jobs.size})
     jobs.each { |job| redis.call("LPUSH", in_progress_key(uuid, queue), job) }
-    redis.call("SADD", "#{LimitFetchHelpers::KEY_PREFIX}capsule:#{uuid}:queues", queue)
+    redis.call("SADD", LimitFetchHelpers::KEYS.capsule_queues(uuid), queue)
   end
 
   it "pushes a dead capsule's jobs back to the front of their queues as the next process starts" do
@@ -68,7 +68,7 @@ RSpec.describe Sidekiq::LimitFetch, "heartbeat and reaping" do
     described_class.configuration[:max_recoveries] = 2
     poison = job_payload("a")
     dead_with_jobs("killed-again", "a", [poison])
-    redis.call("HSET", "#{LimitFetchHelpers::KEY_PREFIX}recoveries", Digest::SHA1.hexdigest(poison), 2)
+    redis.call("HSET", LimitFetchHelpers::KEYS::RECOVERIES, Digest::SHA1.hexdigest(poison), 2)
     setup_capsule(build_capsule(queues: %w[a]))
 
     wait_until(timeout: 2, message: describe_state("a")) { busy_entries("a").empty? }

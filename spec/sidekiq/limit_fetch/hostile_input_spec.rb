@@ -63,9 +63,11 @@ RSpec.describe Sidekiq::LimitFetch, "with hostile input" do
   it "fetches from a queue of 1,000,000 jobs with the same Redis commands as from one of 10" do
     server = OwnRedisServer.new.start
     config = RedisClient.config(host: "127.0.0.1", port: server.port)
-    native = described_class::Native.new(described_class::RedisOptions.from_client_config(config),
+    settings = described_class::RedisOptions.from_client_config(config)
+    native = described_class::Native.new(settings,
       described_class::CapsuleOptions.new(heartbeat_period: 3600, max_recoveries: 3, lookahead: 100,
         at_limit_warning_after: 60))
+    admin = described_class::NativeAdmin.new(settings)
     # Filling the queue takes seconds on a loaded machine.
     server.with_client(read_timeout: 60) do |conn|
       fill = <<~LUA
@@ -78,8 +80,8 @@ RSpec.describe Sidekiq::LimitFetch, "with hostile input" do
       expect(conn.call("EVAL", fill, 1, "queue:big", job, 1_000_000)).to eq(1_000_000)
       expect(conn.call("EVAL", fill.sub("1, 1000", "1, 10").sub("/ 1000", "/ 10"), 1, "queue:small", job, 10)).to eq(10)
       %w[big small].each do |queue|
-        native.set_limit(queue, :limit, 5)
-        native.set_limit(queue, :process_limit, 5)
+        admin.set_limit(queue, :limit, 5)
+        admin.set_limit(queue, :process_limit, 5)
       end
       expect(native.fetch(%w[nothing], 0.0, 0.0)).to be_nil # connects and loads the script
 

@@ -79,7 +79,7 @@ RSpec.describe Sidekiq::LimitFetch, "job limits" do
     wait_for_done([first, later])
     expect(spec_log.string).to include("discarded LimitFetchSpec::WebhookJob #{duplicate}: " \
                                        "key:LimitFetchSpec::WebhookJob#7 was at its limit")
-    expect(redis.call("HGET", "#{LimitFetchHelpers::KEY_PREFIX}discarded", "LimitFetchSpec::WebhookJob")).to eq("1")
+    expect(redis.call("HGET", LimitFetchHelpers::KEYS::DISCARDED, "LimitFetchSpec::WebhookJob")).to eq("1")
   end
 
   it "lists the job limits with running or parked jobs, and writes class_limits where Redis has none" do

@@ -49,6 +49,16 @@ RSpec.describe Sidekiq::LimitFetch::NativeExtension, :gem do
     expect(loaded).to eq(["lib/sidekiq/limit_fetch/#{name}"])
   end
 
+  it "loads after Sidekiq's fetch alone: the loader requires what the binary looks up as it loads" do
+    script = 'require "sidekiq"; require "sidekiq/fetch"; require "sidekiq/limit_fetch/native_extension"; ' \
+             "Sidekiq::LimitFetch::NativeExtension.load; puts Sidekiq::LimitFetch::Keys::PREFIX"
+    out, err, status = LimitFetchTools.unbundled do
+      Open3.capture3(Gem.ruby, "-I", File.join(root, "lib"), "-e", script)
+    end
+    expect(status).to be_success, err
+    expect(out).to eq("sidekiq:limit_fetch:\n")
+  end
+
   it "says why neither loaded and what to do" do
     loaded, err, status = load_copy({"#{minor}/#{name}" => "not a shared object"}, root, binary)
     expect(status).not_to be_success

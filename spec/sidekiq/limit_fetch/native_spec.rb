@@ -2,17 +2,21 @@
 
 require "digest"
 
-# What comes out of the core is built of the Ruby side's Data classes, read
-# by member name: the heartbeat's report and the stored limits.
+# What comes out of the core is built of the Ruby side's Data classes
+# (shapes.rb), read by member name: the heartbeat's report (Native, a
+# capsule's work), the stored limits and the job limits' states (NativeAdmin,
+# administration).
 RSpec.describe Sidekiq::LimitFetch::Native, "answers", :binding do
+  let(:settings) { Sidekiq::LimitFetch::RedisOptions.from_client_config(RedisClient.config(url: RedisServer.url)) }
   # A capsule's core handle with no heartbeat thread: only the example beats.
   let(:native) do
-    settings = Sidekiq::LimitFetch::RedisOptions.from_client_config(RedisClient.config(url: RedisServer.url))
     options = Sidekiq::LimitFetch::CapsuleOptions.new(heartbeat_period: 15, max_recoveries: 1, lookahead: 100,
       at_limit_warning_after: 60)
     described_class.new(settings, options)
   end
+  let(:admin) { Sidekiq::LimitFetch::NativeAdmin.new(settings) }
   let(:report_class) { Sidekiq::LimitFetch::BeatReport }
+  let(:keys) { Sidekiq::LimitFetch::Keys }
 
   it "reports a beat as a BeatReport: reaped capsules, their dead jobs, corrections, orphans, restoration" do
     native.register
@@ -21,12 +25,12 @@ RSpec.describe Sidekiq::LimitFetch::Native, "answers", :binding do
     redis.call("SADD", LimitFetchHelpers::CAPSULES_KEY, "dead-one")
     redis.call("RPUSH", queue_key("a", "busy"), "dead-one")
     redis.call("LPUSH", in_progress_key("dead-one", "a"), poison)
-    redis.call("SADD", "#{LimitFetchHelpers::KEY_PREFIX}capsule:dead-one:queues", "a")
-    redis.call("HSET", "#{LimitFetchHelpers::KEY_PREFIX}recoveries", Digest::SHA1.hexdigest(poison), 1)
+    redis.call("SADD", keys.capsule_queues("dead-one"), "a")
+    redis.call("HSET", keys::RECOVERIES, Digest::SHA1.hexdigest(poison), 1)
     # a job in this capsule's in-progress list that it does not hold, booked
     orphan = job_payload("b")
     redis.call("LPUSH", in_progress_key(native.uuid, "b"), orphan)
-    redis.call("SADD", "#{LimitFetchHelpers::KEY_PREFIX}capsule:#{native.uuid}:queues", "b")
+    redis.call("SADD", keys.capsule_queues(native.uuid), "b")
     redis.call("RPUSH", queue_key("b", "busy"), native.uuid)
 
     report = native.beat
@@ -46,14 +50,26 @@ RSpec.describe Sidekiq::LimitFetch::Native, "answers", :binding do
   end
 
   it "reports the stored limits as StoredLimits, kind by symbol, raw text as stored" do
-    native.set_limit("a", :limit, 3)
+    admin.set_limit("a", :limit, 3)
     redis.call("SET", queue_key("b", "process_limit"), "abc")
 
-    expect(native.stored_limits(%w[a b])).to eq([
+    expect(admin.stored_limits(%w[a b])).to eq([
       ["a", :limit, "3"], ["a", :process_limit, nil], ["b", :limit, nil], ["b", :process_limit, "abc"]
     ].map do |queue, kind, raw|
       Sidekiq::LimitFetch::StoredLimit.new(queue: queue, kind: kind, key: queue_key(queue, kind), raw: raw)
     end)
+  end
+
+  it "reports job limits as JobLimitStates: stored limit or nil, running and parked jobs" do
+    admin.set_job_limit("class:ExportJob", 4)
+    2.times { redis.call("RPUSH", keys.job_busy("key:SyncJob#a"), "some-capsule") }
+    redis.call("RPUSH", keys.parked("key:SyncJob#a"), job_payload("a"))
+
+    state = Sidekiq::LimitFetch::JobLimitState
+    expect(admin.job_limits(["class:ExportJob", "key:SyncJob#a"])).to eq(
+      [state.new(id: "class:ExportJob", stored: 4, running: 0, parked: 0),
+       state.new(id: "key:SyncJob#a", stored: nil, running: 2, parked: 1)]
+    )
   end
 
   # The binding keeps the classes it reads, builds and raises in statics:
@@ -61,8 +77,9 @@ RSpec.describe Sidekiq::LimitFetch::Native, "answers", :binding do
   it "reads its inputs, builds its answers and raises its errors after the heap was compacted" do
     GC.verify_compaction_references(expand_heap: true, toward: :empty)
 
-    native.set_limit("a", :limit, 1)
-    expect(native.stored_limits(%w[a]).first).to have_attributes(class: Sidekiq::LimitFetch::StoredLimit, raw: "1")
+    admin.set_limit("a", :limit, 1)
+    expect(admin.stored_limits(%w[a]).first).to have_attributes(class: Sidekiq::LimitFetch::StoredLimit, raw: "1")
+    expect(admin.job_limits(["class:A"]).first).to have_attributes(class: Sidekiq::LimitFetch::JobLimitState)
     expect(native.beat).to be_a(report_class)
     expect { described_class.panic_through_binding("boom") }.to raise_error(Sidekiq::LimitFetch::Error, /boom/)
   end

@@ -164,10 +164,19 @@ RSpec.describe Sidekiq::LimitFetch, "options" do
       expect(described_class.new(settings, options).uuid).to match(/\A\h{8}-/)
     end
 
-    it "names the limit kinds it takes" do
+    it "takes default limits only as DefaultLimits" do
       native = described_class.new(settings, options)
 
-      expect { native.limit("a", :global) }
+      expect { native.set_default_limits([["a", :limit, 1]]) }
+        .to raise_error(TypeError, /expected a Sidekiq::LimitFetch::DefaultLimit, got a Array/)
+      expect { native.set_default_limits([Sidekiq::LimitFetch::DefaultLimit.new(name: "a", kind: :global, value: 1)]) }
+        .to raise_error(ArgumentError, /unknown limit kind :global/)
+    end
+
+    it "names the limit kinds its administration takes" do
+      admin = Sidekiq::LimitFetch::NativeAdmin.new(settings)
+
+      expect { admin.limit("a", :global) }
         .to raise_error(ArgumentError, /unknown limit kind :global \(expected :limit or :process_limit or :job_limit\)/)
     end
   end

@@ -49,7 +49,7 @@ RSpec.describe Sidekiq::LimitFetch, "under a minimal Redis ACL" do
         conn.call("RPUSH", queue_key(queue, "busy"), uuid)
         conn.call("LPUSH", in_progress_key(uuid, queue), job)
       end
-      conn.call("SADD", "#{LimitFetchHelpers::KEY_PREFIX}capsule:#{uuid}:queues", queue)
+      conn.call("SADD", LimitFetchHelpers::KEYS.capsule_queues(uuid), queue)
     end
   end
 
@@ -58,7 +58,7 @@ RSpec.describe Sidekiq::LimitFetch, "under a minimal Redis ACL" do
   def poison_pill(queue)
     job_payload(queue).tap do |job|
       admin do |conn|
-        conn.call("HSET", "#{LimitFetchHelpers::KEY_PREFIX}recoveries", Digest::SHA1.hexdigest(job),
+        conn.call("HSET", LimitFetchHelpers::KEYS::RECOVERIES, Digest::SHA1.hexdigest(job),
           described_class.configuration[:max_recoveries])
       end
     end

@@ -1,7 +1,8 @@
-//! `Sidekiq::LimitFetch::NativeLimits`: the core's limits administration
-//! over a connection of its own, with no capsule: what a console or a
-//! control plane reads and sets limits through (lib/sidekiq/limit_fetch/
-//! job_limit.rb). Thin like `native.rs`: every call runs without the GVL.
+//! `Sidekiq::LimitFetch::NativeAdmin`: the core's administration over a
+//! connection of its own, with no capsule: what a console, a control plane,
+//! a heartbeat's checks and the specs read and set limits, pauses and
+//! capsules through (LimitFetch.admin). `native.rs` is the capsule's work
+//! alone. Thin like it: every call runs without the GVL.
 
 use limit_fetch_core::Limits;
 use magnus::{function, method, prelude::*, Error, RArray, RClass, Ruby, Value};
@@ -9,14 +10,14 @@ use magnus::{function, method, prelude::*, Error, RArray, RClass, Ruby, Value};
 use crate::helpers::seconds;
 use crate::helpers::symbol_enum::LIMIT_KIND;
 use crate::nogvl::call;
-use crate::{capsule_entry, queue_state, redis_settings};
+use crate::{capsule_entry, job_limit_state, queue_state, redis_settings, stored_limit};
 
-#[magnus::wrap(class = "Sidekiq::LimitFetch::NativeLimits", free_immediately, size)]
-struct NativeLimits {
+#[magnus::wrap(class = "Sidekiq::LimitFetch::NativeAdmin", free_immediately, size)]
+struct NativeAdmin {
     limits: Limits,
 }
 
-impl NativeLimits {
+impl NativeAdmin {
     /// `settings`: a `RedisSettings`. Connects on first use.
     fn new(ruby: &Ruby, settings: Value) -> Result<Self, Error> {
         let settings = redis_settings::from_ruby(ruby, settings)?;
@@ -25,13 +26,13 @@ impl NativeLimits {
         })
     }
 
-    /// `[[id, stored limit or nil, running, parked], ...]` for `ids`.
+    /// `JobLimitState`s of `ids`, in one round trip.
     fn job_limits(ruby: &Ruby, rb_self: &Self, ids: Vec<String>) -> Result<RArray, Error> {
         let limits = rb_self.limits.clone();
         let states = call(ruby, |interrupt| limits.job_limits(&ids, interrupt))?;
         let array = ruby.ary_new_capa(states.len());
-        for s in states {
-            array.push((s.id, s.stored, s.running, s.parked))?;
+        for state in states {
+            array.push(job_limit_state::to_ruby(ruby, state)?)?;
         }
         Ok(array)
     }
@@ -76,6 +77,17 @@ impl NativeLimits {
         call(ruby, |interrupt| {
             limits.set_limit(&queue, which, value, interrupt)
         })
+    }
+
+    /// Both limits of each queue, as stored (unparsed): `StoredLimit`s.
+    fn stored_limits(ruby: &Ruby, rb_self: &Self, queues: Vec<String>) -> Result<RArray, Error> {
+        let limits = rb_self.limits.clone();
+        let stored = call(ruby, |interrupt| limits.stored_limits(&queues, interrupt))?;
+        let array = ruby.ary_new_capa(stored.len());
+        for limit in stored {
+            array.push(stored_limit::to_ruby(ruby, limit)?)?;
+        }
+        Ok(array)
     }
 
     /// `QueueState`s of `queues`, in one round trip.
@@ -133,20 +145,21 @@ impl NativeLimits {
 }
 
 pub fn init(ruby: &Ruby, namespace: RClass) -> Result<(), Error> {
-    let class = namespace.define_class("NativeLimits", ruby.class_object())?;
-    class.define_singleton_method("new", function!(NativeLimits::new, 1))?;
-    class.define_method("job_limits", method!(NativeLimits::job_limits, 1))?;
-    class.define_method("set_job_limit", method!(NativeLimits::set_job_limit, 2))?;
-    class.define_method("limit", method!(NativeLimits::limit, 2))?;
-    class.define_method("set_limit", method!(NativeLimits::set_limit, 3))?;
-    class.define_method("queue_states", method!(NativeLimits::queue_states, 1))?;
-    class.define_method("pause", method!(NativeLimits::pause, 2))?;
-    class.define_method("unpause", method!(NativeLimits::unpause, 1))?;
-    class.define_method("known_queues", method!(NativeLimits::known_queues, 0))?;
-    class.define_method("capsules", method!(NativeLimits::capsules, 0))?;
+    let class = namespace.define_class("NativeAdmin", ruby.class_object())?;
+    class.define_singleton_method("new", function!(NativeAdmin::new, 1))?;
+    class.define_method("job_limits", method!(NativeAdmin::job_limits, 1))?;
+    class.define_method("set_job_limit", method!(NativeAdmin::set_job_limit, 2))?;
+    class.define_method("limit", method!(NativeAdmin::limit, 2))?;
+    class.define_method("set_limit", method!(NativeAdmin::set_limit, 3))?;
+    class.define_method("stored_limits", method!(NativeAdmin::stored_limits, 1))?;
+    class.define_method("queue_states", method!(NativeAdmin::queue_states, 1))?;
+    class.define_method("pause", method!(NativeAdmin::pause, 2))?;
+    class.define_method("unpause", method!(NativeAdmin::unpause, 1))?;
+    class.define_method("known_queues", method!(NativeAdmin::known_queues, 0))?;
+    class.define_method("capsules", method!(NativeAdmin::capsules, 0))?;
     class.define_method(
         "active_job_limits",
-        method!(NativeLimits::active_job_limits, 0),
+        method!(NativeAdmin::active_job_limits, 0),
     )?;
     Ok(())
 }

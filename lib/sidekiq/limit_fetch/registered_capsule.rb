@@ -4,12 +4,6 @@ require "json"
 
 module Sidekiq
   class LimitFetch < BasicFetch
-    # A registered capsule as Redis holds it (NativeLimits#capsules): its
-    # +uuid+, what it says of itself (+info+, the JSON Client#describe
-    # wrote; nil for a capsule of sidekiq-limit_fetch v5) and the seconds
-    # its heartbeat key has left (+heartbeat_left+; nil once it expired).
-    CapsuleEntry = Data.define(:uuid, :info, :heartbeat_left)
-
     # A registered capsule, for a control plane: the Sidekiq +identity+ of
     # its process ("host:pid:hex"; nil if it did not say), its +name+
     # ("default" or the capsule's), its +queues+ and +concurrency+, the
@@ -19,13 +13,13 @@ module Sidekiq
     RegisteredCapsule = Data.define(:uuid, :identity, :name, :queues, :concurrency, :heartbeat_age, :expired)
 
     class RegisteredCapsule
-      # Every capsule registered on the Redis of +admin+ (a NativeLimits),
+      # Every capsule registered on the Redis of +admin+ (a NativeAdmin),
       # sorted by identity.
       def self.all(admin)
         admin.capsules.map { |entry| from(entry) }.sort_by { |c| [c.label, c.name.to_s, c.uuid] }
       end
 
-      # From a CapsuleEntry.
+      # From a CapsuleEntry (shapes.rb).
       def self.from(entry)
         info = parse(entry.info)
         ttl = info["heartbeat_ttl"]
