@@ -5,14 +5,16 @@ require "sidekiq/limit_fetch"
 
 # Installs the limited fetch into every capsule of a Sidekiq server. Setup
 # waits for :startup, when the configuration (concurrency, queues, limits,
-# Sidekiq::LimitFetch.configuration) is final; deregistration waits for :exit,
-# when every in-flight job has finished or been pushed back.
+# Sidekiq::LimitFetch.configuration) is final, and ends with one line in the
+# log (BootLine); deregistration waits for :exit, when every in-flight job
+# has finished or been pushed back.
 Sidekiq.configure_server do |config|
   config[:fetch_class] = Sidekiq::LimitFetch
   config.client_middleware { |chain| chain.add Sidekiq::LimitFetch::ClientMiddleware }
 
   config.on(:startup) do
     config.capsules.each_value { |capsule| Sidekiq::LimitFetch.setup(capsule) }
+    Sidekiq::LimitFetch::BootLine.log(config)
   end
 
   # Idle processors block in the fetch: end their wait so they stop at once.

@@ -36,6 +36,26 @@ RSpec.describe "sidekiq-limit_fetch in sidekiq processes", :e2e do
     redis.call("KEYS", queue_key("*", "busy")).to_h { |key| [key, redis.call("LRANGE", key, 0, -1)] }
   end
 
+  it "logs one line at boot: the version, the queues' limits in force, the job limits of the loaded classes" do
+    config = app.write_config("boot", queues: %w[limited tuned paused free], limits: {"limited" => 3, "tuned" => 1},
+      process_limits: {"limited" => 2}, class_limits: {"LimitFetchSpec::ExportJob" => 5, "Unloaded::ReportJob" => 4})
+    Sidekiq::LimitFetch.queue("tuned").limit = 7 # set at run time: it stays, and is the one in force
+    Sidekiq::LimitFetch.queue("paused").pause
+    process, = start_process("boot", config: config)
+
+    lines = process.log.lines.grep(/sidekiq-limit_fetch #{Regexp.escape(Sidekiq::LimitFetch::VERSION)}: /)
+    expect(lines.size).to eq(1), process.log_tail
+    expect(lines.first).to match(/INFO\b.* pid=#{process.pid} .*: sidekiq-limit_fetch /) # Sidekiq's logger
+    expect(lines.first.split(": ", 2).last.chomp).to eq(
+      "sidekiq-limit_fetch #{Sidekiq::LimitFetch::VERSION}: queues limited (limit 3, process limit 2), " \
+      "tuned (limit 7), paused (no limit, paused), free (no limit); job limits: " \
+      "LimitFetchSpec::ExportJob 5, LimitFetchSpec::SyncJob 1 per key, " \
+      "LimitFetchSpec::WebhookJob 1 per key (discarded at its limit), " \
+      "Unloaded::ReportJob 4 (configured; class not loaded)"
+    )
+    stop_process(process)
+  end
+
   it "keeps global and process limits with several multi-threaded processes, running every job once" do
     config = app.write_config("stress", queues: %w[limited free], limits: {"limited" => 3},
       process_limits: {"limited" => 2}, concurrency: 5)

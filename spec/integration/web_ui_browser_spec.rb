@@ -16,6 +16,9 @@ module WebUiBrowser
   CHROMIUM = "/usr/bin/chromium-headless-shell"
   # Debian's ruby-sidekiq ships without it; Sidekiq's layout links it.
   MISSING_SCRIPT = %r{/javascripts/application\.js\z}
+  # Queue names a browser changes on the way (a line break becomes CR LF),
+  # or that make a page wide.
+  ODD_NAMES = ["two  spaces ", "tab\there", "multi\nline", "emoji \u{1F6A6}", "q" * 300].freeze
 
   # Reports every Content-Security-Policy violation of every page to the
   # test (a CDP binding), from before the page's own code runs (scripts
@@ -102,9 +105,55 @@ RSpec.describe "the Limits tab in a headless browser", :browser, :e2e do
     browser.at_css(%(tr.lf-queue[data-queue="#{queue}"] .lf-figures))&.text.to_s.split.join(" ")
   end
 
+  # The text of +css+ in queue +name+'s status row, its spaces squeezed.
+  def cell(browser, name, css)
+    browser.at_css(%(tr.lf-queue[data-queue="#{name}"] #{css}))&.text.to_s.split.join(" ")
+  end
+
+  # The rows (tr) of queue +name+ that hold what +css+ selects, found by
+  # their data-queue attribute as the DOM holds it (tabs and line breaks
+  # kept): a CSS selector cannot name them all.
+  def rows_of(browser, name, css)
+    rows = browser.css("tr[data-queue]")
+    indexes = browser.evaluate(<<~JS, name, css)
+      [...document.querySelectorAll("tr[data-queue]")].flatMap((tr, i) =>
+        tr.dataset.queue === arguments[0] && tr.querySelector(arguments[1]) ? [i] : [])
+    JS
+    indexes.map { rows[_1] }
+  end
+
+  # Fills in queue +name+'s form +css+ (its +fields+ typed over what they
+  # hold), submits it with a click, as a person would, and waits for the
+  # page it leads to.
+  def submit_form(browser, name, css, fields = {})
+    rows = rows_of(browser, name, "form.#{css}")
+    expect(rows.size).to eq(1), "#{rows.size} rows with a #{css} form for #{name.inspect}"
+    form = rows.first.at_css("form.#{css}")
+    fields.each { |field, text| form.at_css(%([name="#{field}"])).focus.type([:Ctrl, "a"], :Backspace, text) }
+    browser.execute("window.lfBeforeSubmit = true")
+    button = form.at_css(%(input[type="submit"]))
+    # in the middle of the window: Sidekiq's footer, fixed to its bottom,
+    # would take a click on a button behind it
+    button.evaluate("this.scrollIntoView({block: 'center'})")
+    button.click
+    wait_until(message: "the page after the #{css} form of #{name.inspect}") do
+      browser.evaluate("!window.lfBeforeSubmit && document.readyState === 'complete'")
+    rescue Ferrum::JavaScriptError, Ferrum::NodeNotFoundError
+      false # between pages
+    end
+    browser.network.wait_for_idle
+  end
+
+  # Every queue the tab lists, with its limit, process limit and pause, as
+  # Redis holds them.
+  def queue_states
+    Sidekiq::LimitFetch.queues.to_h { |queue| [queue.name, [queue.limit, queue.process_limit, queue.paused?]] }
+  end
+
   it "changes a limit through the form, and a running sidekiq process obeys it" do
     keyed = LimitFetchSpec::KeyedJobs::QUEUE
-    config = app.write_config("web", queues: ["webui", "reports", keyed], limits: {"webui" => 1}, concurrency: 8)
+    config = app.write_config("web", queues: ["webui", "reports", keyed, "parked"], limits: {"webui" => 1},
+      concurrency: 8)
     before = registered_capsules
     process = app.spawn("w1", config: config)
     await_registration([process], before)
@@ -117,6 +166,11 @@ RSpec.describe "the Limits tab in a headless browser", :browser, :e2e do
     wait_until(message: "tenant-a's jobs to be parked") do
       Sidekiq::LimitFetch.job_limit(LimitFetchSpec::SyncJob, key: "tenant-a").parked == 2
     end
+    # a queue whose one job waits parked: tenant-a's slot is taken
+    LimitFetchSpec::SyncJob.set(queue: "parked").perform_async("tenant-a", 3)
+    wait_until(message: "the job of queue parked to be parked") do
+      Sidekiq::LimitFetch.job_limit(LimitFetchSpec::SyncJob, key: "tenant-a").parked == 3
+    end
 
     browser.go_to(@web.limits_url)
     expect(browser.at_css("h1").text).to eq("Limits")
@@ -126,12 +180,12 @@ RSpec.describe "the Limits tab in a headless browser", :browser, :e2e do
       .not_to eq("rgb(0, 0, 0)") # the stylesheet applied
     expect(max_running("webui")).to eq(1)
     keys = browser.css("table.lf-scopes tr.lf-key").map { |tr| tr.css("td").map { _1.text.strip } }
-    expect(keys).to eq([["tenant-a", "1 / default", "2"], ["tenant-b", "1 / default", "0"]])
+    expect(keys).to eq([["tenant-a", "1 / 1 (default)", "3"], ["tenant-b", "1 / 1 (default)", "0"]])
+    expect(cell(browser, "parked", ".lf-queued")).to eq("0")
+    expect(cell(browser, "parked", ".lf-parked")).to eq("1")
+    expect(cell(browser, "parked", ".lf-explain")).to include("1 parked")
 
-    input = browser.at_css(%(table.lf-forms tr[data-queue="webui"] form.lf-set-limit input[name="value"]))
-    input.focus.type([:Ctrl, "a"], :Backspace, "3")
-    browser.at_css(%(table.lf-forms tr[data-queue="webui"] form.lf-set-limit input[type="submit"])).click
-    browser.network.wait_for_idle
+    submit_form(browser, "webui", "lf-set-limit", "value" => "3")
     expect(browser.current_url).to eq(@web.limits_url)
     expect(Sidekiq::LimitFetch.queue("webui").limit).to eq(3)
     expect(figures(browser, "webui")).to end_with("/ 3")
@@ -155,10 +209,7 @@ RSpec.describe "the Limits tab in a headless browser", :browser, :e2e do
 
     # a bad limit: the page says why, and nothing changed
     browser.go_to(@web.limits_url)
-    input = browser.at_css(%(table.lf-forms tr[data-queue="webui"] form.lf-set-limit input[name="value"]))
-    input.focus.type([:Ctrl, "a"], :Backspace, "-2")
-    browser.at_css(%(table.lf-forms tr[data-queue="webui"] form.lf-set-limit input[type="submit"])).click
-    browser.network.wait_for_idle
+    submit_form(browser, "webui", "lf-set-limit", "value" => "-2")
     expect(browser.at_css(".lf-error")&.text.to_s).to include("invalid limit for queue \"webui\": \"-2\"")
     expect(Sidekiq::LimitFetch.queue("webui").limit).to eq(3)
     # the page that says why comes with a 422, which the browser logs
@@ -172,5 +223,71 @@ RSpec.describe "the Limits tab in a headless browser", :browser, :e2e do
     expect(problems).to contain_exactly(a_string_starting_with("log security: Applying inline style violates"),
       "CSP violation: style-src-attr inline at #{@web.limits_url}/limit")
     stop_process(process)
+  end
+
+  it "changes queues of any name through their forms, each exactly, on a page no wider than the window" do
+    (WebUiBrowser::ODD_NAMES + %w[bystander gone]).each { |name| push_jobs(name, 1) }
+    expected = queue_states
+    expect(expected.keys).to match_array(WebUiBrowser::ODD_NAMES + %w[bystander gone])
+
+    browser.go_to(@web.limits_url)
+    # the 300-character name wraps: nothing is wider than the window
+    widths = browser.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+    expect(widths.first).to be <= widths.last
+    rows_of(browser, "q" * 300, "form").each do |row|
+      right = row.evaluate("Math.max(...[...this.querySelectorAll('input, select')].map(e => " \
+                           "e.getBoundingClientRect().right))")
+      expect(right).to be <= widths.last
+    end
+
+    # a form of a queue Redis no longer knows changes nothing, and says so
+    Sidekiq::Queue.new("gone").clear
+    expected.delete("gone")
+    submit_form(browser, "gone", "lf-set-limit", "value" => "5")
+    expect(browser.at_css(".lf-error")&.text.to_s.strip).to start_with("Nothing was changed: ")
+    expect(browser.at_css(".lf-error").text).to include("gone")
+    expect(queue_states).to eq(expected)
+    expect(failed_requests(browser)).to eq(["#{@web.limits_url}/limit: 422"])
+    problems.clear
+
+    WebUiBrowser::ODD_NAMES.each do |name|
+      browser.go_to(@web.limits_url)
+      submit_form(browser, name, "lf-set-limit", "value" => "4")
+      expected[name] = [4, nil, false]
+      expect(queue_states).to eq(expected), "the limit of #{name.inspect}"
+      submit_form(browser, name, "lf-set-process-limit", "value" => "2")
+      expected[name] = [4, 2, false]
+      expect(queue_states).to eq(expected), "the process limit of #{name.inspect}"
+      submit_form(browser, name, "lf-pause", "for" => "5")
+      expected[name] = [4, 2, true]
+      expect(queue_states).to eq(expected), "the pause of #{name.inspect}"
+      expect(Sidekiq::LimitFetch.queue(name).paused_until).to be_within(5).of(Time.now + 300)
+      expect(browser.current_url).to eq(@web.limits_url)
+    end
+
+    # a pause's end, once, in one format
+    row = rows_of(browser, "emoji \u{1F6A6}", ".lf-figures").first
+    expect(row.text.scan(/\d\d:\d\d(?::\d\d)?/).size).to eq(1), row.text
+    expect(failed_requests(browser)).to eq([])
+    expect(problems).to eq([])
+  end
+
+  it "keeps each queue's forms beside its row among 300 queues" do
+    names = Array.new(300) { format("queue-%03d", _1) }
+    names.each { Sidekiq::LimitFetch.queue(_1).limit = 2 }
+
+    browser.go_to(@web.limits_url)
+    # per queue: how far below the bottom of its status row its limit form begins
+    gaps = browser.evaluate(<<~JS)
+      Object.fromEntries([...document.querySelectorAll("tr.lf-queue")].map((row) => {
+        const form = [...document.querySelectorAll("form.lf-set-limit")]
+          .find((f) => f.closest("tr[data-queue]").dataset.queue === row.dataset.queue);
+        return [row.dataset.queue, form.getBoundingClientRect().top - row.getBoundingClientRect().bottom];
+      }))
+    JS
+    expect(gaps.keys).to match_array(names)
+    expect(gaps.values).to all(be_between(0, 60)), "gaps over 60 px: #{gaps.reject { _2.between?(0, 60) }.first(3)}"
+    expect(failed_requests(browser)).to eq([])
+    expect(problems).to eq([])
   end
 end

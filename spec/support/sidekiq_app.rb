@@ -25,10 +25,11 @@ class SidekiqApp
   end
 
   # Writes config/<name>.yml; returns its path relative to the app.
-  def write_config(name, queues:, limits: nil, process_limits: nil, concurrency: 5, timeout: 25)
+  def write_config(name, queues:, limits: nil, process_limits: nil, class_limits: nil, concurrency: 5, timeout: 25)
     options = {"concurrency" => concurrency, "timeout" => timeout, "queues" => queues}
     options["limits"] = limits if limits
     options["process_limits"] = process_limits if process_limits
+    options["class_limits"] = class_limits if class_limits
     path = File.join("config", "#{name}.yml")
     File.write(File.join(dir, path), YAML.dump(options))
     path

@@ -25,6 +25,13 @@ module Sidekiq
         new(state, capsules)
       end
 
+      # A time as the sentences (and the Web UI) show it: within a day, the
+      # time of day (UTC); later, the date as well.
+      def self.format_time(time)
+        time = time.getutc
+        time - Time.now < 86_400 ? time.strftime("%H:%M:%SZ") : time.iso8601
+      end
+
       def initialize(state, capsules)
         @queue = state.name
         @busy = state.busy.values.sum
@@ -92,11 +99,7 @@ module Sidekiq
         process_limit && serving.all? { |capsule| state.busy.fetch(capsule.uuid, 0) >= process_limit }
       end
 
-      # Within a day: the time of day (UTC); later, the date as well.
-      def format_time(time)
-        time = time.utc
-        time - Time.now < 86_400 ? time.strftime("%H:%M:%SZ") : time.iso8601
-      end
+      def format_time(time) = Explanation.format_time(time)
     end
   end
 end

@@ -96,10 +96,10 @@ module Sidekiq
       end
 
       # Everything above, as a plain Hash (for JSON and metrics): one round
-      # trip, and one more for the capsules.
-      def to_h
-        state = fresh_state
-        registered = capsules
+      # trip, and one more for the capsules. A reader of many queues passes
+      # their +state+ (a QueueState) and the +registered+ capsules
+      # (RegisteredCapsule.all), each read once for all of them.
+      def to_h(state: fresh_state, registered: capsules)
         {
           name: name,
           limit: state.limit,

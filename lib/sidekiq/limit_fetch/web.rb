@@ -4,7 +4,10 @@
 # `require "sidekiq/web"` where Sidekiq::Web is mounted.
 require "sidekiq/web"
 require "sidekiq/limit_fetch"
+require "sidekiq/limit_fetch/web/queue_field"
 require "sidekiq/limit_fetch/web/change"
+require "sidekiq/limit_fetch/web/parked_counts"
+require "sidekiq/limit_fetch/web/carried_limits"
 require "sidekiq/limit_fetch/web/overview"
 require "sidekiq/limit_fetch/web/helpers"
 require "sidekiq/limit_fetch/web/extension"

@@ -20,17 +20,22 @@ RSpec.describe Sidekiq::LimitFetch::Web, :web do
   end
 
   # A form post as a browser sends it from the tab itself (Sidekiq 8.1
-  # accepts a POST only with Sec-Fetch-Site: same-origin).
-  def submit(action, params, site: "same-origin")
+  # accepts a POST only with Sec-Fetch-Site: same-origin), its queue named
+  # as the forms name it (+raw+: the queue field as given).
+  def submit(action, params, site: "same-origin", raw: false)
+    params = params.merge("queue" => field(params["queue"])) unless raw || !params.key?("queue")
     post("/limits/#{action}", params, "HTTP_SEC_FETCH_SITE" => site)
   end
+
+  def field(name) = Sidekiq::LimitFetch::Web::QueueField.encode(name)
 
   def page
     Nokogiri::HTML(last_response.body)
   end
 
   def row(name)
-    page.at_css(%(tr.lf-queue[data-queue="#{name}"])) or raise "no row for queue #{name} in:\n#{last_response.body}"
+    page.css("tr.lf-queue").find { _1["data-queue"] == name } or
+      raise "no row for queue #{name.inspect} in:\n#{last_response.body}"
   end
 
   def cell(name, css)
@@ -94,6 +99,7 @@ RSpec.describe Sidekiq::LimitFetch::Web, :web do
     expect(cell("mailers", ".lf-figures")).to eq("1 / none")
     expect(row("mailers").at_css("svg.lf-bar")).to be_nil # no limit, no bar
     expect(cell("mailers", ".lf-process-limit")).to eq("none")
+    expect(cell("webhooks", ".lf-parked")).to eq("0")
     expect(page.at_css(".lf-no-expired")).not_to be_nil
     expect(uuid).not_to be_nil
   ensure
@@ -105,7 +111,7 @@ RSpec.describe Sidekiq::LimitFetch::Web, :web do
     get "/limits"
     form = row_form("webhooks", "lf-set-limit")
     expect(form.at_css("input[name=value]")["value"]).to eq("5")
-    expect(form.at_css("input[name=queue]")["value"]).to eq("webhooks")
+    expect(form.at_css("input[name=queue]")["value"]).to eq(field("webhooks"))
 
     submit("limit", {"queue" => "webhooks", "value" => "3"})
     expect(last_response.status).to eq(302)
@@ -130,7 +136,7 @@ RSpec.describe Sidekiq::LimitFetch::Web, :web do
   end
 
   def row_form(name, css)
-    page.at_css(%(table.lf-forms tr[data-queue="#{name}"] form.#{css}))
+    page.at_css(%(tr.lf-change[data-queue="#{name}"] form.#{css}))
   end
 
   it "refuses a bad limit with a message on the page, changing nothing" do
@@ -152,9 +158,9 @@ RSpec.describe Sidekiq::LimitFetch::Web, :web do
     submit("process_limit", {"queue" => "webhooks", "value" => "-3"})
     expect(last_response.status).to eq(422)
     expect(error_text).to include("invalid process_limit for queue \"webhooks\": \"-3\"")
-    submit("limit", {"queue" => "", "value" => "3"})
+    submit("limit", {"queue" => "", "value" => "3"}, raw: true)
     expect(error_text).to eq("Nothing was changed: no queue named in the form")
-    submit("limit", {"queue" => ["webhooks"], "value" => "3"})
+    submit("limit", {"queue" => [field("webhooks")], "value" => "3"}, raw: true)
     expect(last_response.status).to eq(422)
     expect(error_text).to include("the queue must be one value")
     submit("limit", {"queue" => "webhooks", "value" => "\xFF".b})
@@ -176,7 +182,10 @@ RSpec.describe Sidekiq::LimitFetch::Web, :web do
     expect(queue("reports").limit).to eq(2)
     follow_redirect!
     expect(row("reports").at_css(".lf-paused")).not_to be_nil
-    expect(row("reports").at_css("time")).not_to be_nil # until when
+    # until when, once, as the explanations say it
+    expect(row("reports").css(".lf-time").map(&:text)).to eq([queue("reports").paused_until.utc.strftime("%H:%M:%SZ")])
+    expect(row("reports").at_css(".lf-time")["title"]).to eq(queue("reports").paused_until.utc.iso8601)
+    expect(cell("reports", ".lf-explain")).to eq(queue("reports").explain.to_s)
     expect(row_form("reports", "lf-unpause")).not_to be_nil
 
     submit("unpause", {"queue" => "reports"})
@@ -188,7 +197,8 @@ RSpec.describe Sidekiq::LimitFetch::Web, :web do
     expect(queue("reports").paused_until).to be_nil
     follow_redirect!
     expect(row("reports").at_css(".lf-paused")).not_to be_nil
-    expect(row("reports").at_css("time")).to be_nil
+    expect(row("reports").at_css(".lf-time")).to be_nil
+    expect(cell("reports", ".lf-explain")).to eq("paused until unpaused")
     submit("unpause", {"queue" => "reports"})
     expect(queue("reports")).not_to be_paused
   end
@@ -203,6 +213,39 @@ RSpec.describe Sidekiq::LimitFetch::Web, :web do
       expect(queue("reports")).not_to be_paused
     end
     expect(error_text).to include("\"fortnights\"")
+  end
+
+  it "names each queue in its forms so that any name comes back, and refuses a queue Redis does not know" do
+    names = ["a\nb", "a\r\nb", "tab\there", " ", "emoji \u{1F6A6}", "quote\" <b>&amp;", "q" * 300]
+    names.each { queue(_1).limit = 1 }
+    get "/limits"
+    # one field value per queue, in all its forms (an HTML parser reads a
+    # CR LF in an attribute as LF: the names are told by the fields)
+    fields = page.css("tr.lf-change").map { |tr| tr.css("input[name=queue]").map { _1["value"] }.uniq }
+    expect(fields).to all(match([/\A[A-Za-z0-9_-]+\z/]))
+    expect(fields.flatten.map { Sidekiq::LimitFetch::Web::QueueField.decode(_1) }).to match_array(names)
+
+    names.each_with_index do |name, index|
+      submit("limit", {"queue" => name, "value" => (index + 2).to_s})
+      expect(last_response.status).to eq(302), "#{name.inspect}: #{last_response.status} #{error_text}"
+    end
+    expect(names.map { queue(_1).limit }).to eq((2..(names.size + 1)).to_a)
+
+    before = limit_fetch_keys
+    {
+      "gone" => "Nothing was changed: Redis knows no queue \"gone\" (removed since the page was shown?)",
+      "\xFF".b => "Nothing was changed: the queue in the form is not valid UTF-8: \"\\xFF\""
+    }.each do |name, message|
+      submit("limit", {"queue" => name, "value" => "3"}, raw: false)
+      expect(last_response.status).to eq(422)
+      expect(error_text).to eq(message)
+    end
+    %w[webhooks a+b a/b YR =].each do |raw| # a name as it is, or what no page sent
+      submit("pause", {"queue" => raw, "for" => "", "unit" => "minutes"}, raw: true)
+      expect(last_response.status).to eq(422), "#{raw}: #{last_response.status}"
+      expect(error_text).to match(/\ANothing was changed: (the queue in the form is not|Redis knows no queue)/)
+    end
+    expect(limit_fetch_keys).to eq(before)
   end
 
   it "refuses a cross-site POST: nothing changes" do
@@ -248,28 +291,42 @@ RSpec.describe Sidekiq::LimitFetch::Web, :web do
   end
 
   it "shows keyed scopes with their busiest keys: running, parked and limit" do
-    config = build_config(queues: [LimitFetchSpec::KeyedJobs::QUEUE], concurrency: 4)
+    keyed = LimitFetchSpec::KeyedJobs::QUEUE
+    odd = %(odd "q"\n) # written escaped in a payload
+    config = build_config(queues: [keyed, odd], concurrency: 5) # strictly in this order
     config[:timeout] = 1 # the jobs still running at the end are pushed back after 1 s
     Sidekiq::LimitFetch::JobLimit.for(LimitFetchSpec::SyncJob, key: "t2").limit = 2
     3.times { LimitFetchSpec::SyncJob.perform_async("t1", 3) }
+    LimitFetchSpec::SyncJob.set(queue: odd).perform_async("t1", 3)
     2.times { LimitFetchSpec::SyncJob.perform_async("t2", 3) }
     LimitFetchSpec::ExportJob.perform_async(3)
     start_embedded(config)
     wait_until(message: -> { Sidekiq::LimitFetch::JobLimit.active.map(&:to_h).inspect }) do
       states = Sidekiq::LimitFetch::JobLimit.active.to_h { [_1.id, _1.to_h.values_at(:running, :parked)] }
-      states["key:LimitFetchSpec::SyncJob#t1"] == [1, 2] && states["key:LimitFetchSpec::SyncJob#t2"] == [2, 0] &&
+      states["key:LimitFetchSpec::SyncJob#t1"] == [1, 3] && states["key:LimitFetchSpec::SyncJob#t2"] == [2, 0] &&
         states["class:LimitFetchSpec::ExportJob"] == [1, 0]
     end
 
     get "/limits"
     scope = page.css("table.lf-scopes tr.lf-scope").find { _1.at_css("code").text == "LimitFetchSpec::SyncJob" }
     expect(scope).not_to be_nil, page.at_css("table.lf-scopes")&.to_html
-    expect(scope.css("> td.num").map(&:text)).to eq(%w[2 3 2]) # keys, running, parked
+    expect(scope.css("> td.num").map(&:text)).to eq(%w[2 3 3]) # keys, running, parked
     keys = scope.css("tr.lf-key").map { |key| key.css("td").map { _1.text.strip } }
-    expect(keys).to eq([["t2", "2 / 2", "0"], ["t1", "1 / default", "2"]])
+    # the limit in force: stored, else the default the jobs carry (t1's
+    # parked jobs, ExportJob's running one)
+    expect(keys).to eq([["t2", "2 / 2", "0"], ["t1", "1 / 1 (default)", "3"]])
     export = page.css("table.lf-class-limits tr.lf-class-limit").map do |tr|
       tr.css("td").map { _1.text.split.join(" ") }
     end
-    expect(export).to eq([["LimitFetchSpec::ExportJob", "1 / default", "0"]])
+    expect(export).to eq([["LimitFetchSpec::ExportJob", "1 / 2 (default)", "0"]])
+    # each queue's parked jobs, and what they wait for
+    expect([keyed, odd].map { |name| [cell(name, ".lf-queued"), cell(name, ".lf-parked")] }).to eq([%w[0 2], %w[0 1]])
+    expect(cell(odd, ".lf-explain")).to eq("none queued: 1 parked until their job limits have room")
+
+    # counted among the first BUDGET parked jobs only: marked
+    stub_const("Sidekiq::LimitFetch::Web::ParkedCounts::BUDGET", 2)
+    get "/limits"
+    expect([keyed, odd].sum { cell(_1, ".lf-parked").delete_suffix("+").to_i }).to eq(2)
+    expect([keyed, odd].map { cell(_1, ".lf-parked") }).to all(end_with("+"))
   end
 end

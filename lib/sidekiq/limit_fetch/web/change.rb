@@ -6,6 +6,9 @@ module Sidekiq
       # A change asked for by one of the tab's forms. ::limit, ::pause and
       # ::unpause check the form's fields and raise ArgumentError, with a
       # message for the page, before anything is changed; #apply makes it.
+      # The form names its queue encoded (QueueField), one Redis knows (one
+      # the tab lists): a form of a queue removed since, or one no page
+      # sent, changes nothing, rather than making a queue of that name.
       class Change
         # The forms, each posted to /limits/<action>.
         ACTIONS = %w[limit process_limit pause unpause].freeze
@@ -18,7 +21,7 @@ module Sidekiq
         class << self
           # The change the form of +action+ asks for, from its fields (a Hash).
           def from_form(action, fields)
-            queue = fields["queue"]
+            queue = fields[QueueField::NAME]
             case action
             when "limit", "process_limit" then limit(queue, fields["value"], action.to_sym)
             when "pause" then pause(queue, fields["for"], fields["unit"])
@@ -52,9 +55,12 @@ module Sidekiq
 
           def name(queue)
             queue = text(queue, "the queue")
-            raise ArgumentError, "no queue named in the form" if blank?(queue)
+            raise ArgumentError, "no queue named in the form" if queue.empty?
 
-            queue
+            name = QueueField.decode(queue)
+            return name if LimitFetch.queues.any? { _1.name == name }
+
+            raise ArgumentError, "Redis knows no queue #{name.inspect} (removed since the page was shown?)"
           end
 
           def duration(amount, unit)

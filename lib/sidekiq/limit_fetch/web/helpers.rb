@@ -41,6 +41,51 @@ module Sidekiq
           value.nil? ? t("LimitFetchNone") : value.to_s
         end
 
+        # A job limit's (Overview::JobLimitRow) as shown: its number, "3
+        # (default)" for the default its jobs carry, "default" when none
+        # tells it.
+        def limit_fetch_job_limit(row)
+          return t("LimitFetchDefault") if row.limit.nil?
+
+          row.default ? t("LimitFetchDefaultLimit", limit: row.limit) : row.limit.to_s
+        end
+
+        # A queue's name as shown, HTML-escaped: its control characters (a
+        # tab, a line break) as escapes, marked, so that "a\nb" and "a b"
+        # look different.
+        def limit_fetch_queue_name(name)
+          h(name).gsub(/[[:cntrl:]]/) { %(<span class="lf-control">#{_1.inspect[1..-2]}</span>) }
+        end
+
+        # The value of a form's queue field (QueueField).
+        def limit_fetch_queue_field(name)
+          QueueField.encode(name)
+        end
+
+        # Why the queue's next job is or is not fetched: its Explanation,
+        # but that a pause's end is shown as every time of the tab is
+        # (#limit_fetch_time), and that jobs parked at their job limits are
+        # told of when none is queued.
+        def limit_fetch_explanation(queue)
+          if queue.reason == :paused
+            return t("LimitFetchPausedUntilUnpaused") unless queue.paused_until
+
+            t("LimitFetchPausedUntil", time: limit_fetch_time(queue.paused_until))
+          elsif queue.reason == :empty && queue.parked.positive?
+            t("LimitFetchParkedOnly", count: queue.parked)
+          else
+            h(queue.explanation)
+          end
+        end
+
+        # A time, in the one format of the tab (Explanation.format_time's),
+        # with its ISO 8601 form as a title. Not a <time>: Sidekiq's script
+        # rewrites every <time> as a fuzzy one ("in 5 minutes").
+        def limit_fetch_time(time)
+          stamp = time.getutc.iso8601
+          %(<span class="lf-time" title="#{stamp}">#{Explanation.format_time(time)}</span>)
+        end
+
         # running/limit as a bar: an SVG whose bar width is an attribute, as
         # the page's CSP allows no inline style. Full (and marked) at or over
         # the limit; none without a limit.

@@ -12,9 +12,14 @@ module Sidekiq
         REFRESH_CHOICES = [2, 5, 10].freeze
         REFRESH = 1..60
 
-        # One queue's row.
-        QueueRow = Data.define(:name, :limit, :process_limit, :busy, :busy_by_process, :queued, :paused,
-          :paused_until, :explanation)
+        # One queue's row: Queue#to_h, its +parked+ jobs (ParkedCounts), and
+        # its Explanation's +reason+ and sentence (+explanation+).
+        QueueRow = Data.define(:name, :limit, :process_limit, :busy, :busy_by_process, :queued, :parked, :paused,
+          :paused_until, :reason, :explanation)
+
+        # A job limit (JobLimitId +id+): the +limit+ in force, stored or else
+        # the one its jobs carry (+default+: true; nil when no job tells it).
+        JobLimitRow = Data.define(:id, :limit, :default, :running, :parked)
 
         # A keyed scope (a class, a group, a group in a queue) and its busiest keys.
         Scope = Data.define(:name, :keys, :running, :parked, :busiest)
@@ -32,8 +37,21 @@ module Sidekiq
           @refresh = refresh
         end
 
+        # One read of every queue, one of the capsules, one of the parked
+        # jobs, whatever the number of queues.
         def queues
-          @queues ||= LimitFetch.queues.map { queue_row(_1) }
+          @queues ||= begin
+            queues = LimitFetch.queues
+            LimitFetch.flush_acknowledgements
+            states = LimitFetch.admin.queue_states(queues.map(&:name))
+            capsules = LimitFetch.capsules
+            queues.zip(states).map { |queue, state| queue_row(queue.to_h(state: state, registered: capsules)) }
+          end
+        end
+
+        # The parked jobs by queue (ParkedCounts).
+        def parked
+          @parked ||= ParkedCounts.read
         end
 
         # Registered capsules whose heartbeat expired: their process is gone
@@ -50,27 +68,37 @@ module Sidekiq
         # Keyed scopes with running or parked jobs, the busiest first.
         def scopes
           @scopes ||= begin
-            by_scope = job_limits.fetch(:key, []).group_by { JobLimitId.scope(_1[:id]) }
+            by_scope = job_limits.fetch(:key, []).group_by { JobLimitId.scope(_1.id) }
             by_scope.map { |name, limits| scope(name, limits) }.sort_by { [-_1.running, -_1.parked, _1.name] }
           end
         end
 
         private
 
-        # From Queue#to_h: one read of the queue, one of the capsules.
-        def queue_row(queue)
-          state = queue.to_h
-          QueueRow.new(**state.slice(*QueueRow.members), explanation: state.dig(:explain, :message))
+        def queue_row(state)
+          explain = state[:explain]
+          QueueRow.new(**state.slice(*QueueRow.members), parked: parked[state[:name]], reason: explain[:reason],
+            explanation: explain[:message])
         end
 
         def scope(name, limits)
-          busiest = limits.sort_by { [-_1[:running], -_1[:parked], _1[:id]] }.first(TOP_KEYS)
-          Scope.new(name: name, keys: limits.size, running: limits.sum { _1[:running] },
-            parked: limits.sum { _1[:parked] }, busiest: busiest)
+          busiest = limits.sort_by { [-_1.running, -_1.parked, _1.id] }.first(TOP_KEYS)
+          Scope.new(name: name, keys: limits.size, running: limits.sum(&:running), parked: limits.sum(&:parked),
+            busiest: busiest)
         end
 
         def job_limits
-          @job_limits ||= JobLimit.active_states.sort_by { _1[:id] }.group_by { JobLimitId.kind(_1[:id]) }
+          @job_limits ||= begin
+            states = JobLimit.active_states.sort_by { _1[:id] }
+            carried = CarriedLimits.read(states.filter_map { _1[:id] if _1[:stored].nil? })
+            states.map { job_limit_row(_1, carried) }.group_by { JobLimitId.kind(_1.id) }
+          end
+        end
+
+        def job_limit_row(state, carried)
+          stored = state[:stored]
+          JobLimitRow.new(id: state[:id], limit: stored || carried[state[:id]], default: stored.nil?,
+            running: state[:running], parked: state[:parked])
         end
       end
     end
