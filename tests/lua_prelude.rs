@@ -31,7 +31,7 @@ fn the_preludes_key_names_are_the_data_models() {
                          capsule_queues_key(ARGV[2]), job_limit_key(ARGV[1]),
                          job_busy_key(ARGV[1]), parked_key(ARGV[1]),
                          capsule_limits_key(ARGV[2]), paused_key(ARGV[1]),
-                         capsule_info_key(ARGV[2]), CAPSULES_KEY, REGISTERED_KEY, UNREGISTERED_KEY, OUTAGE_KEY,
+                         capsule_info_key(ARGV[2]), CAPSULES_KEY, REGISTERED_KEY, UNREGISTERED_KEY, OUTAGE_KEY, LAST_BEAT_KEY,
                          heartbeat_key(ARGV[2])}",
                 &[],
                 &[name, uuid],
@@ -58,6 +58,7 @@ fn the_preludes_key_names_are_the_data_models() {
                 keys::REGISTERED.to_owned(),
                 keys::UNREGISTERED.to_owned(),
                 keys::OUTAGE.to_owned(),
+                keys::LAST_BEAT.to_owned(),
                 keys::heartbeat(uuid),
             ];
             assert_eq!(got, want, "queue {name:?}, capsule {uuid:?}");

@@ -297,3 +297,44 @@ fn a_job_booked_again_that_nobody_took_yet_is_taken_out_of_its_queue_and_runs_on
     live.deregister(&[q.as_str()], &none).unwrap();
     other.deregister(&[q.as_str()], &none).unwrap();
 }
+
+#[test]
+fn a_capsule_that_starts_while_no_capsule_beats_reaps_only_after_an_expiry_of_its_own_beats() {
+    let _turn = turn();
+    let none = Interrupt::new();
+    let q = queue("witness");
+    push_jobs(&q, &[keyed(&q, "s1", "witness-1")]);
+    let silent = registered();
+    fetch(&silent, &q).expect("a job");
+    // An outage longer than an expiry: every heartbeat, and the last beat's
+    // key, expired; a process that starts then beats before the others.
+    silence(&silent);
+    let _: () = redis().del(keys::LAST_BEAT).unwrap();
+    let fresh = quick();
+    let first = fresh.beat(&none).unwrap();
+    let started = Instant::now();
+    assert!(first.held_off && !reaped(&first, &silent), "{first:?}");
+    let report = loop {
+        thread::sleep(Duration::from_millis(200));
+        let report = fresh.beat(&none).unwrap();
+        if !report.held_off || started.elapsed() > Duration::from_secs(3) {
+            break report;
+        }
+        assert!(!reaped(&report, &silent), "{report:?}");
+    };
+    assert!(reaped(&report, &silent), "{report:?}");
+    assert!(
+        started.elapsed() >= Duration::from_millis(900),
+        "{:?}",
+        started.elapsed()
+    );
+    // One that starts while another beats reaps at once.
+    let dead = registered();
+    fetch(&dead, &q).expect("its job, again");
+    silence(&dead);
+    let vouched = quick();
+    assert!(reaped(&vouched.beat(&none).unwrap(), &dead));
+    for c in [fresh, vouched] {
+        c.deregister(&[q.as_str()], &none).unwrap();
+    }
+}

@@ -9,6 +9,7 @@ use crate::reaper::Reaped;
 use crate::runtime::run_plain;
 use crate::{Interrupt, Result};
 
+use super::continuity::Run;
 use super::heal::Rebooked;
 use super::Capsule;
 
@@ -61,12 +62,19 @@ impl Capsule {
     /// its pending acknowledgements, sets [`keys::OUTAGE`](crate::keys::OUTAGE)
     /// so that nobody reaps for a heartbeat's expiry, and tells the
     /// reconciliation the jobs it finished lately, whose acknowledgement
-    /// Redis may have lost.
+    /// Redis may have lost. It reaps only as a witness (see `Run::witness`).
     pub fn beat(&self, interrupt: &Interrupt) -> Result<BeatReport> {
         let inner = self.inner.clone();
         let expiry = Duration::from_secs(inner.heartbeat_ttl);
-        let broken = inner.continuity.lock().broken(Instant::now(), expiry);
-        let report = run_plain(interrupt, self.inner.timeout * 4, async move {
+        let (broken, run) = {
+            let continuity = inner.continuity.lock();
+            let now = Instant::now();
+            (
+                continuity.broken(now, expiry),
+                continuity.current(now, expiry),
+            )
+        };
+        let beat = run_plain(interrupt, self.inner.timeout * 4, async move {
             // Jobs pushed back and slots freed: a waiter may take them (the
             // writer tells the doorbell when the beat is over).
             if broken {
@@ -81,9 +89,14 @@ impl Capsule {
                 inner.hold_off_reaping(&mut conn).await?;
                 registered.held_off = true;
             }
+            let run = run.unwrap_or(Run {
+                since: started,
+                vouched: registered.vouched,
+            });
+            let held_off = registered.held_off || !run.witness(expiry);
             let healed = inner.reconcile(&mut conn, broken).await?;
             let mut reaped = Vec::new();
-            if !registered.held_off {
+            if !held_off {
                 reaped = inner.reaper.reap_dead(&mut conn, &inner.uuid).await?;
                 let served = inner.served.lock().clone();
                 if !served.is_empty() {
@@ -98,7 +111,7 @@ impl Capsule {
             let cursor = *inner.sweep.lock();
             let (cursor, released) = job_limits::sweep(&mut conn, cursor).await?;
             *inner.sweep.lock() = cursor;
-            Ok(BeatReport {
+            let report = BeatReport {
                 reaped,
                 corrected: healed.corrected,
                 orphans: healed.orphans,
@@ -106,15 +119,13 @@ impl Capsule {
                 lost_data: registered.lost_data,
                 rebooked: healed.rebooked,
                 finished: healed.finished,
-                held_off: registered.held_off,
+                held_off,
                 released,
-            })
+            };
+            Ok((report, run))
         });
         let mut continuity = self.inner.continuity.lock();
-        continuity.failed = report.is_err();
-        if report.is_ok() {
-            continuity.last_ok = Some(Instant::now());
-        }
-        report
+        continuity.record(beat.as_ref().ok().map(|(_, run)| *run));
+        beat.map(|(report, _)| report)
     }
 }

@@ -1,5 +1,5 @@
 //! Whether a capsule's beats went on without a break, which decides what
-//! its next beat does first (see beat.rs).
+//! its next beat does first, and whether it may reap (see beat.rs).
 
 use std::time::{Duration, Instant};
 
@@ -11,6 +11,17 @@ use std::time::{Duration, Instant};
 pub(super) struct Continuity {
     pub(super) failed: bool,
     pub(super) last_ok: Option<Instant>,
+    /// The run of beats without a break that the last one belongs to.
+    pub(super) run: Option<Run>,
+}
+
+/// A run of registrations and beats without a break.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Run {
+    pub(super) since: Instant,
+    /// At its first registration, another capsule had beaten within an
+    /// expiry (see `keys::LAST_BEAT`).
+    pub(super) vouched: bool,
 }
 
 impl Continuity {
@@ -19,5 +30,36 @@ impl Continuity {
             || self
                 .last_ok
                 .is_some_and(|at| now.duration_since(at) > expiry)
+    }
+
+    /// The run a registration starting now belongs to: the current one,
+    /// unless there is none or it broke off.
+    pub(super) fn current(&self, now: Instant, expiry: Duration) -> Option<Run> {
+        if self.broken(now, expiry) {
+            None
+        } else {
+            self.run
+        }
+    }
+
+    /// A registration or beat of `run` went through (`Some`) or failed.
+    pub(super) fn record(&mut self, run: Option<Run>) {
+        self.failed = run.is_none();
+        if run.is_some() {
+            self.last_ok = Some(Instant::now());
+            self.run = run;
+        }
+    }
+}
+
+impl Run {
+    /// A capsule is a witness of the others' silence, which it may then
+    /// take for death: it knew Redis served beats when its run began, or
+    /// its own beats have gone on for an expiry since. A capsule that
+    /// started, or came back, while every capsule was cut off from Redis
+    /// cannot tell the living from the dead before they had an expiry to
+    /// beat again.
+    pub(super) fn witness(&self, expiry: Duration) -> bool {
+        self.vouched || self.since.elapsed() >= expiry
     }
 }

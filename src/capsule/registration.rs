@@ -9,6 +9,9 @@ use crate::reaper::Reap;
 use crate::runtime::run_plain;
 use crate::{Interrupt, Result};
 
+use std::time::{Duration, Instant};
+
+use super::continuity::Run;
 use super::{Capsule, Inner};
 
 /// What a registration found.
@@ -19,18 +22,34 @@ pub(super) struct Registered {
     pub(super) lost_data: bool,
     /// The outage key exists: no reaping.
     pub(super) held_off: bool,
+    /// Another capsule had registered (beaten) within an expiry before (see
+    /// `keys::LAST_BEAT`).
+    pub(super) vouched: bool,
 }
 
 impl Capsule {
-    /// Registers this capsule (heartbeat key and membership), as a beat does.
+    /// Registers this capsule (heartbeat key and membership), as a beat
+    /// does; the first registration begins its run of beats (see
+    /// `Continuity`).
     pub fn register(&self, interrupt: &Interrupt) -> Result<()> {
         let inner = self.inner.clone();
-        run_plain(interrupt, self.inner.timeout, async move {
-            inner
+        let expiry = Duration::from_secs(inner.heartbeat_ttl);
+        let run = inner.continuity.lock().current(Instant::now(), expiry);
+        let registered = run_plain(interrupt, self.inner.timeout, async move {
+            let started = Instant::now();
+            let registered = inner
                 .register(&mut inner.redis.conn().await?, false)
-                .await
-                .map(|_| ())
-        })
+                .await?;
+            Ok(run.unwrap_or(Run {
+                since: started,
+                vouched: registered.vouched,
+            }))
+        });
+        self.inner
+            .continuity
+            .lock()
+            .record(registered.as_ref().ok().copied());
+        registered.map(drop)
     }
 
     /// Removes this capsule after sending its pending acknowledgements: its
@@ -59,8 +78,8 @@ impl Capsule {
 }
 
 impl Inner {
-    /// Sets the heartbeat and membership, and after a break in the beats
-    /// (`broken`) the outage key. If the heartbeat key was gone, writes the
+    /// Sets the heartbeat, membership and `keys::LAST_BEAT`, and after a
+    /// break in the beats (`broken`) the outage key. If the heartbeat key was gone, writes the
     /// configured limits again where unset.
     /// The heartbeat holds what v5's reaper takes for alive (`"1"`), so
     /// that its processes, sharing the Redis during a migration, leave this
@@ -71,6 +90,14 @@ impl Inner {
         pipe.atomic()
             .cmd("EXISTS")
             .arg(keys::heartbeat(&self.uuid))
+            .cmd("GET")
+            .arg(keys::LAST_BEAT)
+            .cmd("SET")
+            .arg(keys::LAST_BEAT)
+            .arg(&self.uuid)
+            .arg("EX")
+            .arg(self.heartbeat_ttl)
+            .ignore()
             .cmd("SET")
             .arg(keys::heartbeat(&self.uuid))
             .arg(keys::ALIVE)
@@ -101,7 +128,8 @@ impl Inner {
                 .arg(self.heartbeat_ttl + INFO_TTL_SECS)
                 .ignore();
         }
-        let (existed, held_off): (bool, bool) = pipe.query_async(conn).await?;
+        let (existed, last_beat, held_off): (bool, Option<String>, bool) =
+            pipe.query_async(conn).await?;
         let mut lost_data = false;
         if !existed {
             let defaults = self.defaults.lock().clone();
@@ -111,6 +139,7 @@ impl Inner {
             restored: !existed,
             lost_data,
             held_off,
+            vouched: last_beat.is_some_and(|uuid| uuid != self.uuid),
         })
     }
 

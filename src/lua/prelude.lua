@@ -17,6 +17,7 @@ local CAPSULES_KEY = 'sidekiq:limit_fetch:capsules'
 local REGISTERED_KEY = 'sidekiq:limit_fetch:registered'
 local UNREGISTERED_KEY = 'sidekiq:limit_fetch:unregistered'
 local OUTAGE_KEY = 'sidekiq:limit_fetch:outage'
+local LAST_BEAT_KEY = 'sidekiq:limit_fetch:last_beat'
 
 -- Sidekiq's own list for a queue.
 local function queue_key(name) return 'queue:' .. name end

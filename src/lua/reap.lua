@@ -50,6 +50,8 @@ else
   if removed == 0 and not clean then return nil end
 end
 redis.call('DEL', capsule_info_key(uuid))
+-- The last to beat, leaving: no capsule beats now that could vouch for Redis.
+if clean and redis.call('GET', LAST_BEAT_KEY) == uuid then redis.call('DEL', LAST_BEAT_KEY) end
 
 -- Its slots: in the lists given, and in those of the queues it fetched from
 -- (every fetch that books a slot notes its queue there).

@@ -27,6 +27,7 @@ module LimitFetchChaos
       @ended = {}
       @killed = []
       @held_at_kill = {}
+      @capsules = Capsules.new
     end
 
     def start
@@ -64,29 +65,31 @@ module LimitFetchChaos
 
     # True once exactly the live processes have capsules registered with the
     # gem: each has started, and every dead one's capsules were reaped.
-    def settled?(conn) = registered(conn).sort == (@live.map(&:pid) * @plan.capsules).sort
+    def settled?(conn) = @capsules.pids(conn).sort == (@live.map(&:pid) * @plan.capsules).sort
 
     # True once every live process has registered its capsules: it is past
     # booting, when Sidekiq exits if Redis does not answer.
     def booted?(conn)
-      counts = registered(conn).tally
+      counts = @capsules.pids(conn).tally
       @live.all? { counts.fetch(_1.pid, 0) >= @plan.capsules }
     end
 
     # Live Worker => {queue => jids} its capsules hold in their in-progress
     # lists.
     def holding(conn)
-      owners = capsules(conn)
-      @live.to_h { [_1, in_progress(conn, owners, _1.pid)] }
+      owners = @capsules.owners(conn)
+      @live.to_h { [_1, @capsules.in_progress(conn, owners, _1.pid)] }
     end
 
     # The jids in the in-progress lists of the capsules of process `pid`; nil
     # if Redis did not answer. Its capsules are told by their :info whether
-    # or not their heartbeat is there: a process killed right after an
+    # or not their heartbeat is there (a process killed right after an
     # outage, before its first beat, has an expired heartbeat and still
-    # holds its jobs.
+    # holds its jobs), and by what was seen of them before (one reaped while
+    # frozen, killed once woken before it registered again, has neither its
+    # membership nor its :info, and still its in-progress lists).
     def held(conn, pid)
-      in_progress(conn, capsules(conn, beating: false), pid).values.flatten
+      @capsules.in_progress(conn, @capsules.ever_seen(conn), pid).values.flatten
     rescue RedisClient::Error
       nil
     end
@@ -130,33 +133,6 @@ module LimitFetchChaos
     def tails = @live.map { |worker| "#{worker.log}:\n#{LimitFetchTools.tail(worker.log)}" }.join
 
     private
-
-    # The pid of each registered and beating capsule's process (0 for one
-    # whose heartbeat expired).
-    def registered(conn) = capsules(conn).values
-
-    # Registered capsule => its process's pid (0 once its heartbeat expired,
-    # unless `beating` is false): from the Sidekiq identity
-    # ("hostname:pid:nonce") the capsule's :info holds; its heartbeat holds
-    # "1", as v5's.
-    def capsules(conn, beating: true)
-      conn.call("SMEMBERS", KEYS::CAPSULES).to_h do |uuid|
-        next [uuid, 0] if beating && conn.call("EXISTS", KEYS.heartbeat(uuid)).zero?
-
-        info = JSON.parse(conn.call("GET", KEYS.capsule_info(uuid)) || "{}")
-        [uuid, info["identity"].to_s.split(":")[-2].to_i]
-      end
-    end
-
-    # Queue => the jids in the in-progress lists of the capsules of process
-    # `pid` (`owners`: as #capsules gives them).
-    def in_progress(conn, owners, pid)
-      lists = owners.filter_map { |uuid, owner| KEYS.in_progress(uuid, "*") if owner == pid }
-      keys = lists.flat_map { conn.call("KEYS", _1) }
-      keys.group_by { _1.split(":").last }.transform_values do |same|
-        same.flat_map { conn.call("LRANGE", _1, 0, -1) }.map { JSON.parse(_1)["jid"] }
-      end
-    end
 
     def spawn
       @started += 1

@@ -31,6 +31,9 @@ module LimitFetchChaos
     # by itself one expiry later, so it may be left while that TTL runs; a
     # key without a TTL, or a longer one, would stop reaping for good.
     OUTAGE = KEYS::OUTAGE
+    # Likewise the last beat's key (see src/keys.rs): a capsule killed
+    # while it was the last to beat leaves it until its TTL runs out.
+    EXPIRING = [OUTAGE, KEYS::LAST_BEAT].freeze
     # The other kinds of keys, each checked as its own field above.
     CHECKED = [/\Aqueue:[^:]+:busy\z/, /\Acapsule:/, /\Acapsules\z/, /\Aregistered\z/, /\Alimit:/, /\Aparked\z/].freeze
 
@@ -40,8 +43,13 @@ module LimitFetchChaos
         capsule_keys: conn.call("KEYS", "#{PREFIX}capsule:*").sort,
         capsules: conn.call("SUNION", KEYS::CAPSULES, KEYS::REGISTERED).sort,
         job_limit_keys: sizes(conn, "#{PREFIX}limit:*"), parked: conn.call("SMEMBERS", KEYS::PARKED).sort,
-        queued: queues.to_h { [_1, conn.call("LLEN", "queue:#{_1}")] }.select { |_queue, count| count.positive? },
+        queued: queued(conn, queues),
         dead: conn.call("ZCARD", "dead"), strays: strays(conn, expiry))
+    end
+
+    # queue => jobs still in it, of those that have any.
+    def self.queued(conn, queues)
+      queues.to_h { [_1, conn.call("LLEN", KEYS.queue(_1))] }.select { |_queue, count| count.positive? }
     end
 
     # key => length of the lists whose key matches (Redis keeps no empty list)
@@ -56,13 +64,15 @@ module LimitFetchChaos
     end
 
     # key => what it is, of the gem's keys neither checked above nor kept by
-    # design; the outage key only if its TTL is not one a capsule sets.
+    # design; the outage and last beat's keys only if their TTL is not one a
+    # capsule sets.
     def self.strays(conn, expiry)
       keys = conn.call("KEYS", "#{PREFIX}*").sort.reject do |key|
         name = key.delete_prefix(PREFIX)
-        (CHECKED + KEPT).any? { name.match?(_1) } || (key == OUTAGE && conn.call("TTL", key).between?(1, expiry))
+        (CHECKED + KEPT).any? { name.match?(_1) } ||
+          (EXPIRING.include?(key) && conn.call("TTL", key).between?(1, expiry))
       end
-      keys.to_h { [_1, _1 == OUTAGE ? "TTL #{conn.call("TTL", _1)}" : conn.call("TYPE", _1)] }
+      keys.to_h { [_1, EXPIRING.include?(_1) ? "TTL #{conn.call("TTL", _1)}" : conn.call("TYPE", _1)] }
     end
 
     def problems
