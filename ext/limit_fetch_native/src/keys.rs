@@ -36,6 +36,7 @@ fn constants(ruby: &Ruby, module: RModule) -> Result<(), Error> {
         ("REGISTERED", keys::REGISTERED),
         ("UNREGISTERED", keys::UNREGISTERED),
         ("OUTAGE", keys::OUTAGE),
+        ("LAST_BEAT", keys::LAST_BEAT),
         ("RECOVERIES", keys::RECOVERIES),
         ("DEAD", keys::DEAD),
         ("PARKED", keys::PARKED),

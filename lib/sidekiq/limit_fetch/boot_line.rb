@@ -84,13 +84,13 @@ module Sidekiq
       # {class name => its class limit stored in Redis, or nil}.
       def stored_class_limits(classes)
         limits = @admin.job_limits(classes.map { JobLimitId.of_class(_1) })
-        classes.zip(limits).to_h { |name, (_, stored)| [name, stored] }
+        classes.zip(limits).to_h { |name, state| [name, state.stored] }
       end
 
       # {class name => limit} of :class_limits, in every capsule.
       def configured
         limits = @config.capsules.each_value.flat_map { Limits.class_limits(_1) }
-        limits.to_h { |id, _, value| [id.delete_prefix("class:"), value] }
+        limits.to_h { |limit| [limit.name.delete_prefix("class:"), limit.value] }
       end
     end
   end

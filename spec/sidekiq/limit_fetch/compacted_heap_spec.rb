@@ -51,6 +51,7 @@ RSpec.describe Sidekiq::LimitFetch, "after the heap was compacted", :binding do
     expect(redis.call("LRANGE", "queue:a", 0, -1)).to eq([payloads[2], payloads[1]])
 
     redis.call("SADD", LimitFetchHelpers::CAPSULES_KEY, "dead-capsule")
+    redis.call("SET", LimitFetchHelpers::KEYS::LAST_BEAT, "dead-capsule", "EX", 600) # it beat last, lately
     redis.call("RPUSH", queue_key("a", "busy"), "dead-capsule")
     orphan = job_payload("a", args: ["held by a dead process"])
     redis.call("LPUSH", in_progress_key("dead-capsule", "a"), orphan)

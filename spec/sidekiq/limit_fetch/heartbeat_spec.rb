@@ -6,9 +6,11 @@ RSpec.describe Sidekiq::LimitFetch, "heartbeat and reaping" do
   before { described_class.configuration[:heartbeat_period] = 1 }
 
   # A capsule of some other process: registered, holding busy slots, with a
-  # heartbeat key only when alive.
+  # heartbeat key only when alive; the last to beat (within an expiry: a
+  # process starting then may take its silence for death).
   def fake_capsule(uuid, alive:, busy_on:)
     redis.call("SADD", LimitFetchHelpers::CAPSULES_KEY, uuid)
+    redis.call("SET", LimitFetchHelpers::KEYS::LAST_BEAT, uuid, "EX", 600)
     redis.call("SET", heartbeat_key(uuid), "1", "EX", 600) if alive
     busy_on.each do |queue, count|
       count.times { redis.call("RPUSH", queue_key(queue, "busy"), uuid) }

@@ -34,7 +34,8 @@ RSpec.describe Sidekiq::LimitFetch::Keys, :binding do
 
     expect(constants).to eq(
       ALIVE: "1", BUSY_PATTERN: "sidekiq:limit_fetch:queue:*:busy", CAPSULES: "sidekiq:limit_fetch:capsules",
-      DEAD: "dead", DISCARDED: "sidekiq:limit_fetch:discarded", OUTAGE: "sidekiq:limit_fetch:outage",
+      DEAD: "dead", DISCARDED: "sidekiq:limit_fetch:discarded", LAST_BEAT: "sidekiq:limit_fetch:last_beat",
+      OUTAGE: "sidekiq:limit_fetch:outage",
       PARKED: "sidekiq:limit_fetch:parked", PREFIX: "sidekiq:limit_fetch:",
       QUEUE_PATTERN: "sidekiq:limit_fetch:queue:*", RECOVERIES: "sidekiq:limit_fetch:recoveries",
       REGISTERED: "sidekiq:limit_fetch:registered", UNREGISTERED: "sidekiq:limit_fetch:unregistered"

@@ -45,6 +45,8 @@ RSpec.describe Sidekiq::LimitFetch, "under a minimal Redis ACL" do
   def dead_capsule(uuid, queue, jobs)
     admin do |conn|
       conn.call("SADD", LimitFetchHelpers::CAPSULES_KEY, uuid)
+      # It beat last, within an expiry: a process starting now may reap it.
+      conn.call("SET", LimitFetchHelpers::KEYS::LAST_BEAT, uuid, "EX", 600)
       jobs.each do |job|
         conn.call("RPUSH", queue_key(queue, "busy"), uuid)
         conn.call("LPUSH", in_progress_key(uuid, queue), job)
