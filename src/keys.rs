@@ -75,12 +75,13 @@ pub const OUTAGE: &str = "sidekiq:limit_fetch:outage";
 /// The prefix of Sidekiq's name for a queue's list, `queue:<name>`.
 pub const QUEUE_PREFIX: &str = "queue:";
 
-/// The UUID of the capsule that registered (beat) last, expiring one
-/// heartbeat expiry (of that capsule's) later: present while capsules beat.
-/// A capsule that finds it, written by another, when it first registers
-/// knew Redis served beats then, and may reap at once; one that does not
-/// (the first after an outage that every capsule sat out, or the first
-/// ever) reaps only once its own beats have gone on for an expiry.
+/// The UUID of the last witness to beat (a capsule that may take others'
+/// silence for death), expiring one heartbeat expiry (of that capsule's)
+/// later: present while witnesses beat. A capsule that finds it, written
+/// by another, when it first registers knew Redis served beats then: it is
+/// a witness at once; one that does not (the first after an outage that
+/// every capsule sat out, or the first ever) becomes one once its own beats
+/// have gone on for an expiry.
 pub const LAST_BEAT: &str = "sidekiq:limit_fetch:last_beat";
 
 /// Sidekiq's own list for a queue.

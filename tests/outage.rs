@@ -309,8 +309,8 @@ fn a_capsule_that_starts_while_no_capsule_beats_reaps_only_after_an_expiry_of_it
     // An outage longer than an expiry: every heartbeat, and the last beat's
     // key, expired; a process that starts then beats before the others.
     silence(&silent);
-    let _: () = redis().del(keys::LAST_BEAT).unwrap();
     let fresh = quick();
+    let _: () = redis().del(keys::LAST_BEAT).unwrap();
     let first = fresh.beat(&none).unwrap();
     let started = Instant::now();
     assert!(first.held_off && !reaped(&first, &silent), "{first:?}");
@@ -328,7 +328,10 @@ fn a_capsule_that_starts_while_no_capsule_beats_reaps_only_after_an_expiry_of_it
         "{:?}",
         started.elapsed()
     );
-    // One that starts while another beats reaps at once.
+    // A witness now, its beats vouch for Redis: one that starts while it
+    // beats reaps at once.
+    let last: Option<String> = redis().get(keys::LAST_BEAT).unwrap();
+    assert_eq!(last.as_deref(), Some(fresh.uuid()));
     let dead = registered();
     fetch(&dead, &q).expect("its job, again");
     silence(&dead);

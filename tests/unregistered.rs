@@ -25,8 +25,6 @@ fn watcher(q: &str) -> Capsule {
     let watcher = capsule_with_period(Duration::from_millis(250));
     assert_eq!(watcher.grace(), 2);
     watcher.serve(&[q]);
-    // It starts while others beat: it may take a silence for death at once.
-    let _: () = redis().set_ex(keys::LAST_BEAT, "another", 60).unwrap();
     watcher.register(&Interrupt::new()).unwrap();
     watcher
 }

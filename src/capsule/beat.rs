@@ -82,7 +82,8 @@ impl Capsule {
             }
             let mut conn = inner.redis.writer().await?;
             let started = Instant::now();
-            let mut registered = inner.register(&mut conn, broken).await?;
+            let witness = run.is_some_and(|run| run.witness(expiry));
+            let mut registered = inner.register(&mut conn, broken, witness).await?;
             // A registration that waited longer than a period (a Redis
             // stopped, then resumed) is a break too.
             if !broken && started.elapsed() > inner.period {

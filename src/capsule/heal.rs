@@ -60,7 +60,7 @@ impl Inner {
         }
         self.flush().await?;
         let mut conn = self.redis.writer().await?;
-        self.register(&mut conn, false).await?;
+        self.register(&mut conn, false, false).await?;
         self.reconcile(&mut conn, true).await?;
         self.healed.store(generation, Ordering::Release);
         Ok(())

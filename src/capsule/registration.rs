@@ -38,7 +38,7 @@ impl Capsule {
         let registered = run_plain(interrupt, self.inner.timeout, async move {
             let started = Instant::now();
             let registered = inner
-                .register(&mut inner.redis.conn().await?, false)
+                .register(&mut inner.redis.conn().await?, false, false)
                 .await?;
             Ok(run.unwrap_or(Run {
                 since: started,
@@ -78,27 +78,37 @@ impl Capsule {
 }
 
 impl Inner {
-    /// Sets the heartbeat, membership and `keys::LAST_BEAT`, and after a
-    /// break in the beats (`broken`) the outage key. If the heartbeat key was gone, writes the
+    /// Sets the heartbeat and membership, `keys::LAST_BEAT` if the capsule
+    /// is a `witness` (see `Run::witness`), and after a break in the beats
+    /// (`broken`) the outage key. If the heartbeat key was gone, writes the
     /// configured limits again where unset.
     /// The heartbeat holds what v5's reaper takes for alive (`"1"`), so
     /// that its processes, sharing the Redis during a migration, leave this
     /// capsule be. Registering also ends a note that the capsule was found
     /// unregistered (see src/lua/orphans.lua): it is alive.
-    pub(super) async fn register(&self, conn: &mut Conn, broken: bool) -> Result<Registered> {
+    pub(super) async fn register(
+        &self,
+        conn: &mut Conn,
+        broken: bool,
+        witness: bool,
+    ) -> Result<Registered> {
         let mut pipe = redis::pipe();
         pipe.atomic()
             .cmd("EXISTS")
             .arg(keys::heartbeat(&self.uuid))
             .cmd("GET")
-            .arg(keys::LAST_BEAT)
-            .cmd("SET")
-            .arg(keys::LAST_BEAT)
-            .arg(&self.uuid)
-            .arg("EX")
-            .arg(self.heartbeat_ttl)
-            .ignore()
-            .cmd("SET")
+            .arg(keys::LAST_BEAT);
+        // Only a witness vouches for Redis: a capsule that began while no
+        // capsule beat would otherwise vouch for the next to start.
+        if witness {
+            pipe.cmd("SET")
+                .arg(keys::LAST_BEAT)
+                .arg(&self.uuid)
+                .arg("EX")
+                .arg(self.heartbeat_ttl)
+                .ignore();
+        }
+        pipe.cmd("SET")
             .arg(keys::heartbeat(&self.uuid))
             .arg(keys::ALIVE)
             .arg("EX")

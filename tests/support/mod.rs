@@ -118,11 +118,26 @@ pub fn redis() -> redis::Connection {
         .unwrap()
 }
 
+/// Test capsules join a fleet that beats (see `keys::LAST_BEAT`): each may
+/// reap at once, unless a test removes the key first.
+fn join_a_beating_fleet() {
+    let _: () = redis::cmd("SET")
+        .arg(limit_fetch_core::keys::LAST_BEAT)
+        .arg("a-beating-fleet")
+        .arg("NX")
+        .arg("EX")
+        .arg(600)
+        .query(&mut redis())
+        .unwrap();
+}
+
 pub fn capsule() -> Capsule {
+    join_a_beating_fleet();
     Capsule::new(&settings(), CapsuleOptions::default())
 }
 
 pub fn capsule_with_period(period: Duration) -> Capsule {
+    join_a_beating_fleet();
     Capsule::new(
         &settings(),
         CapsuleOptions {

@@ -26,6 +26,8 @@ RSpec.describe Sidekiq::LimitFetch, "after the heap was compacted", :binding do
   end
 
   it "carries jobs, limits and heartbeat reports across the binding intact" do
+    # A process's capsule dies below; it beat last before this one started.
+    redis.call("SET", LimitFetchHelpers::KEYS::LAST_BEAT, "dead-capsule", "EX", 600)
     capsule = build_capsule(queues: %w[a b], limits: {a: 2}, process_limits: {b: 1})
     fetcher = fetcher_for(capsule)
     queue = described_class::Global::QueueSemaphore.new(capsule, "a")
@@ -51,7 +53,6 @@ RSpec.describe Sidekiq::LimitFetch, "after the heap was compacted", :binding do
     expect(redis.call("LRANGE", "queue:a", 0, -1)).to eq([payloads[2], payloads[1]])
 
     redis.call("SADD", LimitFetchHelpers::CAPSULES_KEY, "dead-capsule")
-    redis.call("SET", LimitFetchHelpers::KEYS::LAST_BEAT, "dead-capsule", "EX", 600) # it beat last, lately
     redis.call("RPUSH", queue_key("a", "busy"), "dead-capsule")
     orphan = job_payload("a", args: ["held by a dead process"])
     redis.call("LPUSH", in_progress_key("dead-capsule", "a"), orphan)

@@ -19,11 +19,13 @@ RSpec.describe Sidekiq::LimitFetch::Native, "answers", :binding do
   let(:keys) { Sidekiq::LimitFetch::Keys }
 
   it "reports a beat as a BeatReport: reaped capsules, their dead jobs, corrections, orphans, restoration" do
+    # a dead capsule, the last to beat before this one started (so this one
+    # may take its silence for death at once), holding a job recovered
+    # once already: it goes dead
+    redis.call("SET", LimitFetchHelpers::KEYS::LAST_BEAT, "dead-one", "EX", 600)
     native.register
-    # a dead capsule holding a job recovered once already: it goes dead
     poison = job_payload("a", klass: "PoisonJob")
     redis.call("SADD", LimitFetchHelpers::CAPSULES_KEY, "dead-one")
-    redis.call("SET", LimitFetchHelpers::KEYS::LAST_BEAT, "dead-one", "EX", 600) # it beat last, lately
     redis.call("RPUSH", queue_key("a", "busy"), "dead-one")
     redis.call("LPUSH", in_progress_key("dead-one", "a"), poison)
     redis.call("SADD", keys.capsule_queues("dead-one"), "a")
