@@ -47,8 +47,7 @@ module LimitFetchChaos
     def over?(elapsed, completed)
       return false if feeding?
 
-      @fed_at ||= elapsed
-      completed >= @feeder.jids.size || elapsed - @fed_at > @plan.options.timeout || stalled?(elapsed, completed)
+      finished?(elapsed, completed)
     end
 
     def report(seconds, unsettled, booked, unclean)

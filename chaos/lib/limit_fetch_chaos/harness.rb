@@ -57,6 +57,14 @@ module LimitFetchChaos
       end
     end
 
+    # Once the pushing is over (the first call): true when every job was
+    # done, the timeout after the last push passed, or nothing was done for
+    # too long.
+    def finished?(elapsed, completed)
+      @fed_at ||= elapsed
+      completed >= @feeder.jids.size || elapsed - @fed_at > @plan.options.timeout || stalled?(elapsed, completed)
+    end
+
     # True once no job was done for Plan#stalled_after seconds: a stall,
     # which the report shows (jobs lost, slots still booked).
     def stalled?(elapsed, completed)

@@ -57,8 +57,7 @@ module LimitFetchChaos
     def over?(elapsed, clock, completed)
       return false unless @feeder.done?(clock) && !@mayhem.busy?
 
-      @fed_at ||= elapsed
-      completed >= @feeder.jids.size || elapsed - @fed_at > @plan.options.timeout || stalled?(elapsed, completed)
+      finished?(elapsed, completed)
     end
 
     def report(seconds, unsettled, booked, unclean)
