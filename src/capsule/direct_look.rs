@@ -1,17 +1,19 @@
 //! A look on the calling thread's own connection (see direct/), and the
-//! opening of that connection. The thread writes the fetch script and reads
-//! a reply already there; only a reply still to come is waited for.
+//! opening of that connection. The thread writes the fetch script (or a
+//! hand-over, hand_over.rs) and reads a reply already there; only a reply
+//! still to come is waited for.
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use tokio::sync::OwnedRwLockReadGuard;
 
+use super::hand_over::{self, HandOver, Outcome};
 use super::{Capsule, Inner};
 use crate::direct::{self, Direct, Flight};
 use crate::ledger::Ack;
 use crate::runtime::run_plain;
-use crate::script::fetch::{Look, Mode};
+use crate::script::fetch::{Fetched, Handed, Look, Mode};
 use crate::script::{lost_script, Send};
 use crate::sentinel::moved_reply;
 use crate::{Error, Interrupt, Result};
@@ -60,6 +62,11 @@ pub(crate) struct DirectLook {
     pub(super) lost: bool,
     /// The generation of the master its connection was opened to.
     generation: u64,
+    /// Its flight is a hand-over's, not the script's.
+    hand_over: Option<Box<HandOver>>,
+    /// What a hand-over left the script to decide: the script's flight
+    /// carries it, and not the acknowledgements, which the hand-over sent.
+    handed: Option<Box<Handed>>,
 }
 
 impl DirectLook {
@@ -80,14 +87,12 @@ impl DirectLook {
         let conn = direct::take(inner.id, generation)?;
         let acks = inner.ledger().take_acks(Some(std::thread::current().id()));
         let mode = Mode::of_look(watch, true);
-        let request = inner
-            .fetch
-            .packed(Send::Call, &inner.uuid, mode, &acks, queues);
+        let hand_over = HandOver::of(inner.id, generation, mode, &acks, queues);
         inner.redis.trips.add(1);
-        Some(DirectLook {
+        let mut look = DirectLook {
             inner: inner.clone(),
             queues: queues.clone(),
-            flight: Some(Flight::start(conn, request, Send::Call.replies())),
+            flight: None,
             mode,
             acks,
             gate: Some(gate),
@@ -95,11 +100,57 @@ impl DirectLook {
             send: Send::Call,
             lost: false,
             generation,
-        })
+            hand_over: None,
+            handed: None,
+        };
+        look.flight = Some(match hand_over {
+            Some(hand_over) => {
+                let request = hand_over.request(&inner.uuid, &look.acks[0]);
+                look.hand_over = Some(Box::new(hand_over));
+                Flight::start_all(conn, request, hand_over::REPLIES)
+            }
+            None => Flight::start(conn, look.script_request(), Send::Call.replies()),
+        });
+        Some(look)
     }
 
+    /// The fetch script's request, sent as `self.send` says.
+    fn script_request(&self) -> Vec<u8> {
+        let acks = match self.handed {
+            Some(_) => &[][..],
+            None => &self.acks[..],
+        };
+        let inner = &self.inner;
+        inner.fetch.packed(
+            self.send,
+            &inner.uuid,
+            self.mode,
+            acks,
+            self.handed.as_deref(),
+            &self.queues,
+        )
+    }
+
+    /// The reply, or one of a hand-over's, says its server is no master.
+    fn moved(&self, value: &redis::Value) -> bool {
+        match value {
+            redis::Value::Array(replies) if self.hand_over.is_some() => {
+                replies.iter().any(moved_reply)
+            }
+            other => moved_reply(other),
+        }
+    }
+
+    /// Its reply is here, and finishing takes no further request.
     pub(super) fn is_ready(&self) -> bool {
-        self.flight.as_ref().is_some_and(Flight::is_ready_value)
+        let Some(flight) = self.flight.as_ref() else {
+            return false;
+        };
+        match (&self.hand_over, flight.peek()) {
+            (Some(hand_over), Some(replies)) => hand_over.taken(replies).is_some(),
+            (Some(_), None) => false,
+            (None, _) => flight.is_ready_value(),
+        }
     }
 
     pub(super) fn finish(&mut self, interrupt: &Interrupt) -> Result<Look> {
@@ -117,13 +168,12 @@ impl DirectLook {
                     return self.settle(Err(Error::Connection("lost".into())));
                 };
                 self.send = Send::Load;
-                let inner = &self.inner;
-                let request =
-                    inner
-                        .fetch
-                        .packed(self.send, &inner.uuid, self.mode, &self.acks, &self.queues);
-                self.flight = Some(Flight::start(conn, request, self.send.replies()));
-                inner.redis.trips.add(1);
+                self.flight = Some(Flight::start(
+                    conn,
+                    self.script_request(),
+                    self.send.replies(),
+                ));
+                self.inner.redis.trips.add(1);
                 return self.finish(interrupt);
             }
             other => other,
@@ -133,19 +183,50 @@ impl DirectLook {
             // Behind sentinels, its server became a replica: the script did
             // not run. The look goes again through the runtime's connection,
             // opened to the master the sentinels name now.
-            Ok(value) if self.inner.redis.follows_master() && moved_reply(&value) => {
+            Ok(value) if self.inner.redis.follows_master() && self.moved(&value) => {
                 self.inner.redis.moved(self.generation);
                 self.lost = true;
                 Err(Error::Connection(
                     "Redis Sentinel: the master became a replica".into(),
                 ))
             }
-            Ok(value) => {
-                if let Some(conn) = flight.and_then(Flight::into_conn) {
-                    direct::put(self.inner.id, conn);
+            Ok(value) => match self.hand_over.take() {
+                Some(hand_over) => match hand_over.outcome(value) {
+                    Outcome::Taken(job) => {
+                        if let Some(conn) = flight.and_then(Flight::into_conn) {
+                            direct::put(self.inner.id, conn);
+                        }
+                        let fetched = Fetched {
+                            queue: hand_over.queue,
+                            job,
+                        };
+                        Ok(Look::handed_over(fetched, hand_over.limits))
+                    }
+                    // The script decides, on the same connection.
+                    Outcome::Decide(handed) => {
+                        hand_over::forget(self.inner.id);
+                        let Some(conn) = flight.and_then(Flight::into_conn) else {
+                            return self.settle(Err(Error::Connection("lost".into())));
+                        };
+                        self.handed = Some(Box::new(handed));
+                        self.send = Send::Call;
+                        let request = self.script_request();
+                        self.flight = Some(Flight::start(conn, request, self.send.replies()));
+                        self.inner.redis.trips.add(1);
+                        return self.finish(interrupt);
+                    }
+                },
+                None => {
+                    if let Some(conn) = flight.and_then(Flight::into_conn) {
+                        direct::put(self.inner.id, conn);
+                    }
+                    let look = Look::from_value(value);
+                    if let Ok(look) = &look {
+                        hand_over::note(self.inner.id, self.generation, look);
+                    }
+                    look
                 }
-                Look::from_value(value)
-            }
+            },
             // Broken before a reply: the script did not run, or if Redis
             // ran it and died before answering, the next reconciliation
             // pushes the job it took back.
@@ -175,6 +256,11 @@ impl Drop for DirectLook {
         let inner = self.inner.clone();
         let acks = std::mem::take(&mut self.acks);
         let gate = self.gate.take();
+        hand_over::forget(inner.id);
+        if let Some(hand_over) = self.hand_over.take() {
+            flight.abandon(move |value| abandon_hand_over(inner, acks, gate, hand_over, value));
+            return;
+        }
         flight.abandon(move |value| {
             let reply = value.and_then(Look::from_value);
             let settled = inner.settle(acks, reply);
@@ -191,4 +277,58 @@ impl Drop for DirectLook {
             }
         });
     }
+}
+
+/// A hand-over whose caller walked away: a job it took goes back (its slot
+/// with it); what it left to decide is decided by the script on the
+/// runtime's connection, which takes no further job, and a job it keeps
+/// goes back too.
+fn abandon_hand_over(
+    inner: Arc<Inner>,
+    acks: Vec<Ack>,
+    gate: Option<OwnedRwLockReadGuard<()>>,
+    hand_over: Box<HandOver>,
+    value: Result<redis::Value>,
+) {
+    let Ok(handle) = crate::runtime::handle() else {
+        drop(inner.settle(acks, Err(Error::Connection("lost".into()))));
+        return;
+    };
+    handle.spawn(async move {
+        let taken = match value {
+            Err(err) => {
+                drop(inner.settle(acks, Err(err)));
+                None
+            }
+            Ok(replies) => match hand_over.outcome(replies) {
+                Outcome::Taken(job) => {
+                    let fetched = Fetched {
+                        queue: hand_over.queue,
+                        job,
+                    };
+                    let look = Look::handed_over(fetched, hand_over.limits);
+                    inner.settle(acks, Ok(look)).ok().and_then(|l| l.fetched)
+                }
+                Outcome::Decide(handed) => {
+                    let none: &[String] = &[];
+                    let reply = inner
+                        .fetch
+                        .run(
+                            &inner.redis,
+                            &inner.uuid,
+                            Mode::Plain,
+                            &[],
+                            Some(&handed),
+                            none,
+                        )
+                        .await;
+                    inner.settle(acks, reply).ok().and_then(|l| l.fetched)
+                }
+            },
+        };
+        drop(gate);
+        if let Some(f) = taken {
+            let _ = inner.requeue(vec![(f.queue, f.job)]).await;
+        }
+    });
 }

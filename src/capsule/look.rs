@@ -65,7 +65,7 @@ impl Capsule {
             .arm(queues, |all| async move {
                 let run = inner
                     .fetch
-                    .run(&inner.redis, &inner.uuid, Mode::Track, &[], &all);
+                    .run(&inner.redis, &inner.uuid, Mode::Track, &[], None, &all);
                 run.await.map(drop)
             })
             .await
@@ -123,7 +123,7 @@ impl Inner {
         let generation = self.redis.generation();
         let mut reply = self
             .fetch
-            .run(&self.redis, &self.uuid, mode, &acks, queues)
+            .run(&self.redis, &self.uuid, mode, &acks, None, queues)
             .await;
         // Behind sentinels, the master moved under it: once more, on the
         // master they name now (as a direct look whose connection broke goes
@@ -137,7 +137,7 @@ impl Inner {
             };
             reply = self
                 .fetch
-                .run(&self.redis, &self.uuid, mode, &acks, queues)
+                .run(&self.redis, &self.uuid, mode, &acks, None, queues)
                 .await;
         }
         self.settle(acks, reply)

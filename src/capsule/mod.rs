@@ -20,6 +20,7 @@ mod acks;
 mod beat;
 mod continuity;
 mod direct_look;
+mod hand_over;
 mod heal;
 mod look;
 mod registration;

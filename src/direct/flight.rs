@@ -19,12 +19,14 @@ pub(super) fn lost() -> Error {
 }
 
 /// One request on a [`Direct`] connection and its reply (`replies` replies
-/// for a pipeline, of which the last is kept; errors before it fail).
+/// for a pipeline, of which the last is kept, errors before it failing; or
+/// all of them, as an array: [`Flight::start_all`]).
 pub(crate) struct Flight {
     conn: Option<Direct>,
     out: Vec<u8>,
     written: usize,
     replies: usize,
+    all: bool,
     buf: Vec<u8>,
     reply: Option<Value>,
 }
@@ -33,11 +35,22 @@ impl Flight {
     /// Writes what the socket takes now and reads a reply already there,
     /// without blocking.
     pub(crate) fn start(conn: Direct, request: Vec<u8>, replies: usize) -> Flight {
+        Self::begin(conn, request, replies, false)
+    }
+
+    /// [`Flight::start`] for a pipeline whose replies are all wanted: its
+    /// reply is an array of them, errors included.
+    pub(crate) fn start_all(conn: Direct, request: Vec<u8>, replies: usize) -> Flight {
+        Self::begin(conn, request, replies, true)
+    }
+
+    fn begin(conn: Direct, request: Vec<u8>, replies: usize, all: bool) -> Flight {
         let mut flight = Flight {
             conn: Some(conn),
             out: request,
             written: 0,
             replies,
+            all,
             buf: Vec::new(),
             reply: None,
         };
@@ -68,6 +81,11 @@ impl Flight {
                 wait_for(fd, want_write, interrupt, deadline)?;
             }
         }
+    }
+
+    /// The reply, if it is here (see [`Flight::is_ready_value`]).
+    pub(crate) fn peek(&self) -> Option<&Value> {
+        self.reply.as_ref()
     }
 
     /// The connection has not broken (the request may still be answered).
@@ -122,17 +140,24 @@ impl Flight {
     fn parsed(&mut self) -> Result<Option<Value>> {
         let mut at = 0;
         let mut reply = None;
+        let mut all = Vec::with_capacity(if self.all { self.replies } else { 0 });
         for _ in 0..self.replies {
             let Some((value, len)) = parse_value(&self.buf[at..])? else {
                 return Ok(None);
             };
             at += len;
-            if !matches!(reply, Some(Value::ServerError(_))) {
+            if self.all {
+                all.push(value);
+            } else if !matches!(reply, Some(Value::ServerError(_))) {
                 reply = Some(value);
             }
         }
         self.buf.drain(..at);
-        Ok(reply)
+        Ok(if self.all {
+            Some(Value::Array(all))
+        } else {
+            reply
+        })
     }
 
     fn fail(&mut self) -> Error {

@@ -31,48 +31,39 @@
 --                  the pause does, and those keys are read (a pause's TTL
 --                  running out deletes its key, which Redis reports too).
 -- ARGV[3]     how many jobs the fetch may set aside at most (>= 1)
--- ARGV[4]     n, the number of acknowledgements that follow
+-- ARGV[4]     n, the number of acknowledgements that follow ARGV[7]
+-- ARGV[5..7]  what a hand-over left to decide (see src/capsule/hand_over.rs),
+--             else '', '0', '': the name of the queue it took from; '1' if
+--             its acknowledgement freed a slot of that queue (which counts as
+--             freed here), else '0'; the job it moved from the queue into the
+--             capsule's in-progress list unchecked, or '' (none was queued)
 -- then n triples: queue name, job, SHA1 of the job (hex)
 -- then        queue names, in Sidekiq's order for this fetch (no "queue:" prefix)
 -- Returns nil if it took and set aside nothing, else
--- {queue name or false, job or false, more, discarded}: more is 1 if another
--- job is eligible after this one, or, with no job, if it stopped at ARGV[3];
--- discarded lists {jid, class, job limit id} of each job it discarded.
-local uuid = ARGV[1]
-local mode = ARGV[2]
-local watch = mode == '1'
-local report = watch or mode == '2'
-local lookahead = tonumber(ARGV[3])
-local acks = tonumber(ARGV[4])
-local FIRST_ACK = 5
-local FIRST_QUEUE = FIRST_ACK + 3 * acks
--- Watched keys this script writes (a write ends their tracking).
-local written = {}
+-- {queue name or false, job or false, more, discarded, limit, process limit}:
+-- more is 1 if another job is eligible after this one, or, with no job, if it
+-- stopped at ARGV[3]; discarded lists {jid, class, job limit id} of each job
+-- it discarded; with a job, its queue's limit and process limit as read here
+-- (false if unset), under which a hand-over may take the queue's next job.
+-- The chunk above `return` runs once, when Redis loads the library; the
+-- function it returns runs at every fetch. Helpers are defined once, here,
+-- not at every call (a closure each, every call, cost Redis about a fifth of
+-- a fetch), and share the call's state through these locals, which the
+-- function sets first. A call that has no acknowledgement, job limit or
+-- watcher allocates no table for them: it reads NONE, which nothing writes.
+local NONE = {}
+local argv, uuid, watch, report, lookahead
+-- The last queue state eligible read: {limit, process limit, paused}.
+local seen
+-- Slots freed, per queue and per job limit, and the parked jobs held for
+-- their queues (see the acknowledgements below); the watched keys written
+-- (a write ends their tracking), the queues whose key a take wrote; job
+-- limits found full, and those that parked a job; jobs set aside and
+-- discarded.
+local freed, vacated, held, written, moved, full, parked, aside, discarded
 
--- Idempotent: an acknowledgement sent again (its reply was lost) finds its
--- job gone and frees no second slot. The slots freed, per queue and per job
--- limit, are released at the end, unless a job taken here books them
--- again: a queue's busy list is then not written at all, and rings no
--- fetcher sleeping on it; a job limit's slot passes from one job to the
--- next without a write. Likewise the parked jobs the acknowledgements send
--- back are held, by queue name, and pushed to their queues at the end,
--- unless this fetch takes them (see release in the prelude): a hot key's
--- next job goes from its parked list to the capsule that freed its slot.
-local freed = {}
-local vacated = {}
-local held = {}
-local forget = acks > 0 and redis.call('EXISTS', RECOVERIES_KEY) == 1
-for i = FIRST_ACK, FIRST_QUEUE - 1, 3 do
-  local name, job = ARGV[i], ARGV[i + 1]
-  if redis.call('LREM', in_progress_key(uuid, name), 1, job) == 1 then
-    freed[name] = (freed[name] or 0) + 1
-    for _, limit in ipairs(job_limits(job) or {}) do
-      local id = limit.id
-      vacated[id] = (vacated[id] or 0) + 1
-      release(id, 1, held, vacated[id], limit)
-    end
-  end
-  if forget then redis.call('HDEL', RECOVERIES_KEY, ARGV[i + 2]) end
+local function wrote(key)
+  if watch then written[#written + 1] = key end
 end
 
 -- Pushes the held jobs this fetch did not take to the front of their
@@ -82,7 +73,7 @@ local function push_held()
     if #jobs > 0 then
       local queue = queue_key(name)
       for _, job in ipairs(jobs) do redis.call('RPUSH', queue, job) end
-      written[#written + 1] = queue
+      wrote(queue)
     end
     held[name] = nil
   end
@@ -97,7 +88,7 @@ local function done(reply)
     if n > 0 then
       local busy = busy_key(name)
       redis.call('LREM', busy, n, uuid)
-      written[#written + 1] = busy
+      wrote(busy)
     end
   end
   if watch and #written > 0 then redis.call('EXISTS', unpack(written)) end
@@ -110,6 +101,7 @@ end
 -- neither costs one call, as the limit's GET alone did before pauses.
 local function eligible(name, busy)
   local state = redis.call('MGET', limit_key(name), process_limit_key(name), paused_key(name))
+  seen = state
   if state[3] then return false end
   local own_freed = freed[name] or 0
   local limit = parse_limit(state[1])
@@ -121,27 +113,14 @@ local function eligible(name, busy)
     #redis.call('LPOS', busy, uuid, 'COUNT', process_limit + own_freed) - own_freed < process_limit
 end
 
-if mode == 't' then
-  for i = FIRST_QUEUE, #ARGV do
-    local name = ARGV[i]
-    if eligible(name, busy_key(name)) then redis.call('LLEN', queue_key(name)) end
-  end
-  return done(nil)
-end
-
 -- Queues before the one a job came from are empty or at a limit.
 local function more_from(first)
-  for i = first, #ARGV do
-    local name = ARGV[i]
+  for i = first, #argv do
+    local name = argv[i]
     if redis.call('LLEN', queue_key(name)) > 0 and eligible(name, busy_key(name)) then return 1 end
   end
   return 0
 end
-
--- Job limits found at their limit in this fetch, by id: nothing frees a
--- slot from here on.
-local full = {}
-local aside, discarded = 0, {}
 
 -- The first of a job's limits that is at its limit, if any (the slots the
 -- capsule vacated above count as free).
@@ -149,6 +128,7 @@ local function at_limit(limits)
   for _, limit in ipairs(limits) do
     local id = limit.id
     if full[id] or redis.call('LLEN', job_busy_key(id)) - (vacated[id] or 0) >= job_limit(limit) then
+      if full == NONE then full = {} end
       full[id] = true
       return limit
     end
@@ -169,10 +149,37 @@ local function book(limits)
   end
 end
 
+-- Books the capsule a slot of queue `name`, whose busy list is `busy`.
+local function book_queue(name, busy)
+  if (freed[name] or 0) > 0 then
+    -- Takes again a slot it freed: its busy entry stays, and so does the
+    -- queue in the capsule's set (its job was there).
+    freed[name] = freed[name] - 1
+  else
+    redis.call('RPUSH', busy, uuid)
+    wrote(busy)
+    redis.call('SADD', capsule_queues_key(uuid), name)
+  end
+end
+
+-- The reply for job `job` taken from queue `name`, the i-th argument.
+local function taken(name, job, i)
+  local state = seen
+  local more = report and more_from(i) or 0
+  return done({name, job, more, discarded, state[1], state[2]})
+end
+
+-- A queue's key, written by this fetch: the doorbell's reads of it end.
+local function moved_from(name, queue)
+  if watch and not moved[name] then
+    moved[name] = true
+    wrote(queue)
+  end
+end
+
 -- The job at the front of queue `name`, moved into the capsule's
 -- in-progress list `inprogress`: the last job held for it, else its queue's
 -- own (whose key is then written).
-local moved = {}
 local function take(name, queue, inprogress)
   local waiting = held[name]
   if waiting and #waiting > 0 then
@@ -181,28 +188,36 @@ local function take(name, queue, inprogress)
     return job
   end
   local job = redis.call('LMOVE', queue, inprogress, 'RIGHT', 'LEFT')
-  if job and not moved[name] then
-    moved[name] = true
-    written[#written + 1] = queue
-  end
+  if job then moved_from(name, queue) end
   return job
 end
 
+-- Notes that job limit `id` parked a job.
+local function parks(id)
+  if not parked[id] then
+    if parked == NONE then parked = {} end
+    parked[id] = true
+    redis.call('SADD', PARKED_KEY, id)
+  end
+end
+
+-- Counts and reports a job dropped at its full `limit`.
+local function discard(job, limit)
+  local parsed = parse(job) or {}
+  local class = tostring(parsed.wrapped or parsed.class or '?')
+  redis.call('HINCRBY', DISCARDED_KEY, class, 1)
+  if discarded == NONE then discarded = {} end
+  discarded[#discarded + 1] = {tostring(parsed.jid or '?'), class, limit.id}
+end
+
 -- Moves the job just taken (first in `inprogress`) aside, for `limit`.
-local parked = {}
 local function set_aside(job, inprogress, limit)
   if limit.discard then
     redis.call('LPOP', inprogress)
-    local parsed = parse(job) or {}
-    local class = tostring(parsed.wrapped or parsed.class or '?')
-    redis.call('HINCRBY', DISCARDED_KEY, class, 1)
-    discarded[#discarded + 1] = {tostring(parsed.jid or '?'), class, limit.id}
+    discard(job, limit)
   else
     redis.call('LMOVE', inprogress, parked_key(limit.id), 'LEFT', 'LEFT')
-    if not parked[limit.id] then
-      parked[limit.id] = true
-      redis.call('SADD', PARKED_KEY, limit.id)
-    end
+    parks(limit.id)
   end
   aside = aside + 1
 end
@@ -232,57 +247,141 @@ local function park_front(name, queue, batch)
   end
   if n == 0 then return false end
   redis.call('LTRIM', queue, 0, -n - 1)
-  if not moved[name] then
-    moved[name] = true
-    written[#written + 1] = queue
-  end
+  moved_from(name, queue)
   for _, id in ipairs(ids) do
     redis.call('LPUSH', parked_key(id), unpack(by_id[id]))
-    if not parked[id] then
-      parked[id] = true
-      redis.call('SADD', PARKED_KEY, id)
-    end
+    parks(id)
   end
   aside = aside + n
   return n == room
 end
 
--- Each key built once per queue: this loop is the hot path.
-for i = FIRST_QUEUE, #ARGV do
-  local name = ARGV[i]
+-- Decides the job a hand-over moved from queue `name` into the capsule's
+-- in-progress list without the checks a fetch makes: the queue's state
+-- changed under it, or the job carries job limits. Taken as a fetch would
+-- take it (the reply), else sent back to the front of its queue, or set
+-- aside at its full job limit; left alone if it is no longer there (a
+-- reaper pushed it back). `at`: the queue's place among the arguments, if
+-- it is one of this fetch's (for `more`).
+local function adopt(name, job, at)
+  local inprogress = in_progress_key(uuid, name)
+  if redis.call('LREM', inprogress, 1, job) == 0 then return nil end
   local busy = busy_key(name)
-  if eligible(name, busy) then
-    local queue = queue_key(name)
-    local inprogress = in_progress_key(uuid, name)
-    -- Jobs set aside one after another here; from the second, the rest of
-    -- a run goes in bulk, in batches that double while they fill.
-    local streak, batch = 0, 4
-    local job = take(name, queue, inprogress)
-    while job do
-      local limits = job_limits(job)
-      local limit = limits and at_limit(limits)
-      if not limit then
-        if limits then book(limits) end
-        if (freed[name] or 0) > 0 then
-          -- Takes again a slot it freed: its busy entry stays.
-          freed[name] = freed[name] - 1
-        else
-          redis.call('RPUSH', busy, uuid)
-          written[#written + 1] = busy
+  if not eligible(name, busy) then
+    push_back(name, job)
+    wrote(queue_key(name))
+    return nil
+  end
+  local limits = job_limits(job)
+  local limit = limits and at_limit(limits)
+  if limit then
+    if limit.discard then
+      discard(job, limit)
+    else
+      redis.call('LPUSH', parked_key(limit.id), job)
+      parks(limit.id)
+    end
+    aside = aside + 1
+    return nil
+  end
+  redis.call('LPUSH', inprogress, job)
+  if limits then book(limits) end
+  book_queue(name, busy)
+  return taken(name, job, at)
+end
+
+return function(KEYS, ARGV)
+  argv, uuid = ARGV, ARGV[1]
+  local mode = ARGV[2]
+  watch = mode == '1'
+  report = watch or mode == '2'
+  lookahead = tonumber(ARGV[3])
+  local acks = tonumber(ARGV[4])
+  local handed = ARGV[5]
+  local first_ack = 8
+  local first_queue = first_ack + 3 * acks
+  written = watch and {} or NONE
+  moved = watch and {} or NONE
+  full, parked, discarded, aside = NONE, NONE, NONE, 0
+
+  -- Idempotent: an acknowledgement sent again (its reply was lost) finds its
+  -- job gone and frees no second slot. The slots freed, per queue and per
+  -- job limit, are released at the end, unless a job taken here books them
+  -- again: a queue's busy list is then not written at all, and rings no
+  -- fetcher sleeping on it; a job limit's slot passes from one job to the
+  -- next without a write. Likewise the parked jobs the acknowledgements send
+  -- back are held, by queue name, and pushed to their queues at the end,
+  -- unless this fetch takes them (see release in the prelude): a hot key's
+  -- next job goes from its parked list to the capsule that freed its slot.
+  if acks > 0 or handed ~= '' then
+    freed, vacated, held = {}, {}, {}
+    local forget = redis.call('EXISTS', RECOVERIES_KEY) == 1
+    for i = first_ack, first_queue - 1, 3 do
+      local name, job = ARGV[i], ARGV[i + 1]
+      if redis.call('LREM', in_progress_key(uuid, name), 1, job) == 1 then
+        freed[name] = (freed[name] or 0) + 1
+        for _, limit in ipairs(job_limits(job) or NONE) do
+          local id = limit.id
+          vacated[id] = (vacated[id] or 0) + 1
+          release(id, 1, held, vacated[id], limit)
         end
-        redis.call('SADD', capsule_queues_key(uuid), name)
-        push_held()
-        return done({name, job, report and more_from(i) or 0, discarded})
       end
-      set_aside(job, inprogress, limit)
-      streak = streak + 1
-      if streak >= 2 and aside < lookahead and not (held[name] and #held[name] > 0) then
-        while aside < lookahead and park_front(name, queue, batch) do batch = batch * 2 end
+      if forget then redis.call('HDEL', RECOVERIES_KEY, ARGV[i + 2]) end
+    end
+  else
+    freed, vacated, held = NONE, NONE, NONE
+  end
+
+  if handed ~= '' then
+    if ARGV[6] == '1' then freed[handed] = (freed[handed] or 0) + 1 end
+    if ARGV[7] ~= '' then
+      local at = #ARGV + 1
+      for i = first_queue, #ARGV do
+        if ARGV[i] == handed then at = i break end
       end
-      if aside == lookahead then return done({false, false, 1, discarded}) end
-      job = take(name, queue, inprogress)
+      local reply = adopt(handed, ARGV[7], at)
+      if reply then return reply end
     end
   end
+
+  if mode == 't' then
+    for i = first_queue, #ARGV do
+      local name = ARGV[i]
+      if eligible(name, busy_key(name)) then redis.call('LLEN', queue_key(name)) end
+    end
+    return done(nil)
+  end
+
+  -- Each key built once per queue: this loop is the hot path.
+  for i = first_queue, #ARGV do
+    local name = ARGV[i]
+    local busy = busy_key(name)
+    if eligible(name, busy) then
+      local queue = queue_key(name)
+      local inprogress = in_progress_key(uuid, name)
+      -- Jobs set aside one after another here; from the second, the rest of
+      -- a run goes in bulk, in batches that double while they fill.
+      local streak, batch = 0, 4
+      local job = take(name, queue, inprogress)
+      while job do
+        local limits = job_limits(job)
+        local limit = limits and at_limit(limits)
+        if not limit then
+          if limits then book(limits) end
+          book_queue(name, busy)
+          push_held()
+          return taken(name, job, i)
+        end
+        set_aside(job, inprogress, limit)
+        streak = streak + 1
+        if streak >= 2 and aside < lookahead and not (held[name] and #held[name] > 0) then
+          while aside < lookahead and park_front(name, queue, batch) do batch = batch * 2 end
+        end
+        if aside == lookahead then return done({false, false, 1, discarded}) end
+        job = take(name, queue, inprogress)
+      end
+    end
+  end
+  if aside > 0 then return done({false, false, 0, discarded}) end
+  return done(nil)
 end
-if aside > 0 then return done({false, false, 0, discarded}) end
-return done(nil)

@@ -23,40 +23,42 @@
 -- ARGV[2]     the grace period, in seconds
 -- ARGV[3..n]  the queues the capsule serves
 -- Returns the UUIDs to reap.
-local own = ARGV[1]
-local grace = tonumber(ARGV[2])
-local now = tonumber(redis.call('TIME')[1])
+return function(KEYS, ARGV)
+  local own = ARGV[1]
+  local grace = tonumber(ARGV[2])
+  local now = tonumber(redis.call('TIME')[1])
 
-local noted = {}
-local pairs_list = redis.call('HGETALL', UNREGISTERED_KEY)
-for i = 1, #pairs_list, 2 do noted[pairs_list[i]] = tonumber(pairs_list[i + 1]) or 0 end
+  local noted = {}
+  local pairs_list = redis.call('HGETALL', UNREGISTERED_KEY)
+  for i = 1, #pairs_list, 2 do noted[pairs_list[i]] = tonumber(pairs_list[i + 1]) or 0 end
 
-local function alive(uuid)
-  return redis.call('SISMEMBER', CAPSULES_KEY, uuid) == 1 or redis.call('SISMEMBER', REGISTERED_KEY, uuid) == 1
-    or redis.call('EXISTS', heartbeat_key(uuid)) == 1
-end
+  local function alive(uuid)
+    return redis.call('SISMEMBER', CAPSULES_KEY, uuid) == 1 or redis.call('SISMEMBER', REGISTERED_KEY, uuid) == 1
+      or redis.call('EXISTS', heartbeat_key(uuid)) == 1
+  end
 
-local met = {[own] = true}
-for i = 3, #ARGV do
-  -- One entry per job running: bounded by the queue's running jobs.
-  for _, uuid in ipairs(redis.call('LRANGE', busy_key(ARGV[i]), 0, -1)) do
-    if not met[uuid] then
-      met[uuid] = true
-      if alive(uuid) then
-        if noted[uuid] then
-          redis.call('HDEL', UNREGISTERED_KEY, uuid)
-          noted[uuid] = nil
+  local met = {[own] = true}
+  for i = 3, #ARGV do
+    -- One entry per job running: bounded by the queue's running jobs.
+    for _, uuid in ipairs(redis.call('LRANGE', busy_key(ARGV[i]), 0, -1)) do
+      if not met[uuid] then
+        met[uuid] = true
+        if alive(uuid) then
+          if noted[uuid] then
+            redis.call('HDEL', UNREGISTERED_KEY, uuid)
+            noted[uuid] = nil
+          end
+        elseif not noted[uuid] then
+          redis.call('HSET', UNREGISTERED_KEY, uuid, now)
         end
-      elseif not noted[uuid] then
-        redis.call('HSET', UNREGISTERED_KEY, uuid, now)
       end
     end
   end
-end
 
-local ripe = {}
-for uuid, since in pairs(noted) do
-  local age = now - since
-  if uuid ~= own and (age >= 2 * grace or (met[uuid] and age >= grace)) then ripe[#ripe + 1] = uuid end
+  local ripe = {}
+  for uuid, since in pairs(noted) do
+    local age = now - since
+    if uuid ~= own and (age >= 2 * grace or (met[uuid] and age >= grace)) then ripe[#ripe + 1] = uuid end
+  end
+  return ripe
 end
-return ripe

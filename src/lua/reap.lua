@@ -25,76 +25,78 @@
 -- Returns nil if there was nothing to do, else
 -- {slots freed (queues' and job limits'), jobs pushed back,
 --  {{queue, jid, class} of each dead job}}.
-local uuid = ARGV[1]
-local mode = ARGV[2]
-local clean = mode == '1'
-local max_recoveries = tonumber(ARGV[3])
-local now = tonumber(ARGV[4])
+return function(KEYS, ARGV)
+  local uuid = ARGV[1]
+  local mode = ARGV[2]
+  local clean = mode == '1'
+  local max_recoveries = tonumber(ARGV[3])
+  local now = tonumber(ARGV[4])
 
-if not clean and redis.call('EXISTS', OUTAGE_KEY) == 1 then return nil end
-if mode == 'o' then
-  -- Registered or beating again: alive after all, and its note goes.
-  if redis.call('EXISTS', KEYS[2]) == 1 or redis.call('SISMEMBER', KEYS[1], uuid) == 1
-    or redis.call('SISMEMBER', REGISTERED_KEY, uuid) == 1 then
+  if not clean and redis.call('EXISTS', OUTAGE_KEY) == 1 then return nil end
+  if mode == 'o' then
+    -- Registered or beating again: alive after all, and its note goes.
+    if redis.call('EXISTS', KEYS[2]) == 1 or redis.call('SISMEMBER', KEYS[1], uuid) == 1
+      or redis.call('SISMEMBER', REGISTERED_KEY, uuid) == 1 then
+      redis.call('HDEL', UNREGISTERED_KEY, uuid)
+      return nil
+    end
+    local since = tonumber(redis.call('HGET', UNREGISTERED_KEY, uuid))
+    if not since or tonumber(redis.call('TIME')[1]) - since < tonumber(ARGV[5]) then return nil end
     redis.call('HDEL', UNREGISTERED_KEY, uuid)
-    return nil
+  else
+    if not clean and redis.call('EXISTS', KEYS[2]) == 1 then return nil end
+    redis.call('DEL', KEYS[2])
+    -- Either set: a v5 process may have reaped it from the shared one first.
+    local removed = redis.call('SREM', KEYS[1], uuid) + redis.call('SREM', REGISTERED_KEY, uuid)
+    if removed == 0 and not clean then return nil end
   end
-  local since = tonumber(redis.call('HGET', UNREGISTERED_KEY, uuid))
-  if not since or tonumber(redis.call('TIME')[1]) - since < tonumber(ARGV[5]) then return nil end
-  redis.call('HDEL', UNREGISTERED_KEY, uuid)
-else
-  if not clean and redis.call('EXISTS', KEYS[2]) == 1 then return nil end
-  redis.call('DEL', KEYS[2])
-  -- Either set: a v5 process may have reaped it from the shared one first.
-  local removed = redis.call('SREM', KEYS[1], uuid) + redis.call('SREM', REGISTERED_KEY, uuid)
-  if removed == 0 and not clean then return nil end
-end
-redis.call('DEL', capsule_info_key(uuid))
--- The last to beat, leaving: no capsule beats now that could vouch for Redis.
-if clean and redis.call('GET', LAST_BEAT_KEY) == uuid then redis.call('DEL', LAST_BEAT_KEY) end
+  redis.call('DEL', capsule_info_key(uuid))
+  -- The last to beat, leaving: no capsule beats now that could vouch for Redis.
+  if clean and redis.call('GET', LAST_BEAT_KEY) == uuid then redis.call('DEL', LAST_BEAT_KEY) end
 
--- Its slots: in the lists given, and in those of the queues it fetched from
--- (every fetch that books a slot notes its queue there).
-local freed = 0
-local lists = {}
-for i = 3, #KEYS do lists[KEYS[i]] = true end
-for _, name in ipairs(redis.call('SMEMBERS', capsule_queues_key(uuid))) do lists[busy_key(name)] = true end
-for busy in pairs(lists) do
-  freed = freed + redis.call('LREM', busy, 0, uuid)
-end
--- Its job limits' slots, each sending parked jobs it has room for back.
-local limits = capsule_limits_key(uuid)
-for _, id in ipairs(redis.call('SMEMBERS', limits)) do
-  freed = freed + redis.call('LREM', job_busy_key(id), 0, uuid)
-  release(id)
-end
-redis.call('DEL', limits)
+  -- Its slots: in the lists given, and in those of the queues it fetched from
+  -- (every fetch that books a slot notes its queue there).
+  local freed = 0
+  local lists = {}
+  for i = 3, #KEYS do lists[KEYS[i]] = true end
+  for _, name in ipairs(redis.call('SMEMBERS', capsule_queues_key(uuid))) do lists[busy_key(name)] = true end
+  for busy in pairs(lists) do
+    freed = freed + redis.call('LREM', busy, 0, uuid)
+  end
+  -- Its job limits' slots, each sending parked jobs it has room for back.
+  local limits = capsule_limits_key(uuid)
+  for _, id in ipairs(redis.call('SMEMBERS', limits)) do
+    freed = freed + redis.call('LREM', job_busy_key(id), 0, uuid)
+    release(id)
+  end
+  redis.call('DEL', limits)
 
-local pushed, dead = 0, {}
-for _, name in ipairs(redis.call('SMEMBERS', capsule_queues_key(uuid))) do
-  local inprogress = in_progress_key(uuid, name)
-  -- Newest first, each pushed in front of the last: the oldest ends up first.
-  local job = redis.call('LPOP', inprogress)
-  while job do
-    local poison = false
-    if not clean then
-      local digest = redis.sha1hex(job)
-      if redis.call('HINCRBY', RECOVERIES_KEY, digest, 1) > max_recoveries then
-        redis.call('HDEL', RECOVERIES_KEY, digest)
-        poison = true
+  local pushed, dead = 0, {}
+  for _, name in ipairs(redis.call('SMEMBERS', capsule_queues_key(uuid))) do
+    local inprogress = in_progress_key(uuid, name)
+    -- Newest first, each pushed in front of the last: the oldest ends up first.
+    local job = redis.call('LPOP', inprogress)
+    while job do
+      local poison = false
+      if not clean then
+        local digest = redis.sha1hex(job)
+        if redis.call('HINCRBY', RECOVERIES_KEY, digest, 1) > max_recoveries then
+          redis.call('HDEL', RECOVERIES_KEY, digest)
+          poison = true
+        end
+        redis.call('EXPIRE', RECOVERIES_KEY, 604800)
       end
-      redis.call('EXPIRE', RECOVERIES_KEY, 604800)
+      if poison then
+        redis.call('ZADD', DEAD_KEY, now, job)
+        local jid, class = describe_job(job)
+        table.insert(dead, {name, jid, class})
+      else
+        push_back(name, job)
+        pushed = pushed + 1
+      end
+      job = redis.call('LPOP', inprogress)
     end
-    if poison then
-      redis.call('ZADD', DEAD_KEY, now, job)
-      local jid, class = describe_job(job)
-      table.insert(dead, {name, jid, class})
-    else
-      push_back(name, job)
-      pushed = pushed + 1
-    end
-    job = redis.call('LPOP', inprogress)
   end
+  redis.call('DEL', capsule_queues_key(uuid))
+  return {freed, pushed, dead}
 end
-redis.call('DEL', capsule_queues_key(uuid))
-return {freed, pushed, dead}

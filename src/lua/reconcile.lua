@@ -33,118 +33,120 @@
 --           of each job booked again},
 --          {{queue, jid} of each finished job removed, from an in-progress
 --           list or its queue}}.
-local uuid = ARGV[1]
+return function(KEYS, ARGV)
+  local uuid = ARGV[1]
 
-local held = {}
-local i = 3
-for _ = 1, tonumber(ARGV[2]) do
-  local name, n = ARGV[i], tonumber(ARGV[i + 1])
-  local jobs = {}
-  for j = 1, n do
-    local job = ARGV[i + 1 + j]
-    jobs[job] = (jobs[job] or 0) + 1
+  local held = {}
+  local i = 3
+  for _ = 1, tonumber(ARGV[2]) do
+    local name, n = ARGV[i], tonumber(ARGV[i + 1])
+    local jobs = {}
+    for j = 1, n do
+      local job = ARGV[i + 1 + j]
+      jobs[job] = (jobs[job] or 0) + 1
+    end
+    held[name] = {count = n, jobs = jobs}
+    i = i + 2 + n
   end
-  held[name] = {count = n, jobs = jobs}
-  i = i + 2 + n
-end
--- Per queue, the digests of the jobs finished lately, and how many.
-local finished, finished_count = {}, {}
-for _ = 1, tonumber(ARGV[i]) do
-  local name, n = ARGV[i + 1], tonumber(ARGV[i + 2])
-  local digests = {}
-  for j = 1, n do digests[ARGV[i + 2 + j]] = true end
-  finished[name], finished_count[name] = digests, n
-  i = i + 2 + n
-end
-for _, name in ipairs(redis.call('SMEMBERS', capsule_queues_key(uuid))) do
-  held[name] = held[name] or {count = 0, jobs = {}}
-end
-
--- Per job limit, the jobs carrying it that the capsule holds.
-local booked = {}
-for _, id in ipairs(redis.call('SMEMBERS', capsule_limits_key(uuid))) do booked[id] = 0 end
-local function count_limits(job, n)
-  for _, limit in ipairs(job_limits(job) or {}) do
-    booked[limit.id] = (booked[limit.id] or 0) + n
+  -- Per queue, the digests of the jobs finished lately, and how many.
+  local finished, finished_count = {}, {}
+  for _ = 1, tonumber(ARGV[i]) do
+    local name, n = ARGV[i + 1], tonumber(ARGV[i + 2])
+    local digests = {}
+    for j = 1, n do digests[ARGV[i + 2 + j]] = true end
+    finished[name], finished_count[name] = digests, n
+    i = i + 2 + n
   end
-end
+  for _, name in ipairs(redis.call('SMEMBERS', capsule_queues_key(uuid))) do
+    held[name] = held[name] or {count = 0, jobs = {}}
+  end
 
-local changes, pushed, rebooked, dropped = {}, {}, {}, {}
-for name, mine in pairs(held) do
-  local inprogress = in_progress_key(uuid, name)
-  local jobs = redis.call('LRANGE', inprogress, 0, -1)
-  for j = #jobs, 1, -1 do -- oldest first
-    local job = jobs[j]
-    if (mine.jobs[job] or 0) > 0 then
-      mine.jobs[job] = mine.jobs[job] - 1
-      count_limits(job, 1)
-    else
-      -- Its job limits' entries are looked at too, wherever they are.
-      count_limits(job, 0)
-      redis.call('LREM', inprogress, -1, job)
-      if finished[name] and finished[name][redis.sha1hex(job)] then
-        table.insert(dropped, {name, (describe_job(job))})
+  -- Per job limit, the jobs carrying it that the capsule holds.
+  local booked = {}
+  for _, id in ipairs(redis.call('SMEMBERS', capsule_limits_key(uuid))) do booked[id] = 0 end
+  local function count_limits(job, n)
+    for _, limit in ipairs(job_limits(job) or {}) do
+      booked[limit.id] = (booked[limit.id] or 0) + n
+    end
+  end
+
+  local changes, pushed, rebooked, dropped = {}, {}, {}, {}
+  for name, mine in pairs(held) do
+    local inprogress = in_progress_key(uuid, name)
+    local jobs = redis.call('LRANGE', inprogress, 0, -1)
+    for j = #jobs, 1, -1 do -- oldest first
+      local job = jobs[j]
+      if (mine.jobs[job] or 0) > 0 then
+        mine.jobs[job] = mine.jobs[job] - 1
+        count_limits(job, 1)
       else
-        push_back(name, job)
-        table.insert(pushed, {name, (describe_job(job))})
+        -- Its job limits' entries are looked at too, wherever they are.
+        count_limits(job, 0)
+        redis.call('LREM', inprogress, -1, job)
+        if finished[name] and finished[name][redis.sha1hex(job)] then
+          table.insert(dropped, {name, (describe_job(job))})
+        else
+          push_back(name, job)
+          table.insert(pushed, {name, (describe_job(job))})
+        end
+      end
+    end
+    for job, missing in pairs(mine.jobs) do
+      for _ = 1, missing do
+        redis.call('LPUSH', inprogress, job)
+        count_limits(job, 1)
+        -- Pushed back to the front of its queue (the right), or parked.
+        local withdrawn = redis.call('LREM', queue_key(name), -1, job)
+        for _, limit in ipairs(job_limits(job) or {}) do
+          if withdrawn == 0 then withdrawn = redis.call('LREM', parked_key(limit.id), -1, job) end
+        end
+        table.insert(rebooked, {name, (describe_job(job)), withdrawn})
+      end
+    end
+    if mine.count > 0 then redis.call('SADD', capsule_queues_key(uuid), name) end
+    local busy = busy_key(name)
+    local entries = #redis.call('LPOS', busy, uuid, 'COUNT', 0)
+    if entries > mine.count then
+      redis.call('LREM', busy, entries - mine.count, uuid)
+      table.insert(changes, {busy, entries, mine.count})
+    elseif entries < mine.count then
+      for _ = entries + 1, mine.count do redis.call('RPUSH', busy, uuid) end
+      table.insert(changes, {busy, entries, mine.count})
+    end
+  end
+
+  -- A job finished lately that is at the front of its queue (the right end,
+  -- which fetches take from) was fetched where Redis lost the write (a master
+  -- that was no longer one): taken out, so that it does not run again. Only
+  -- the newest jobs' fetches can have been lost, and nobody has fetched here
+  -- since (the capsule's fetches wait for this): as far in as it finished jobs.
+  for name, digests in pairs(finished) do
+    local queue = queue_key(name)
+    for _, job in ipairs(redis.call('LRANGE', queue, -math.min(finished_count[name], 1000), -1)) do
+      if digests[redis.sha1hex(job)] then
+        redis.call('LREM', queue, -1, job)
+        table.insert(dropped, {name, (describe_job(job))})
       end
     end
   end
-  for job, missing in pairs(mine.jobs) do
-    for _ = 1, missing do
-      redis.call('LPUSH', inprogress, job)
-      count_limits(job, 1)
-      -- Pushed back to the front of its queue (the right), or parked.
-      local withdrawn = redis.call('LREM', queue_key(name), -1, job)
-      for _, limit in ipairs(job_limits(job) or {}) do
-        if withdrawn == 0 then withdrawn = redis.call('LREM', parked_key(limit.id), -1, job) end
-      end
-      table.insert(rebooked, {name, (describe_job(job)), withdrawn})
+
+  -- The same for job limits; a slot freed may let a parked job go.
+  for id, count in pairs(booked) do
+    local busy = job_busy_key(id)
+    local entries = #redis.call('LPOS', busy, uuid, 'COUNT', 0)
+    if entries > count then
+      redis.call('LREM', busy, entries - count, uuid)
+      table.insert(changes, {busy, entries, count})
+      release(id)
+    elseif entries < count then
+      for _ = entries + 1, count do redis.call('RPUSH', busy, uuid) end
+      table.insert(changes, {busy, entries, count})
+    end
+    if count > 0 then
+      redis.call('SADD', capsule_limits_key(uuid), id)
+    else
+      redis.call('SREM', capsule_limits_key(uuid), id)
     end
   end
-  if mine.count > 0 then redis.call('SADD', capsule_queues_key(uuid), name) end
-  local busy = busy_key(name)
-  local entries = #redis.call('LPOS', busy, uuid, 'COUNT', 0)
-  if entries > mine.count then
-    redis.call('LREM', busy, entries - mine.count, uuid)
-    table.insert(changes, {busy, entries, mine.count})
-  elseif entries < mine.count then
-    for _ = entries + 1, mine.count do redis.call('RPUSH', busy, uuid) end
-    table.insert(changes, {busy, entries, mine.count})
-  end
+  return {changes, pushed, rebooked, dropped}
 end
-
--- A job finished lately that is at the front of its queue (the right end,
--- which fetches take from) was fetched where Redis lost the write (a master
--- that was no longer one): taken out, so that it does not run again. Only
--- the newest jobs' fetches can have been lost, and nobody has fetched here
--- since (the capsule's fetches wait for this): as far in as it finished jobs.
-for name, digests in pairs(finished) do
-  local queue = queue_key(name)
-  for _, job in ipairs(redis.call('LRANGE', queue, -math.min(finished_count[name], 1000), -1)) do
-    if digests[redis.sha1hex(job)] then
-      redis.call('LREM', queue, -1, job)
-      table.insert(dropped, {name, (describe_job(job))})
-    end
-  end
-end
-
--- The same for job limits; a slot freed may let a parked job go.
-for id, count in pairs(booked) do
-  local busy = job_busy_key(id)
-  local entries = #redis.call('LPOS', busy, uuid, 'COUNT', 0)
-  if entries > count then
-    redis.call('LREM', busy, entries - count, uuid)
-    table.insert(changes, {busy, entries, count})
-    release(id)
-  elseif entries < count then
-    for _ = entries + 1, count do redis.call('RPUSH', busy, uuid) end
-    table.insert(changes, {busy, entries, count})
-  end
-  if count > 0 then
-    redis.call('SADD', capsule_limits_key(uuid), id)
-  else
-    redis.call('SREM', capsule_limits_key(uuid), id)
-  end
-end
-return {changes, pushed, rebooked, dropped}

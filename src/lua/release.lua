@@ -7,8 +7,10 @@
 --
 -- ARGV  job limit ids
 -- Returns the number of jobs sent back.
-local sent = 0
-for _, id in ipairs(ARGV) do
-  sent = sent + #release(id)
+return function(KEYS, ARGV)
+  local sent = 0
+  for _, id in ipairs(ARGV) do
+    sent = sent + #release(id)
+  end
+  return sent
 end
-return sent

@@ -26,6 +26,16 @@ pub struct Discarded {
     pub limit: String,
 }
 
+/// What the prelude's `job_limits` looks for first: a payload without it
+/// carries no job limits.
+const JOB_LIMITS_MARK: &[u8] = b"\"limit_fetch\":";
+
+/// Whether a payload may carry job limits (the prelude's test, in Rust).
+pub(crate) fn carries_job_limits(job: &[u8]) -> bool {
+    job.windows(JOB_LIMITS_MARK.len())
+        .any(|w| w == JOB_LIMITS_MARK)
+}
+
 /// What one run of the fetch script found.
 #[derive(Debug, Default)]
 pub(crate) struct Look {
@@ -35,8 +45,29 @@ pub(crate) struct Look {
     /// next may find one.
     pub(crate) more: bool,
     pub(crate) discarded: Vec<Discarded>,
+    /// With a job: its queue's limits as the script read them, under which
+    /// a hand-over may take the queue's next job (see capsule/hand_over.rs).
+    pub(crate) limits: Option<QueueLimits>,
     /// The script took, parked or discarded a job.
     wrote: bool,
+}
+
+/// A queue's limit and process limit as stored (`None`: unset), compared
+/// byte for byte: any write to them ends a hand-over.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct QueueLimits {
+    pub(crate) limit: Option<Vec<u8>>,
+    pub(crate) process_limit: Option<Vec<u8>>,
+}
+
+/// What a hand-over left the fetch script to decide (fetch.lua's
+/// ARGV[5..7]): the queue it took from, whether its acknowledgement freed a
+/// slot of that queue, and the job it moved unchecked, if any.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Handed {
+    pub(crate) queue: String,
+    pub(crate) slot: bool,
+    pub(crate) job: Option<Vec<u8>>,
 }
 
 type Reply = (
@@ -44,17 +75,35 @@ type Reply = (
     Option<Vec<u8>>,
     i64,
     Vec<(String, String, String)>,
+    Option<Vec<u8>>,
+    Option<Vec<u8>>,
 );
 
 impl Look {
-    /// The script's reply: `{queue or false, job or false, more, discarded}`
-    /// or nil (see fetch.lua).
+    /// The script's reply: `{queue or false, job or false, more, discarded,
+    /// limit, process limit}` (the last two only with a job) or nil (see
+    /// fetch.lua).
     pub(crate) fn from_value(value: Value) -> Result<Self> {
-        let Some((queue, job, more, discarded)) = decode::<Option<Reply>>(value)? else {
+        let value = match value {
+            // Without a job the reply has no limits.
+            Value::Array(mut items) if items.len() == 4 => {
+                items.extend([Value::Nil, Value::Nil]);
+                Value::Array(items)
+            }
+            other => other,
+        };
+        let Some((queue, job, more, discarded, limit, process_limit)) =
+            decode::<Option<Reply>>(value)?
+        else {
             return Ok(Look::default());
         };
+        let fetched = queue.zip(job).map(|(queue, job)| Fetched { queue, job });
         Ok(Look {
-            fetched: queue.zip(job).map(|(queue, job)| Fetched { queue, job }),
+            limits: fetched.as_ref().map(|_| QueueLimits {
+                limit,
+                process_limit,
+            }),
+            fetched,
             more: more == 1,
             discarded: discarded
                 .into_iter()
@@ -62,6 +111,16 @@ impl Look {
                 .collect(),
             wrote: true,
         })
+    }
+
+    /// A job a hand-over took (see capsule/hand_over.rs), under `limits`.
+    pub(crate) fn handed_over(fetched: Fetched, limits: QueueLimits) -> Self {
+        Look {
+            fetched: Some(fetched),
+            limits: Some(limits),
+            wrote: true,
+            ..Look::default()
+        }
     }
 
     /// Nothing taken or set aside, nothing acknowledged: the script wrote
@@ -143,12 +202,27 @@ impl FetchScript {
     }
 
     /// The script's arguments (see fetch.lua's header).
-    fn args(&self, uuid: &str, mode: Mode, acks: &[Ack], queues: &[String]) -> Vec<Vec<u8>> {
-        let mut args: Vec<Vec<u8>> = Vec::with_capacity(4 + acks.len() * 3 + queues.len());
+    fn args(
+        &self,
+        uuid: &str,
+        mode: Mode,
+        acks: &[Ack],
+        handed: Option<&Handed>,
+        queues: &[String],
+    ) -> Vec<Vec<u8>> {
+        let mut args: Vec<Vec<u8>> = Vec::with_capacity(7 + acks.len() * 3 + queues.len());
         args.push(uuid.as_bytes().to_vec());
         args.push(mode.arg().to_vec());
         args.push(self.lookahead.clone());
         args.push(acks.len().to_string().into_bytes());
+        match handed {
+            Some(handed) => {
+                args.push(handed.queue.as_bytes().to_vec());
+                args.push(if handed.slot { b"1" } else { b"0" }.to_vec());
+                args.push(handed.job.clone().unwrap_or_default());
+            }
+            None => args.extend([Vec::new(), b"0".to_vec(), Vec::new()]),
+        }
         for ack in acks {
             args.push(ack.queue.as_bytes().to_vec());
             args.push(ack.job.clone());
@@ -165,10 +239,11 @@ impl FetchScript {
         uuid: &str,
         mode: Mode,
         acks: &[Ack],
+        handed: Option<&Handed>,
         queues: &[String],
     ) -> Vec<u8> {
         self.script
-            .packed(send, &self.args(uuid, mode, acks, queues))
+            .packed(send, &self.args(uuid, mode, acks, handed, queues))
     }
 
     /// Runs the script on the capsule's tracking connection. A `Plain` run
@@ -183,9 +258,10 @@ impl FetchScript {
         uuid: &str,
         mode: Mode,
         acks: &[Ack],
+        handed: Option<&Handed>,
         queues: &[String],
     ) -> Result<Look> {
-        let args = self.args(uuid, mode, acks, queues);
+        let args = self.args(uuid, mode, acks, handed, queues);
         let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
         let mut conn = redis.writer().await?;
         if matches!(mode, Mode::Watch | Mode::Track) {

@@ -22,8 +22,9 @@ use crate::Result;
 /// scripts use), run once when the library loads.
 const PRELUDE: &str = include_str!("../lua/prelude.lua");
 
-/// Each script: its name in the library and its file, the body of a
-/// function of `(KEYS, ARGV)`.
+/// Each script: its name in the library and its file, a chunk that runs
+/// once, when the library loads, and returns the function of `(KEYS, ARGV)`
+/// that Redis calls (what it defines before, it defines once).
 const SCRIPTS: [(&str, &str); 6] = [
     (FETCH, include_str!("../lua/fetch.lua")),
     (REAP, include_str!("../lua/reap.lua")),
@@ -56,7 +57,8 @@ static LIBRARY: LazyLock<Library> = LazyLock::new(|| {
     let mut source = format!("#!lua name=limit_fetch_{VERSION}\n{PRELUDE}");
     for (name, body) in SCRIPTS {
         source.push_str(&format!(
-            "\nredis.register_function('{}', function(KEYS, ARGV)\nnew_call()\n{body}\nend)\n",
+            "\ndo\nlocal run = (function()\n{body}\nend)()\n\
+             redis.register_function('{}', function(KEYS, ARGV)\nnew_call()\nreturn run(KEYS, ARGV)\nend)\nend\n",
             function_name(name, VERSION)
         ));
     }
