@@ -1,0 +1,158 @@
+//! The hand-over (src/capsule/hand_over.rs), against a real Redis: a
+//! processor's next job of the queue it just finished a job of is taken
+//! under that job's slot without the fetch script; a change to the queue's
+//! limits or pause (even one written by hand), an empty queue, or a next job
+//! carrying job limits is left to the script, which decides as a fetch would.
+
+mod support;
+
+use limit_fetch_core::{keys, Capsule, Fetched, Interrupt};
+use redis::Commands;
+use support::{capsule, jid_of, push_jobs, push_unique, queue, redis};
+
+/// Redis's command counts are the server's: one test at a time.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn turn() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// How many HDELs Redis ran: one per hand-over (the script sends its own
+/// only while recoveries are counted, which no test here does).
+fn hand_overs() -> u64 {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut redis())
+        .unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix("cmdstat_hdel:calls="))
+        .and_then(|rest| rest.split(',').next())
+        .map_or(0, |n| n.parse().unwrap())
+}
+
+/// What a Sidekiq processor does: acknowledges the job it held, then fetches.
+fn next(capsule: &Capsule, q: &str, held: Option<Fetched>) -> Option<Fetched> {
+    if let Some(done) = held {
+        capsule.acknowledge(q, done.job);
+    }
+    capsule.fetch(&[q], &Interrupt::new()).unwrap()
+}
+
+/// A capsule holding the second of `q`'s jobs, fetched by the script on the
+/// thread's own connection (the first fetch, through the runtime, opened
+/// it): the next fetch may be a hand-over.
+fn holding_the_second(q: &str) -> (Capsule, Option<Fetched>) {
+    let capsule = capsule();
+    let first = next(&capsule, q, None);
+    assert!(first.is_some());
+    let second = next(&capsule, q, first);
+    assert!(second.is_some());
+    (capsule, second)
+}
+
+fn len(key: &str) -> usize {
+    redis().llen(key).unwrap()
+}
+
+fn front_jid(q: &str) -> String {
+    let job: String = redis().lindex(keys::queue(q), -1).unwrap();
+    jid_of(&job)
+}
+
+#[test]
+fn a_processors_next_job_of_the_same_queue_is_handed_over() {
+    let _turn = turn();
+    let q = queue("handover");
+    let _: () = redis().set(keys::limit(&q), 2).unwrap();
+    push_unique(&q, 6);
+    let (capsule, mut held) = holding_the_second(&q);
+    let before = hand_overs();
+    for _ in 0..3 {
+        held = next(&capsule, &q, held);
+        assert!(held.is_some());
+        assert_eq!(len(&keys::busy(&q)), 1, "one slot, passed on");
+    }
+    assert_eq!(hand_overs() - before, 3);
+    let uuid = capsule.uuid().to_owned();
+    assert_eq!(len(&keys::in_progress(&uuid, &q)), 1);
+    capsule.acknowledge(&q, held.unwrap().job);
+    capsule.flush(&Interrupt::new()).unwrap();
+    assert_eq!(len(&keys::busy(&q)), 0);
+    assert_eq!(len(&keys::in_progress(&uuid, &q)), 0);
+}
+
+#[test]
+fn a_limit_lowered_by_hand_stops_the_hand_over_and_the_job_goes_back_first() {
+    let _turn = turn();
+    let q = queue("lowered");
+    let _: () = redis().set(keys::limit(&q), 2).unwrap();
+    push_unique(&q, 4);
+    let (capsule, held) = holding_the_second(&q);
+    let _: () = redis().set(keys::limit(&q), 0).unwrap();
+    let before = hand_overs();
+    assert!(next(&capsule, &q, held).is_none());
+    assert_eq!(hand_overs() - before, 1, "it was tried");
+    assert_eq!(len(&keys::busy(&q)), 0);
+    assert_eq!(len(&keys::in_progress(capsule.uuid(), &q)), 0);
+    assert_eq!(len(&keys::queue(&q)), 2);
+    assert_eq!(front_jid(&q), format!("{q}-2"));
+}
+
+#[test]
+fn a_pause_stops_the_hand_over() {
+    let _turn = turn();
+    let q = queue("paused");
+    push_unique(&q, 4);
+    let (capsule, held) = holding_the_second(&q);
+    let _: () = redis().set(keys::paused(&q), 1).unwrap();
+    assert!(next(&capsule, &q, held).is_none());
+    assert_eq!(len(&keys::busy(&q)), 0);
+    assert_eq!(len(&keys::in_progress(capsule.uuid(), &q)), 0);
+    assert_eq!(front_jid(&q), format!("{q}-2"));
+}
+
+#[test]
+fn a_limit_raised_leaves_the_job_to_the_script_which_takes_it() {
+    let _turn = turn();
+    let q = queue("raised");
+    let _: () = redis().set(keys::limit(&q), 1).unwrap();
+    push_unique(&q, 4);
+    let (capsule, held) = holding_the_second(&q);
+    let _: () = redis().set(keys::limit(&q), 5).unwrap();
+    let third = next(&capsule, &q, held).expect("taken");
+    assert_eq!(jid_of(&String::from_utf8_lossy(&third.job)), format!("{q}-2"));
+    assert_eq!(len(&keys::busy(&q)), 1);
+}
+
+#[test]
+fn an_empty_queue_frees_the_slot_the_hand_over_held() {
+    let _turn = turn();
+    let q = queue("drained");
+    let _: () = redis().set(keys::limit(&q), 3).unwrap();
+    push_unique(&q, 2);
+    let (capsule, held) = holding_the_second(&q);
+    let before = hand_overs();
+    assert!(next(&capsule, &q, held).is_none());
+    assert_eq!(hand_overs() - before, 1);
+    assert_eq!(len(&keys::busy(&q)), 0);
+    assert_eq!(len(&keys::in_progress(capsule.uuid(), &q)), 0);
+}
+
+#[test]
+fn a_next_job_with_a_full_job_limit_is_parked_not_run() {
+    let _turn = turn();
+    let q = queue("keyed");
+    let id = format!("class:Keyed-{q}");
+    let keyed = format!(
+        r#"{{"limit_fetch":[{{"id":"{id}","concurrency":0}}],"queue":"{q}","class":"Keyed","jid":"{q}-keyed"}}"#
+    );
+    let plain = |n: u32| format!(r#"{{"queue":"{q}","class":"Plain","jid":"{q}-{n}"}}"#);
+    push_jobs(&q, &[plain(0), plain(1), keyed.clone()]);
+    let (capsule, held) = holding_the_second(&q);
+    assert!(next(&capsule, &q, held).is_none());
+    let parked: Vec<String> = redis().lrange(keys::parked(&id), 0, -1).unwrap();
+    assert_eq!(parked, vec![keyed]);
+    assert_eq!(len(&keys::busy(&q)), 0);
+    assert_eq!(len(&keys::job_busy(&id)), 0);
+    assert_eq!(len(&keys::in_progress(capsule.uuid(), &q)), 0);
+}
