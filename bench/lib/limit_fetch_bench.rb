@@ -30,6 +30,8 @@ module LimitFetchBench
 
   def monotonic = LimitFetchTools.monotonic
 
+  # The CPU time of the whole process: every thread's, the Rust core's
+  # (its Tokio runtime's) as well as Ruby's.
   def cpu_time
     Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID)
   end

@@ -7,8 +7,8 @@ module LimitFetchBench
   # seed's guard) timed until every job ran or was dropped. Reported: the
   # hot tenant's most running at once, each other tenant's first start
   # (seconds from the start of the run), the longest the hot key's parked
-  # list grew, and Redis commands, round trips and Redis CPU per job
-  # executed.
+  # list grew, and Redis commands, round trips, Redis CPU and this process's
+  # CPU (every thread's) per job executed.
   class HotKeyRun
     GUARDS = {reschedule: SeedReschedule, lock: SeedLock}.freeze
 
@@ -90,7 +90,8 @@ module LimitFetchBench
       executed = @tracker.executed
       {"jobs_per_s" => @jobs / measured["seconds"], "commands_per_executed_job" => commands.values.sum.fdiv(executed),
        "round_trips_per_executed_job" => measured["round_trips"].values.sum.fdiv(executed),
-       "redis_cpu_us_per_executed_job" => measured["redis_cpu_s"] * 1e6 / executed}
+       "redis_cpu_us_per_executed_job" => measured["redis_cpu_s"] * 1e6 / executed,
+       "process_cpu_us_per_executed_job" => measured["process_cpu_s"] * 1e6 / executed}
     end
 
     # The hot tenant's limit, where the variant has one.

@@ -5,7 +5,7 @@ module LimitFetchBench
   # jobs (and the range of the runs' medians), the idle cost per run, and
   # ratios to BasicFetch (and, with --baseline, to its twin).
   class IdleSummary
-    COSTS = %w[commands_per_s ruby_cpu_percent redis_cpu_percent].freeze
+    COSTS = %w[commands_per_s process_cpu_percent redis_cpu_percent].freeze
 
     def initialize(variant, runs, basic_runs, twin_runs = nil)
       @variant = variant

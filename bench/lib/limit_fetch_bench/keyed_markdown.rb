@@ -18,11 +18,21 @@ module LimitFetchBench
       "tenant's limit (a counter per tenant, INCR/DECR) 1 s later, not a minute, with Sidekiq's scheduled poller " \
       "looking every 0.5–1.5 s from the start, else the wait for the poller is all one would see; seed 002 " \
       "drops a job whose tenant's lock (SET NX) is taken. Per executed job: Redis commands (INFO commandstats, " \
-      "the parked-list sampler's LLEN left out), client round trips, Redis CPU."
+      "the parked-list sampler's LLEN left out), client round trips, the Sidekiq process's CPU (every thread's: " \
+      "Ruby's and the Rust core's) and Redis CPU, each CPU figure followed by its ratio to that of the same jobs " \
+      "with no key (medians; lower is better)."
+
+    DISTINCT_TEXT =
+      "%<jobs>d no-op jobs per run, each with a key of its own (limit 1 per key: never contended) or with none, " \
+      "both on LimitFetch, alternated; × = ratio to the jobs with no key, as is the ratio after each CPU figure " \
+      "and the Redis ceiling. Process CPU: the Sidekiq process's (every thread's: Ruby's and the Rust core's); " \
+      "Redis ceiling = 10⁶ / Redis CPU µs per job, the jobs per second one Redis core (serving the whole fleet) " \
+      "can serve."
 
     REV_TEXT =
-      "× @%<rev>s = this checkout's figure over its twin's: %<throughput>s, then%<first>s Redis commands (cmds) " \
-      "and round trips (RT) per %<job>s (medians; lower is better). The twins' × are to the baseline's own variants."
+      "× @%<rev>s = this checkout's figure over its twin's: %<throughput>s, then%<first>s Redis commands (cmds), " \
+      "round trips (RT), process CPU and Redis CPU per %<job>s (medians; lower is better). The twins' × are to the " \
+      "baseline's own variants."
 
     # `baseline`: the summary's meta "baseline", or nil.
     def initialize(keyed, options, baseline = nil)
@@ -50,8 +60,7 @@ module LimitFetchBench
       return nil if @keyed["distinct"].empty?
 
       ["## Job limits: a distinct key per job", "",
-       "#{@options["jobs"]} no-op jobs per run, each with a key of its own (limit 1 per key: never contended) or " \
-       "with none, both on LimitFetch, alternated; × = ratio to the jobs with no key.#{rev_text("jobs/s", "job")}", "",
+       format(DISTINCT_TEXT, jobs: @options["jobs"]) + rev_text("jobs/s", "job"), "",
        KeyedTable.distinct(@keyed["distinct"], @rev)].join("\n")
     end
 

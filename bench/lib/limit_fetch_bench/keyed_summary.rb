@@ -7,16 +7,23 @@ module LimitFetchBench
   # Redis. With a baseline (`rev`) whose twins ran, each of this checkout's
   # variants that has one is followed by it, and gains its ratios to it
   # (this checkout's figure over the twin's): "rev_ratio", of throughputs,
-  # as the other sections'; "commands_rev_ratio" and "round_trips_rev_ratio",
-  # per job (per executed job, for the hot key); and for the hot key
-  # "first_start_p50_rev_ratio" and "first_start_p99_rev_ratio", of the
-  # other tenants' first starts. A twin's own ratios are to twins: its
-  # distinct keys to the baseline's jobs with no key, its hot key's
-  # × no key to the baseline's.
+  # as the other sections'; "commands_rev_ratio", "round_trips_rev_ratio",
+  # "process_cpu_rev_ratio" and "redis_cpu_rev_ratio", per job (per executed
+  # job, for the hot key); and for the hot key "first_start_p50_rev_ratio"
+  # and "first_start_p99_rev_ratio", of the other tenants' first starts. The
+  # hot key's rows also give their CPU per executed job over that of the
+  # same jobs with no key ("process_cpu_vs_none", "redis_cpu_vs_none"), as
+  # the distinct keys' give theirs per job over no key's (ThroughputSummary).
+  # A twin's own ratios are to twins: its distinct keys to the baseline's
+  # jobs with no key, its hot key's × no key to the baseline's.
   class KeyedSummary
     HOT_MEDIANS = %w[
       executed dropped rescheduled commands_per_executed_job round_trips_per_executed_job redis_cpu_us_per_executed_job
+      process_cpu_us_per_executed_job
     ].freeze
+    # Ratio key prefix => the cost's key, less its "_per_job" or "_per_executed_job".
+    COSTS = {"commands" => "commands", "round_trips" => "round_trips", "process_cpu" => "process_cpu_us",
+             "redis_cpu" => "redis_cpu_us"}.freeze
     MOST = %w[hot_max_running cold_max_running max_parked].freeze
 
     def initialize(runs, rev = nil)
@@ -40,7 +47,7 @@ module LimitFetchBench
       end
       with_rev_ratios(rows) do |row, twin|
         {"rev_ratio" => Stats.ratio(row["jobs_per_s"]["median"], twin["jobs_per_s"]["median"]),
-         **cost_ratios(row, twin, "commands_per_job", "round_trips_per_job")}
+         **cost_ratios(row, twin, "per_job")}
       end
     end
 
@@ -49,7 +56,7 @@ module LimitFetchBench
       with_rev_ratios(rows) do |row, twin|
         {"rev_ratio" => Stats.ratio(twin["seconds"]["median"], row["seconds"]["median"]),
          **first_start_ratios(row, twin),
-         **cost_ratios(row, twin, "commands_per_executed_job", "round_trips_per_executed_job")}
+         **cost_ratios(row, twin, "per_executed_job")}
       end
     end
 
@@ -74,22 +81,38 @@ module LimitFetchBench
       end
     end
 
-    def cost_ratios(row, twin, commands, round_trips)
-      {"commands_rev_ratio" => Stats.ratio(row[commands], twin[commands]),
-       "round_trips_rev_ratio" => Stats.ratio(row[round_trips], twin[round_trips])}
+    # `per`: "per_job" (distinct keys) or "per_executed_job" (the hot key).
+    def cost_ratios(row, twin, per)
+      COSTS.to_h { |name, cost| ["#{name}_rev_ratio", Stats.ratio(row["#{cost}_#{per}"], twin["#{cost}_#{per}"])] }
     end
 
     def hot_row(variant, runs)
       {"label" => variant.label, "runs" => runs.size, "jobs" => runs.first["jobs"],
-       "hot_limit" => runs.first["hot_limit"], "seconds" => Stats.spread(runs.map { _1["seconds"] }),
-       "vs_none" => speed(runs, same_build("hot_none", variant)),
-       "vs_queue2" => speed(runs, same_build("hot_queue2", variant))}
-        .merge(first_starts(runs), most(runs), medians(runs))
+       "hot_limit" => runs.first["hot_limit"], "seconds" => Stats.spread(runs.map { _1["seconds"] })}
+        .merge(versus(variant, runs), first_starts(runs), most(runs), medians(runs))
     end
+
+    # The ratios to the same jobs with no key (and, of throughputs, with no
+    # key under a queue limit of 2), in the variant's build.
+    def versus(variant, runs)
+      none = same_build("hot_none", variant)
+      {"vs_none" => speed(runs, none), "vs_queue2" => speed(runs, same_build("hot_queue2", variant)),
+       **cpu_vs_none(runs, none)}
+    end
+
+    # CPU per executed job (medians) over that of the same jobs with no key.
+    def cpu_vs_none(runs, none)
+      %w[process_cpu redis_cpu].to_h do |name|
+        key = "#{COSTS[name]}_per_executed_job"
+        ["#{name}_vs_none", @groups[none] && Stats.ratio(median(runs, key), median(@groups[none], key))]
+      end
+    end
+
+    def median(runs, key) = Stats.median(runs.map { _1[key] })
 
     def most(runs) = MOST.to_h { |key| [key, runs.map { _1[key] }.max] }
 
-    def medians(runs) = HOT_MEDIANS.to_h { |key| [key, Stats.median(runs.map { _1[key] })] }
+    def medians(runs) = HOT_MEDIANS.to_h { |key| [key, median(runs, key)] }
 
     # The other tenants' first starts: percentiles over all runs' tenants,
     # and the spread of the runs' p99.

@@ -5,12 +5,14 @@ module LimitFetchBench
   # Table.throughput), the hot-key workload and what its distinct keys left
   # in Redis. `rev`: with --baseline, if the keyed variants had twins, the
   # baseline's revision; a column then gives each of this checkout's
-  # variants its ratios to its twin (KeyedSummary).
+  # variants its ratios to its twin (KeyedSummary). The hot key's CPU per
+  # executed job is followed by its ratio to the same jobs with no key's.
   module KeyedTable
     HOT = [
       "variant", "all done, s", "× no key / × queue limit 2", "executed (dropped / rescheduled)",
       "other tenants' first start p50 / p99 s", "hot tenant's most running / limit", "hot key parked, most",
-      "Redis cmds / executed job", "round trips / executed job", "Redis CPU µs / executed job"
+      "Redis cmds / executed job", "round trips / executed job", "process CPU µs / executed job (× no key)",
+      "Redis CPU µs / executed job (× no key)"
     ].freeze
     KEYS = ["", "before", "after"].freeze
 
@@ -26,11 +28,12 @@ module LimitFetchBench
       Table.render(Table.with_rev(HOT, 2, rev, "× @#{rev}"), body)
     end
 
-    # Throughput, then (first start p50 / p99,) commands and round trips.
+    # Throughput, then (first start p50 / p99,) commands, round trips, process and Redis CPU.
     def rev_cell(row, first_start: false)
       return "–" unless row["rev_ratio"]
 
-      parts = ["cmds #{Table.ratio(row["commands_rev_ratio"])}", "RT #{Table.ratio(row["round_trips_rev_ratio"])}"]
+      parts = ["cmds #{Table.ratio(row["commands_rev_ratio"])}", "RT #{Table.ratio(row["round_trips_rev_ratio"])}",
+               *Table.cpu_rev(row)]
       if first_start
         parts.unshift("first start #{Table.ratio(row["first_start_p50_rev_ratio"])} / " \
                       "#{Table.ratio(row["first_start_p99_rev_ratio"])}")
@@ -50,8 +53,10 @@ module LimitFetchBench
     def first_start(first) = "#{Table.num(first["p50"], "%.2f")} / #{Table.num(first["p99"], "%.2f")}"
 
     def costs(row)
-      [Table.num(row["commands_per_executed_job"], "%.1f"), Table.num(row["round_trips_per_executed_job"], "%.2f"),
-       Table.num(row["redis_cpu_us_per_executed_job"], "%.0f")]
+      [Table.num(row["commands_per_executed_job"], "%.1f"), Table.num(row["round_trips_per_executed_job"], "%.2f")] +
+        %w[process_cpu redis_cpu].map do |name|
+          Table.with_ratio(row["#{name}_us_per_executed_job"], "%.0f", row["#{name}_vs_none"])
+        end
     end
 
     def keys(row)

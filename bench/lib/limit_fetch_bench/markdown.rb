@@ -4,6 +4,13 @@ module LimitFetchBench
   # The summary as Markdown: a header with the setup, one table per section,
   # the limit check, and how round trips are counted.
   class Markdown
+    CPU_TEXT =
+      "CPU per job, medians: process CPU, the Sidekiq process's (every thread's: Ruby's and the Rust core's), " \
+      "and Redis CPU (INFO cpu, user + sys), each followed by its ratio to BasicFetch's in this invocation " \
+      "(lower is better). Redis ceiling = 10⁶ / Redis CPU µs per job, with its ratio to BasicFetch's: the " \
+      "jobs per second one Redis core can serve; one Redis serves the whole fleet, so this is the fleet's " \
+      "ceiling from fetch work (fetching and acknowledging)."
+
     def initialize(summary)
       @summary = summary
       @meta = summary["meta"]
@@ -37,7 +44,8 @@ module LimitFetchBench
       base = @meta["baseline"]
       "\n\nBaseline: the variants marked @#{@rev} load the gem built from `#{base["ref"]}` (#{@rev}, " \
         "\"#{base["subject"]}\"), their runs alternated with this checkout's; × @#{@rev} = this checkout's median " \
-        "over theirs (for latency and fetch time, lower is better)."
+        "over theirs (for latency, fetch time and CPU, lower is better); in the throughput tables, of jobs/s, then " \
+        "in brackets of process and Redis CPU per job."
     end
 
     def throughput(section)
@@ -52,8 +60,9 @@ module LimitFetchBench
       jobs = section == "delayed" ? options["delayed_jobs"] : options["jobs"]
       text = "## Throughput#{delay_note if section == "delayed"}\n\n#{jobs} no-op jobs per run " \
              "(10 ms variants: #{options["slow_jobs"]} jobs), pushed before the start, timed until the last is done."
-      "#{text} Slot utilisation (10 ms jobs): jobs running, time-averaged while a backlog exists, / limit " \
-        "(BasicFetch: / concurrency). In flight: from retrieve_work's return to acknowledge; running: inside perform."
+      "#{text} #{CPU_TEXT} Slot utilisation (10 ms jobs): jobs running, time-averaged while a backlog exists, " \
+        "/ limit (BasicFetch: / concurrency). In flight: from retrieve_work's return to acknowledge; running: " \
+        "inside perform."
     end
 
     def delay_note

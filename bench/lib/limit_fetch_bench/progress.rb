@@ -46,9 +46,9 @@ module LimitFetchBench
 
     def idle(run)
       latencies = run["latencies_ms"]
-      format("%-10<s>s r%<r>d %-52<v>s p50 %<p>.1f ms (%<n>d jobs)  idle %<c>.1f cmd/s, Ruby CPU %<cpu>.2f%%",
+      format("%-10<s>s r%<r>d %-52<v>s p50 %<p>.1f ms (%<n>d jobs)  idle %<c>.1f cmd/s, process CPU %<cpu>.2f%%",
         s: "idle", r: run["round"], v: Variant[run["variant"]].label, p: Stats.median(latencies) || 0,
-        n: latencies.size, c: run["idle"]["commands_per_s"], cpu: run["idle"]["ruby_cpu_percent"])
+        n: latencies.size, c: run["idle"]["commands_per_s"], cpu: run["idle"]["process_cpu_percent"])
     end
 
     def max_running(run)

@@ -1,7 +1,8 @@
 # frozen_string_literal: true
 
 module LimitFetchBench
-  # A measuring window: wall time, this process's CPU time, round trips, and
+  # A measuring window: wall time, this process's CPU time (every thread's:
+  # Ruby's and the Rust core's; LimitFetchBench.cpu_time), round trips, and
   # what Redis did (commands, CPU), from open to close.
   class Window
     def initialize(probe)
@@ -33,14 +34,14 @@ module LimitFetchBench
     end
 
     def totals(seconds, cpu, redis, round_trips)
-      {"seconds" => seconds, "ruby_cpu_s" => cpu, "redis_cpu_s" => redis["cpu"], "commands" => redis["calls"],
+      {"seconds" => seconds, "process_cpu_s" => cpu, "redis_cpu_s" => redis["cpu"], "commands" => redis["calls"],
        "command_usec" => redis["usec"], "round_trips" => round_trips}
     end
 
     def per_unit(units, cpu, redis, round_trips)
       {"commands_per_job" => redis["calls"].values.sum.fdiv(units),
        "round_trips_per_job" => round_trips.values.sum.fdiv(units),
-       "ruby_cpu_us_per_job" => cpu * 1e6 / units, "redis_cpu_us_per_job" => redis["cpu"] * 1e6 / units}
+       "process_cpu_us_per_job" => cpu * 1e6 / units, "redis_cpu_us_per_job" => redis["cpu"] * 1e6 / units}
     end
   end
 end
