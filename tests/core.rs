@@ -217,6 +217,28 @@ fn odd_queue_names_and_two_hundred_queues() {
     assert_eq!(a.busy(&names[199], &none).unwrap(), (1, 1));
 }
 
+/// A fetch over many queues skips the empty ones in runs (fetch.lua's
+/// `next_queued`): it still takes from the first that holds an eligible job,
+/// in order, past a full queue that holds jobs.
+#[test]
+fn a_fetch_over_many_queues_takes_in_order_past_empty_and_full_ones() {
+    let names: Vec<String> = (0..40).map(|i| queue(&format!("many {i}"))).collect();
+    let none = Interrupt::new();
+    let a = capsule();
+    for i in [3, 7, 8, 21, 39] {
+        push(&names[i], 1);
+    }
+    a.set_limit(&names[7], LimitKind::Global, Some(0), &none)
+        .unwrap();
+    let order: Vec<String> = std::iter::from_fn(|| a.fetch(&names, &none).unwrap())
+        .map(|f| f.queue)
+        .collect();
+    let expected: Vec<String> = [3, 8, 21, 39].iter().map(|&i| names[i].clone()).collect();
+    assert_eq!(order, expected);
+    let left: usize = redis().llen(keys::queue(&names[7])).unwrap();
+    assert_eq!(left, 1, "the full queue keeps its job");
+}
+
 #[test]
 fn dead_capsules_are_reaped_on_every_queue_exactly_once() {
     let _turn = BEATING.lock().unwrap_or_else(|e| e.into_inner());

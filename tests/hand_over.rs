@@ -120,7 +120,10 @@ fn a_limit_raised_leaves_the_job_to_the_script_which_takes_it() {
     let (capsule, held) = holding_the_second(&q);
     let _: () = redis().set(keys::limit(&q), 5).unwrap();
     let third = next(&capsule, &q, held).expect("taken");
-    assert_eq!(jid_of(&String::from_utf8_lossy(&third.job)), format!("{q}-2"));
+    assert_eq!(
+        jid_of(&String::from_utf8_lossy(&third.job)),
+        format!("{q}-2")
+    );
     assert_eq!(len(&keys::busy(&q)), 1);
 }
 

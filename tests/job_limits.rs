@@ -553,3 +553,30 @@ fn keys_of_finished_jobs_leave_nothing_behind_in_redis() {
         .exists::<_, bool>(keys::capsule_limits(c.uuid()))
         .unwrap());
 }
+
+/// A parked job an acknowledgement sends back is held for its queue, not
+/// yet pushed: a fetch over many queues, which skips empty ones in runs,
+/// still finds it there.
+#[test]
+fn a_released_job_held_for_a_queue_far_down_a_long_list_is_taken() {
+    let _turn = turn();
+    let names: Vec<String> = (0..30).map(|i| queue(&format!("far {i}"))).collect();
+    let far = &names[25];
+    let k = id("far");
+    push_jobs(
+        far,
+        &[
+            job(far, "f1", &[(&k, 1, false)]),
+            job(far, "f2", &[(&k, 1, false)]),
+        ],
+    );
+    let c = capsule();
+    let list: Vec<&str> = names.iter().map(String::as_str).collect();
+    let first = fetch_job(&c, &list);
+    assert_eq!(jid(&first), "f1");
+    assert_eq!(fetch(&c, &list), None, "f2 parked");
+    assert_eq!(parked(&k), 1);
+    c.acknowledge(far, first.job);
+    assert_eq!(fetch(&c, &list).as_deref(), Some("f2"));
+    assert_eq!((parked(&k), running(&k)), (0, 1));
+}

@@ -106,8 +106,9 @@ impl DirectLook {
         look.flight = Some(match hand_over {
             Some(hand_over) => {
                 let request = hand_over.request(&inner.uuid, &look.acks[0]);
+                let replies = hand_over.replies();
                 look.hand_over = Some(Box::new(hand_over));
-                Flight::start_all(conn, request, hand_over::REPLIES)
+                Flight::start_all(conn, request, replies)
             }
             None => Flight::start(conn, look.script_request(), Send::Call.replies()),
         });
@@ -192,7 +193,7 @@ impl DirectLook {
             }
             Ok(value) => match self.hand_over.take() {
                 Some(hand_over) => match hand_over.outcome(value) {
-                    Outcome::Taken(job) => {
+                    Outcome::Taken(job, more) => {
                         if let Some(conn) = flight.and_then(Flight::into_conn) {
                             direct::put(self.inner.id, conn);
                         }
@@ -200,7 +201,7 @@ impl DirectLook {
                             queue: hand_over.queue,
                             job,
                         };
-                        Ok(Look::handed_over(fetched, hand_over.limits))
+                        Ok(Look::handed_over(fetched, hand_over.limits, more))
                     }
                     // The script decides, on the same connection.
                     Outcome::Decide(handed) => {
@@ -301,12 +302,12 @@ fn abandon_hand_over(
                 None
             }
             Ok(replies) => match hand_over.outcome(replies) {
-                Outcome::Taken(job) => {
+                Outcome::Taken(job, more) => {
                     let fetched = Fetched {
                         queue: hand_over.queue,
                         job,
                     };
-                    let look = Look::handed_over(fetched, hand_over.limits);
+                    let look = Look::handed_over(fetched, hand_over.limits, more);
                     inner.settle(acks, Ok(look)).ok().and_then(|l| l.fetched)
                 }
                 Outcome::Decide(handed) => {

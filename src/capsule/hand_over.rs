@@ -9,6 +9,10 @@
 //! MGET  limit process_limit paused     the queue's state, after the move
 //! ```
 //!
+//! and, while fetchers sleep on the doorbell, `LLEN` of the queue and of its
+//! busy list: whether another job may be eligible, to wake one (the
+//! script's `more`; generous where a process limit would decide).
+//!
 //! Sidekiq Pro's super_fetch (LMOVE, LREM) and two reads: Redis spends
 //! about a third of what the script costs it (bench/results/profile.md).
 //!
@@ -33,8 +37,10 @@ use crate::keys;
 use crate::ledger::Ack;
 use crate::script::fetch::{carries_job_limits, Handed, Look, Mode, QueueLimits};
 
-/// The replies of a hand-over's pipeline.
-pub(super) const REPLIES: usize = 4;
+/// The replies of a hand-over's pipeline: `PLAIN`, or `REPORT` when it
+/// reports whether more is eligible.
+const PLAIN: usize = 4;
+const REPORT: usize = 6;
 
 /// The queue a fetch script last took a job of on this thread, for a
 /// capsule, on a master, and that queue's limits then.
@@ -76,22 +82,26 @@ pub(super) fn forget(capsule: u64) {
 pub(super) struct HandOver {
     pub(super) queue: String,
     pub(super) limits: QueueLimits,
+    /// Fetchers sleep on the doorbell: say whether more is eligible.
+    report: bool,
 }
 
 /// What a hand-over's replies say.
 pub(super) enum Outcome {
-    /// The next job, taken under the finished job's slot.
-    Taken(Vec<u8>),
+    /// The next job, taken under the finished job's slot, and whether
+    /// another may be eligible.
+    Taken(Vec<u8>, bool),
     /// For the fetch script to decide.
     Decide(Handed),
 }
 
 impl HandOver {
-    /// The hand-over a look can be: nobody sleeps on the doorbell (the
-    /// script reports to it), the one acknowledgement it carries is of the
-    /// first queue of this fetch and carries no job limits (whose slots and
-    /// parked jobs the script handles), and a script on this thread last
-    /// took a job of that queue, from this master.
+    /// The hand-over a look can be: the one acknowledgement it carries is
+    /// of the first queue of this fetch and carries no job limits (whose
+    /// slots and parked jobs the script handles), a script on this thread
+    /// last took a job of that queue, from this master, and, if fetchers
+    /// sleep on the doorbell, that queue is the fetch's only one (whether
+    /// another queue has a job for them is the script's to say).
     pub(super) fn of(
         capsule: u64,
         generation: u64,
@@ -99,7 +109,12 @@ impl HandOver {
         acks: &[Ack],
         queues: &[String],
     ) -> Option<HandOver> {
-        let ([ack], Some(first), Mode::Plain) = (acks, queues.first(), mode) else {
+        let report = match mode {
+            Mode::Plain => false,
+            Mode::Report if queues.len() == 1 => true,
+            _ => return None,
+        };
+        let ([ack], Some(first)) = (acks, queues.first()) else {
             return None;
         };
         if ack.queue != *first || carries_job_limits(&ack.job) {
@@ -113,6 +128,7 @@ impl HandOver {
                 .map(|v| HandOver {
                     queue: v.queue.clone(),
                     limits: v.limits.clone(),
+                    report,
                 })
         })
     }
@@ -133,17 +149,34 @@ impl HandOver {
             .arg(keys::limit(name))
             .arg(keys::process_limit(name))
             .arg(keys::paused(name));
+        if self.report {
+            pipe.cmd("LLEN").arg(keys::queue(name));
+            pipe.cmd("LLEN").arg(keys::busy(name));
+        }
         pipe.get_packed_pipeline()
     }
 
-    /// The job taken, if the replies (an array of [`REPLIES`]) say the
-    /// slot passed to it.
-    pub(super) fn taken(&self, replies: &Value) -> Option<Vec<u8>> {
+    /// How many replies its pipeline gets.
+    pub(super) fn replies(&self) -> usize {
+        if self.report {
+            REPORT
+        } else {
+            PLAIN
+        }
+    }
+
+    /// The job taken, if the replies (an array of [`HandOver::replies`])
+    /// say the slot passed to it, and whether another may be eligible.
+    pub(super) fn taken(&self, replies: &Value) -> Option<(Vec<u8>, bool)> {
         let Value::Array(replies) = replies else {
             return None;
         };
-        let [Value::Int(1), _, Value::BulkString(job), Value::Array(state)] = replies.as_slice()
-        else {
+        let (Some([Value::Int(1), _, Value::BulkString(job), Value::Array(state)]), rest) = (
+            replies
+                .get(..PLAIN)
+                .and_then(|r| <&[Value; PLAIN]>::try_from(r).ok()),
+            replies.get(PLAIN..).unwrap_or_default(),
+        ) else {
             return None;
         };
         let unchanged = match state.as_slice() {
@@ -153,7 +186,14 @@ impl HandOver {
             }
             _ => false,
         };
-        (unchanged && !carries_job_limits(job)).then(|| job.clone())
+        let more = match rest {
+            [Value::Int(queued), Value::Int(busy)] => {
+                let busy = u64::try_from(*busy).unwrap_or(0);
+                *queued > 0 && limit_value(&self.limits.limit).map_or(true, |limit| busy < limit)
+            }
+            _ => false,
+        };
+        (unchanged && !carries_job_limits(job)).then(|| (job.clone(), more))
     }
 
     /// What the replies say. Replies that do not say the acknowledgement
@@ -161,11 +201,11 @@ impl HandOver {
     /// until the capsule next reconciles, where a slot freed twice would let
     /// one job too many run.
     pub(super) fn outcome(&self, replies: Value) -> Outcome {
-        if let Some(job) = self.taken(&replies) {
-            return Outcome::Taken(job);
+        if let Some((job, more)) = self.taken(&replies) {
+            return Outcome::Taken(job, more);
         }
         let (slot, job) = match &replies {
-            Value::Array(r) if r.len() == REPLIES => (
+            Value::Array(r) if r.len() == self.replies() => (
                 matches!(r[0], Value::Int(1)),
                 match &r[2] {
                     Value::BulkString(job) => Some(job.clone()),
@@ -180,6 +220,17 @@ impl HandOver {
             job,
         })
     }
+}
+
+/// A stored limit's value as the scripts read it (limits.rs), if set: a
+/// broken one reads as 0.
+fn limit_value(raw: &Option<Vec<u8>>) -> Option<u64> {
+    let raw = raw.as_deref()?;
+    let text = std::str::from_utf8(raw).ok();
+    Some(
+        text.and_then(|t| crate::limits::parse_stored(Some(t)))
+            .unwrap_or(0),
+    )
 }
 
 fn bytes(value: &Value) -> Option<&[u8]> {

@@ -113,11 +113,57 @@ local function eligible(name, busy)
     #redis.call('LPOS', busy, uuid, 'COUNT', process_limit + own_freed) - own_freed < process_limit
 end
 
+-- Whether any of the queues from the `from`-th argument to the `to`-th
+-- holds a job (an empty list does not exist): one EXISTS for them all. Jobs
+-- held for a queue (see release) count.
+local function any_queued(from, to)
+  local keys = {}
+  for i = from, to do
+    local name = argv[i]
+    if held[name] and #held[name] > 0 then return true end
+    keys[#keys + 1] = queue_key(name)
+  end
+  return redis.call('EXISTS', unpack(keys)) > 0
+end
+
+-- The first queue from the `from`-th argument on that holds a job, or nil:
+-- EXISTS over runs of queues that double in length, then over halves of
+-- the run that holds one. Over n empty queues that is about 2 log2(n)
+-- calls, where a look at each queue in turn costs n or 2n (a fetch from
+-- the last of 200 queues was 2.6 times BasicFetch's).
+local function next_queued(from)
+  local last = #argv
+  local lo, size = from, 1
+  while lo <= last do
+    local hi = math.min(lo + size - 1, last)
+    if any_queued(lo, hi) then
+      while lo < hi do
+        local mid = math.floor((lo + hi) / 2)
+        if any_queued(lo, mid) then hi = mid else lo = mid + 1 end
+      end
+      return lo
+    end
+    lo, size = hi + 1, size * 2
+  end
+  return nil
+end
+
+-- The queue to look at after the `i`-th argument's, or nil: the next, or,
+-- with more than a few left, the next that holds a job.
+local GALLOP_OVER = 4
+local function after(i)
+  if #argv - i > GALLOP_OVER then return next_queued(i + 1) end
+  if i < #argv then return i + 1 end
+  return nil
+end
+
 -- Queues before the one a job came from are empty or at a limit.
 local function more_from(first)
-  for i = first, #argv do
+  local i = first
+  while i do
     local name = argv[i]
     if redis.call('LLEN', queue_key(name)) > 0 and eligible(name, busy_key(name)) then return 1 end
+    i = after(i)
   end
   return 0
 end
@@ -353,7 +399,8 @@ return function(KEYS, ARGV)
   end
 
   -- Each key built once per queue: this loop is the hot path.
-  for i = first_queue, #ARGV do
+  local i = first_queue <= #ARGV and first_queue or nil
+  while i do
     local name = ARGV[i]
     local busy = busy_key(name)
     if eligible(name, busy) then
@@ -381,6 +428,7 @@ return function(KEYS, ARGV)
         job = take(name, queue, inprogress)
       end
     end
+    i = after(i)
   end
   if aside > 0 then return done({false, false, 0, discarded}) end
   return done(nil)

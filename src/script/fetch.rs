@@ -113,11 +113,13 @@ impl Look {
         })
     }
 
-    /// A job a hand-over took (see capsule/hand_over.rs), under `limits`.
-    pub(crate) fn handed_over(fetched: Fetched, limits: QueueLimits) -> Self {
+    /// A job a hand-over took (see capsule/hand_over.rs), under `limits`;
+    /// `more`: another may be eligible.
+    pub(crate) fn handed_over(fetched: Fetched, limits: QueueLimits, more: bool) -> Self {
         Look {
             fetched: Some(fetched),
             limits: Some(limits),
+            more,
             wrote: true,
             ..Look::default()
         }
