@@ -112,18 +112,56 @@ fn a_pause_stops_the_hand_over() {
 }
 
 #[test]
-fn a_limit_raised_leaves_the_job_to_the_script_which_takes_it() {
+fn a_limit_raised_keeps_the_hand_over() {
     let _turn = turn();
     let q = queue("raised");
     let _: () = redis().set(keys::limit(&q), 1).unwrap();
     push_unique(&q, 4);
     let (capsule, held) = holding_the_second(&q);
     let _: () = redis().set(keys::limit(&q), 5).unwrap();
+    let before = hand_overs();
     let third = next(&capsule, &q, held).expect("taken");
+    assert_eq!(hand_overs() - before, 1);
     assert_eq!(
         jid_of(&String::from_utf8_lossy(&third.job)),
         format!("{q}-2")
     );
+    assert_eq!(len(&keys::busy(&q)), 1);
+}
+
+/// A limit raised, filled by others, then lowered back to the value the
+/// hand-over's thread last saw: the queue is over its limit, and the
+/// hand-over must not keep its slot.
+#[test]
+fn a_queue_left_over_a_limit_set_back_gets_no_hand_over() {
+    let _turn = turn();
+    let q = queue("over");
+    let _: () = redis().set(keys::limit(&q), 2).unwrap();
+    push_unique(&q, 8);
+    let (a, held) = holding_the_second(&q);
+    let _: () = redis().set(keys::limit(&q), 5).unwrap();
+    let b = capsule();
+    for _ in 0..3 {
+        assert!(b.fetch(&[q.as_str()], &Interrupt::new()).unwrap().is_some());
+    }
+    assert_eq!(len(&keys::busy(&q)), 4);
+    let _: () = redis().set(keys::limit(&q), 2).unwrap();
+    assert!(next(&a, &q, held).is_none(), "4 hold slots of 2");
+    assert_eq!(len(&keys::busy(&q)), 3, "its slot freed, b's kept");
+    assert_eq!(len(&keys::in_progress(a.uuid(), &q)), 0);
+    assert_eq!(front_jid(&q), format!("{q}-5"));
+}
+
+#[test]
+fn a_queue_with_a_process_limit_is_left_to_the_script() {
+    let _turn = turn();
+    let q = queue("process");
+    let _: () = redis().set(keys::process_limit(&q), 3).unwrap();
+    push_unique(&q, 4);
+    let (capsule, held) = holding_the_second(&q);
+    let before = hand_overs();
+    assert!(next(&capsule, &q, held).is_some());
+    assert_eq!(hand_overs() - before, 0, "not even tried");
     assert_eq!(len(&keys::busy(&q)), 1);
 }
 
@@ -158,4 +196,18 @@ fn a_next_job_with_a_full_job_limit_is_parked_not_run() {
     assert_eq!(len(&keys::busy(&q)), 0);
     assert_eq!(len(&keys::job_busy(&id)), 0);
     assert_eq!(len(&keys::in_progress(capsule.uuid(), &q)), 0);
+}
+
+#[test]
+fn a_process_limit_set_under_a_hand_over_stops_it() {
+    let _turn = turn();
+    let q = queue("process-later");
+    push_unique(&q, 4);
+    let (capsule, held) = holding_the_second(&q);
+    let _: () = redis().set(keys::process_limit(&q), 0).unwrap();
+    let before = hand_overs();
+    assert!(next(&capsule, &q, held).is_none());
+    assert_eq!(hand_overs() - before, 1, "it was tried");
+    assert_eq!(len(&keys::busy(&q)), 0);
+    assert_eq!(front_jid(&q), format!("{q}-2"));
 }

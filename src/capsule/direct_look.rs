@@ -201,7 +201,7 @@ impl DirectLook {
                             queue: hand_over.queue,
                             job,
                         };
-                        Ok(Look::handed_over(fetched, hand_over.limits, more))
+                        Ok(Look::handed_over(fetched, more))
                     }
                     // The script decides, on the same connection.
                     Outcome::Decide(handed) => {
@@ -307,7 +307,7 @@ fn abandon_hand_over(
                         queue: hand_over.queue,
                         job,
                     };
-                    let look = Look::handed_over(fetched, hand_over.limits, more);
+                    let look = Look::handed_over(fetched, more);
                     inner.settle(acks, Ok(look)).ok().and_then(|l| l.fetched)
                 }
                 Outcome::Decide(handed) => {

@@ -6,28 +6,30 @@
 //! LREM  in-progress 1 <finished job>   the acknowledgement
 //! HDEL  recoveries <its digest>        as the script's acknowledgement does
 //! LMOVE queue in-progress RIGHT LEFT   the next job, under the same slot
-//! MGET  limit process_limit paused     the queue's state, after the move
+//! MGET  limit process_limit paused     the queue's state after the move,
+//! LLEN  busy                           and its count (the slot included)
 //! ```
 //!
-//! and, while fetchers sleep on the doorbell, `LLEN` of the queue and of its
-//! busy list: whether another job may be eligible, to wake one (the
-//! script's `more`; generous where a process limit would decide).
+//! and, while fetchers sleep on the doorbell, `LLEN` of the queue: whether
+//! another job may be eligible, to wake one (the script's `more`).
 //!
-//! Sidekiq Pro's super_fetch (LMOVE, LREM) and two reads: Redis spends
-//! about a third of what the script costs it (bench/results/profile.md).
+//! Sidekiq Pro's super_fetch (LMOVE, LREM) and three reads, without the
+//! script's call: Redis spends about a third of what the script costs it
+//! (bench/results/profile.md).
 //!
-//! Why no limit is exceeded. A slot passes from one job to the next: neither
-//! the queue's count nor the capsule's changes. It passes only while the
-//! queue's limits are those under which a fetch script last took a job of
-//! that queue on this thread (the script returns them, [`note`]) and the
-//! queue is not paused: that job found its count below the limits, and every
-//! capsule books a slot only below them, so the count stays within them
-//! until they change. The MGET reads them after the move, so a change made
-//! before the move shows. Anything else — changed limits, a pause, an empty
-//! queue, a finished job no longer in the in-progress list (reaped), a new
-//! job carrying job limits, an error reply — is left to the fetch script on
-//! the same connection, which decides the moved job as a fetch would
-//! (fetch.lua's ARGV[5..7]).
+//! Why no limit is exceeded: the job is handed to Sidekiq only if what was
+//! read after the move says the queue is not paused, has no process limit,
+//! and holds no more slots than its limit (the passed slot counted). Then
+//! it starts within the limit: since the read, every other capsule booked
+//! a slot only below it. Anything else (a pause, a process limit, a queue
+//! over a lowered limit, an empty queue, a finished job no longer in the
+//! in-progress list because it was reaped, a new job carrying job limits,
+//! an error reply) is left to the fetch script on the same connection, which
+//! decides the moved job as a fetch would (fetch.lua's ARGV[5..7]).
+//!
+//! A hand-over is tried only where it should succeed: for a queue a script
+//! on this thread last took a job of, without a process limit then
+//! ([`note`]); a queue with one pays the script alone, not both.
 
 use std::cell::RefCell;
 
@@ -35,53 +37,50 @@ use redis::Value;
 
 use crate::keys;
 use crate::ledger::Ack;
-use crate::script::fetch::{carries_job_limits, Handed, Look, Mode, QueueLimits};
+use crate::limits::parse_stored;
+use crate::script::fetch::{carries_job_limits, Handed, Look, Mode};
 
-/// The replies of a hand-over's pipeline: `PLAIN`, or `REPORT` when it
-/// reports whether more is eligible.
-const PLAIN: usize = 4;
+/// The replies of a hand-over's pipeline, and with the report of `more`.
+const PLAIN: usize = 5;
 const REPORT: usize = 6;
 
 /// The queue a fetch script last took a job of on this thread, for a
-/// capsule, on a master, and that queue's limits then.
-struct Verified {
+/// capsule, on a master, if that queue had no process limit.
+struct Hint {
     capsule: u64,
     generation: u64,
     queue: String,
-    limits: QueueLimits,
 }
 
 thread_local! {
-    static VERIFIED: RefCell<Vec<Verified>> = const { RefCell::new(Vec::new()) };
+    static HINTS: RefCell<Vec<Hint>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Records what a fetch script on this thread's connection found: the
-/// queue it took a job of and that queue's limits, or nothing.
+/// Records what a fetch script on this thread's connection found.
 pub(super) fn note(capsule: u64, generation: u64, look: &Look) {
-    VERIFIED.with(|verified| {
-        let mut verified = verified.borrow_mut();
-        verified.retain(|v| v.capsule != capsule);
+    HINTS.with(|hints| {
+        let mut hints = hints.borrow_mut();
+        hints.retain(|h| h.capsule != capsule);
         if let (Some(fetched), Some(limits)) = (&look.fetched, &look.limits) {
-            verified.push(Verified {
-                capsule,
-                generation,
-                queue: fetched.queue.clone(),
-                limits: limits.clone(),
-            });
+            if limits.process_limit.is_none() {
+                hints.push(Hint {
+                    capsule,
+                    generation,
+                    queue: fetched.queue.clone(),
+                });
+            }
         }
     });
 }
 
-/// Forgets what this thread verified for `capsule`.
+/// Forgets what this thread noted for `capsule`.
 pub(super) fn forget(capsule: u64) {
-    VERIFIED.with(|verified| verified.borrow_mut().retain(|v| v.capsule != capsule));
+    HINTS.with(|hints| hints.borrow_mut().retain(|h| h.capsule != capsule));
 }
 
-/// A hand-over under way: the queue it takes from and the limits it
-/// expects.
+/// A hand-over under way: the queue it takes from.
 pub(super) struct HandOver {
     pub(super) queue: String,
-    pub(super) limits: QueueLimits,
     /// Fetchers sleep on the doorbell: say whether more is eligible.
     report: bool,
 }
@@ -98,10 +97,10 @@ pub(super) enum Outcome {
 impl HandOver {
     /// The hand-over a look can be: the one acknowledgement it carries is
     /// of the first queue of this fetch and carries no job limits (whose
-    /// slots and parked jobs the script handles), a script on this thread
-    /// last took a job of that queue, from this master, and, if fetchers
-    /// sleep on the doorbell, that queue is the fetch's only one (whether
-    /// another queue has a job for them is the script's to say).
+    /// slots and parked jobs the script handles), the queue was noted on
+    /// this thread for this master, and, if fetchers sleep on the doorbell,
+    /// it is the fetch's only queue (whether another queue has a job for
+    /// them is the script's to say).
     pub(super) fn of(
         capsule: u64,
         generation: u64,
@@ -120,16 +119,15 @@ impl HandOver {
         if ack.queue != *first || carries_job_limits(&ack.job) {
             return None;
         }
-        VERIFIED.with(|verified| {
-            verified
+        let noted = HINTS.with(|hints| {
+            hints
                 .borrow()
                 .iter()
-                .find(|v| v.capsule == capsule && v.generation == generation && v.queue == *first)
-                .map(|v| HandOver {
-                    queue: v.queue.clone(),
-                    limits: v.limits.clone(),
-                    report,
-                })
+                .any(|h| h.capsule == capsule && h.generation == generation && h.queue == *first)
+        });
+        noted.then(|| HandOver {
+            queue: first.clone(),
+            report,
         })
     }
 
@@ -149,9 +147,9 @@ impl HandOver {
             .arg(keys::limit(name))
             .arg(keys::process_limit(name))
             .arg(keys::paused(name));
+        pipe.cmd("LLEN").arg(keys::busy(name));
         if self.report {
             pipe.cmd("LLEN").arg(keys::queue(name));
-            pipe.cmd("LLEN").arg(keys::busy(name));
         }
         pipe.get_packed_pipeline()
     }
@@ -166,34 +164,34 @@ impl HandOver {
     }
 
     /// The job taken, if the replies (an array of [`HandOver::replies`])
-    /// say the slot passed to it, and whether another may be eligible.
+    /// say the slot passed to it and it may start, and whether another may
+    /// be eligible.
     pub(super) fn taken(&self, replies: &Value) -> Option<(Vec<u8>, bool)> {
         let Value::Array(replies) = replies else {
             return None;
         };
-        let (Some([Value::Int(1), _, Value::BulkString(job), Value::Array(state)]), rest) = (
-            replies
-                .get(..PLAIN)
-                .and_then(|r| <&[Value; PLAIN]>::try_from(r).ok()),
-            replies.get(PLAIN..).unwrap_or_default(),
-        ) else {
+        let [Value::Int(1), _, Value::BulkString(job), Value::Array(state), Value::Int(busy), rest @ ..] =
+            replies.as_slice()
+        else {
             return None;
         };
-        let unchanged = match state.as_slice() {
-            [limit, process_limit, Value::Nil] => {
-                bytes(limit) == self.limits.limit.as_deref()
-                    && bytes(process_limit) == self.limits.process_limit.as_deref()
-            }
-            _ => false,
+        let [limit, Value::Nil, Value::Nil] = state.as_slice() else {
+            return None;
         };
+        let limit = match limit {
+            Value::Nil => None,
+            Value::BulkString(raw) => Some(limit_value(raw)),
+            _ => return None,
+        };
+        let busy = u64::try_from(*busy).unwrap_or(u64::MAX);
+        if limit.is_some_and(|limit| busy > limit) || carries_job_limits(job) {
+            return None;
+        }
         let more = match rest {
-            [Value::Int(queued), Value::Int(busy)] => {
-                let busy = u64::try_from(*busy).unwrap_or(0);
-                *queued > 0 && limit_value(&self.limits.limit).map_or(true, |limit| busy < limit)
-            }
+            [Value::Int(queued)] => *queued > 0 && limit.map_or(true, |limit| busy < limit),
             _ => false,
         };
-        (unchanged && !carries_job_limits(job)).then(|| (job.clone(), more))
+        Some((job.clone(), more))
     }
 
     /// What the replies say. Replies that do not say the acknowledgement
@@ -222,20 +220,11 @@ impl HandOver {
     }
 }
 
-/// A stored limit's value as the scripts read it (limits.rs), if set: a
-/// broken one reads as 0.
-fn limit_value(raw: &Option<Vec<u8>>) -> Option<u64> {
-    let raw = raw.as_deref()?;
-    let text = std::str::from_utf8(raw).ok();
-    Some(
-        text.and_then(|t| crate::limits::parse_stored(Some(t)))
-            .unwrap_or(0),
-    )
-}
-
-fn bytes(value: &Value) -> Option<&[u8]> {
-    match value {
-        Value::BulkString(b) => Some(b),
-        _ => None,
-    }
+/// A stored limit's value as the scripts read it (limits.rs): a broken one
+/// reads as 0.
+fn limit_value(raw: &[u8]) -> u64 {
+    std::str::from_utf8(raw)
+        .ok()
+        .and_then(|text| parse_stored(Some(text)))
+        .unwrap_or(0)
 }

@@ -44,7 +44,7 @@
 -- more is 1 if another job is eligible after this one, or, with no job, if it
 -- stopped at ARGV[3]; discarded lists {jid, class, job limit id} of each job
 -- it discarded; with a job, its queue's limit and process limit as read here
--- (false if unset), under which a hand-over may take the queue's next job.
+-- (false if unset): a hand-over is tried only without a process limit.
 -- The chunk above `return` runs once, when Redis loads the library; the
 -- function it returns runs at every fetch. Helpers are defined once, here,
 -- not at every call (a closure each, every call, cost Redis about a fifth of

@@ -45,15 +45,14 @@ pub(crate) struct Look {
     /// next may find one.
     pub(crate) more: bool,
     pub(crate) discarded: Vec<Discarded>,
-    /// With a job: its queue's limits as the script read them, under which
-    /// a hand-over may take the queue's next job (see capsule/hand_over.rs).
+    /// With a job: its queue's limits as the script read them (a queue with
+    /// a process limit is left to the script: see capsule/hand_over.rs).
     pub(crate) limits: Option<QueueLimits>,
     /// The script took, parked or discarded a job.
     wrote: bool,
 }
 
-/// A queue's limit and process limit as stored (`None`: unset), compared
-/// byte for byte: any write to them ends a hand-over.
+/// A queue's limit and process limit as stored (`None`: unset).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct QueueLimits {
     pub(crate) limit: Option<Vec<u8>>,
@@ -113,12 +112,11 @@ impl Look {
         })
     }
 
-    /// A job a hand-over took (see capsule/hand_over.rs), under `limits`;
-    /// `more`: another may be eligible.
-    pub(crate) fn handed_over(fetched: Fetched, limits: QueueLimits, more: bool) -> Self {
+    /// A job a hand-over took (see capsule/hand_over.rs); `more`: another
+    /// may be eligible.
+    pub(crate) fn handed_over(fetched: Fetched, more: bool) -> Self {
         Look {
             fetched: Some(fetched),
-            limits: Some(limits),
             more,
             wrote: true,
             ..Look::default()
