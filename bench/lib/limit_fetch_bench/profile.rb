@@ -1,0 +1,80 @@
+# frozen_string_literal: true
+
+require "limit_fetch_bench/profile_ways"
+
+module LimitFetchBench
+  # bench/profile.rb: runs each of ProfileWays on a Redis of its own and
+  # prints, per job, Redis CPU, commands and each command's time.
+  class Profile
+    JOBS = 40_000
+    THREADS = 10
+
+    def initialize(rounds:)
+      @rounds = rounds
+      @server = LimitFetchTools::RedisServer.new
+    end
+
+    def run
+      @server.start
+      @probe = RedisProbe.new(@server.url)
+      ways = ProfileWays.new(load_library)
+      @rounds.times do
+        ways.all.each { |label, (way, limit)| puts line(label, measure(way, limit)) }
+        puts
+      end
+    ensure
+      @server.stop
+      @server.remove
+    end
+
+    private
+
+    # The gem loads its function library on first use (setting a job limit
+    # runs its release script); returns the fetch script's function name.
+    def load_library
+      config = RedisClient.config(url: @server.url)
+      settings = Sidekiq::LimitFetch::RedisOptions.from_client_config(config)
+      Sidekiq::LimitFetch::NativeAdmin.new(settings).set_job_limit("class:Profile", 1)
+      names = @probe.call("FUNCTION", "LIST").flat_map { |lib| lib["functions"].map { _1["name"] } }
+      names.find { _1.start_with?("limit_fetch_fetch_") } or raise "the gem's fetch function is not loaded"
+    end
+
+    def measure(way, limit)
+      fill(limit)
+      @probe.reset
+      THREADS.times.map do |thread|
+        Thread.new do
+          client = RedisClient.new(url: @server.url)
+          (JOBS / THREADS).times.reduce(nil) { |last, _| way.call(client, thread, last) }
+        end
+      end.each(&:join)
+      @probe.read
+    end
+
+    def fill(limit)
+      library = @probe.call("FUNCTION", "DUMP")
+      @probe.call("FLUSHALL")
+      @probe.call("FUNCTION", "RESTORE", library, "REPLACE")
+      @probe.call("SET", ProfileWays::Keys.limit(ProfileWays::QUEUE), limit) if limit
+      JOBS.times.each_slice(1000) do |slice|
+        @probe.call("LPUSH", ProfileWays::LIST, *slice.map { |i| job(i) })
+      end
+    end
+
+    def job(index) = JSON.generate("class" => "NoopJob", "args" => [], "jid" => format("%024x", index))
+
+    def line(label, read)
+      commands = read["calls"].except("fcall").values.sum
+      format("%<label>-24s Redis CPU %<cpu>5.1f µs/job, %<commands>4.1f commands/job: %<each>s",
+        label: label, cpu: read["cpu"] * 1e6 / JOBS, commands: commands.to_f / JOBS, each: each_command(read))
+    end
+
+    # "name calls-per-job×µs-per-call", the costliest first.
+    def each_command(read)
+      calls = read["calls"]
+      read["usec"].sort_by { -_2 }.map do |name, usec|
+        format("%<name>s %<n>.2f×%<us>.2f µs", name: name, n: calls[name].to_f / JOBS, us: usec.to_f / calls[name])
+      end.join(", ")
+    end
+  end
+end

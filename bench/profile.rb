@@ -1,0 +1,18 @@
+# frozen_string_literal: true
+
+# Where Redis spends its time per job, way of fetching by way of fetching:
+# what bench/results/profile.md reports. Each way takes 40,000 no-op jobs
+# from 10 client threads, each acknowledging its last job as it fetches the
+# next, as a processor does, on a Redis of its own; per job: Redis CPU
+# (INFO cpu), commands, and each command's time (INFO commandstats; a
+# script's own commands are counted, and in its FCALL's time too).
+#
+#   bin/sandbox ruby bench/profile.rb [ROUNDS]   (after bin/bench or bin/test compiled the gem)
+$LOAD_PATH.unshift(File.join(__dir__, "lib"), File.expand_path("../lib", __dir__))
+require "limit_fetch_bench"
+require "sidekiq/limit_fetch"
+require "limit_fetch_bench/redis_probe"
+require "limit_fetch_bench/profile"
+
+$stdout.sync = true
+LimitFetchBench::Profile.new(rounds: Integer(ARGV.fetch(0, "3"))).run
