@@ -43,6 +43,7 @@ fn next(capsule: &Capsule, q: &str, held: Option<Fetched>) -> Option<Fetched> {
 /// it): the next fetch may be a hand-over.
 fn holding_the_second(q: &str) -> (Capsule, Option<Fetched>) {
     let capsule = capsule();
+    capsule.register(&Interrupt::new()).unwrap();
     let first = next(&capsule, q, None);
     assert!(first.is_some());
     let second = next(&capsule, q, first);
@@ -210,4 +211,19 @@ fn a_process_limit_set_under_a_hand_over_stops_it() {
     assert_eq!(hand_overs() - before, 1, "it was tried");
     assert_eq!(len(&keys::busy(&q)), 0);
     assert_eq!(front_jid(&q), format!("{q}-2"));
+}
+
+/// A reaper frees the slots of a capsule without its heartbeat key: a slot
+/// a hand-over passed before may be gone, and is not freed again.
+#[test]
+fn a_capsule_without_its_heartbeat_frees_no_passed_slot_twice() {
+    let _turn = turn();
+    let q = queue("no-heartbeat");
+    push_unique(&q, 2);
+    let (capsule, held) = holding_the_second(&q);
+    let _: () = redis().del(keys::heartbeat(capsule.uuid())).unwrap();
+    assert!(next(&capsule, &q, held).is_none());
+    assert_eq!(len(&keys::busy(&q)), 1, "kept, for the beat to reconcile");
+    capsule.beat(&Interrupt::new()).unwrap();
+    assert_eq!(len(&keys::busy(&q)), 0, "the beat reconciled it");
 }

@@ -193,10 +193,11 @@ impl DirectLook {
             }
             Ok(value) => match self.hand_over.take() {
                 Some(hand_over) => match hand_over.outcome(value) {
-                    Outcome::Taken(job, more) => {
+                    Outcome::Taken(job, more, queued) => {
                         if let Some(conn) = flight.and_then(Flight::into_conn) {
                             direct::put(self.inner.id, conn);
                         }
+                        hand_over::note_more(self.inner.id, queued);
                         let fetched = Fetched {
                             queue: hand_over.queue,
                             job,
@@ -302,7 +303,7 @@ fn abandon_hand_over(
                 None
             }
             Ok(replies) => match hand_over.outcome(replies) {
-                Outcome::Taken(job, more) => {
+                Outcome::Taken(job, more, _) => {
                     let fetched = Fetched {
                         queue: hand_over.queue,
                         job,

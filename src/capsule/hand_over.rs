@@ -29,7 +29,19 @@
 //!
 //! A hand-over is tried only where it should succeed: for a queue a script
 //! on this thread last took a job of, without a process limit then
-//! ([`note`]); a queue with one pays the script alone, not both.
+//! ([`note`]); a queue with one pays the script alone, not both. While
+//! fetchers sleep (the queue ran dry lately), only if the last look said
+//! another job was there: a hand-over that finds the queue empty costs a
+//! round trip more than the script.
+//!
+//! A capsule taken for dead (frozen, or cut off past its heartbeat's
+//! expiry) between a hand-over and the script that decides after it had its
+//! slots freed by the reaper, the passed one included: the script frees
+//! the passed slot only while the capsule's heartbeat key exists (a reaper
+//! takes only capsules without one), and a moved job found gone frees
+//! nothing (fetch.lua's `adopt`). A capsule that beat again in between, and
+//! so frees the slot a second time, reconciles its slots as soon as the
+//! script is done: every beat does, and the beat waits for the look.
 
 use std::cell::RefCell;
 
@@ -45,11 +57,14 @@ const PLAIN: usize = 5;
 const REPORT: usize = 6;
 
 /// The queue a fetch script last took a job of on this thread, for a
-/// capsule, on a master, if that queue had no process limit.
+/// capsule, on a master, if that queue had no process limit; and whether
+/// the last look left a job in it (known while fetchers sleep: a look then
+/// reports it).
 struct Hint {
     capsule: u64,
     generation: u64,
     queue: String,
+    more: bool,
 }
 
 thread_local! {
@@ -67,8 +82,22 @@ pub(super) fn note(capsule: u64, generation: u64, look: &Look) {
                     capsule,
                     generation,
                     queue: fetched.queue.clone(),
+                    more: look.queued.map_or(true, |n| n > 0),
                 });
             }
+        }
+    });
+}
+
+/// Records whether a hand-over left a job in its queue.
+pub(super) fn note_more(capsule: u64, more: bool) {
+    HINTS.with(|hints| {
+        for hint in hints
+            .borrow_mut()
+            .iter_mut()
+            .filter(|h| h.capsule == capsule)
+        {
+            hint.more = more;
         }
     });
 }
@@ -87,9 +116,10 @@ pub(super) struct HandOver {
 
 /// What a hand-over's replies say.
 pub(super) enum Outcome {
-    /// The next job, taken under the finished job's slot, and whether
-    /// another may be eligible.
-    Taken(Vec<u8>, bool),
+    /// The next job, taken under the finished job's slot, whether another
+    /// may be eligible, and whether its queue holds another (known only
+    /// while fetchers sleep).
+    Taken(Vec<u8>, bool, bool),
     /// For the fetch script to decide.
     Decide(Handed),
 }
@@ -100,7 +130,7 @@ impl HandOver {
     /// slots and parked jobs the script handles), the queue was noted on
     /// this thread for this master, and, if fetchers sleep on the doorbell,
     /// it is the fetch's only queue (whether another queue has a job for
-    /// them is the script's to say).
+    /// them is the script's to say) and the last look left a job in it.
     pub(super) fn of(
         capsule: u64,
         generation: u64,
@@ -120,10 +150,12 @@ impl HandOver {
             return None;
         }
         let noted = HINTS.with(|hints| {
-            hints
-                .borrow()
-                .iter()
-                .any(|h| h.capsule == capsule && h.generation == generation && h.queue == *first)
+            hints.borrow().iter().any(|h| {
+                h.capsule == capsule
+                    && h.generation == generation
+                    && h.queue == *first
+                    && (h.more || !report)
+            })
         });
         noted.then(|| HandOver {
             queue: first.clone(),
@@ -164,9 +196,9 @@ impl HandOver {
     }
 
     /// The job taken, if the replies (an array of [`HandOver::replies`])
-    /// say the slot passed to it and it may start, and whether another may
-    /// be eligible.
-    pub(super) fn taken(&self, replies: &Value) -> Option<(Vec<u8>, bool)> {
+    /// say the slot passed to it and it may start; whether another may be
+    /// eligible; whether the queue holds another.
+    pub(super) fn taken(&self, replies: &Value) -> Option<(Vec<u8>, bool, bool)> {
         let Value::Array(replies) = replies else {
             return None;
         };
@@ -187,11 +219,14 @@ impl HandOver {
         if limit.is_some_and(|limit| busy > limit) || carries_job_limits(job) {
             return None;
         }
-        let more = match rest {
-            [Value::Int(queued)] => *queued > 0 && limit.map_or(true, |limit| busy < limit),
-            _ => false,
+        let (more, queued) = match rest {
+            [Value::Int(queued)] => (
+                *queued > 0 && limit.map_or(true, |limit| busy < limit),
+                *queued > 0,
+            ),
+            _ => (false, true),
         };
-        Some((job.clone(), more))
+        Some((job.clone(), more, queued))
     }
 
     /// What the replies say. Replies that do not say the acknowledgement
@@ -199,8 +234,8 @@ impl HandOver {
     /// until the capsule next reconciles, where a slot freed twice would let
     /// one job too many run.
     pub(super) fn outcome(&self, replies: Value) -> Outcome {
-        if let Some((job, more)) = self.taken(&replies) {
-            return Outcome::Taken(job, more);
+        if let Some((job, more, queued)) = self.taken(&replies) {
+            return Outcome::Taken(job, more, queued);
         }
         let (slot, job) = match &replies {
             Value::Array(r) if r.len() == self.replies() => (

@@ -35,16 +35,20 @@
 -- ARGV[5..7]  what a hand-over left to decide (see src/capsule/hand_over.rs),
 --             else '', '0', '': the name of the queue it took from; '1' if
 --             its acknowledgement freed a slot of that queue (which counts as
---             freed here), else '0'; the job it moved from the queue into the
---             capsule's in-progress list unchecked, or '' (none was queued)
+--             freed here, while the capsule's heartbeat key exists), else
+--             '0'; the job it moved from the queue into the capsule's
+--             in-progress list unchecked, or '' (none was queued)
 -- then n triples: queue name, job, SHA1 of the job (hex)
 -- then        queue names, in Sidekiq's order for this fetch (no "queue:" prefix)
 -- Returns nil if it took and set aside nothing, else
--- {queue name or false, job or false, more, discarded, limit, process limit}:
--- more is 1 if another job is eligible after this one, or, with no job, if it
--- stopped at ARGV[3]; discarded lists {jid, class, job limit id} of each job
--- it discarded; with a job, its queue's limit and process limit as read here
--- (false if unset): a hand-over is tried only without a process limit.
+-- {queue name or false, job or false, more, discarded, limit, process limit,
+-- queued}: more is 1 if another job is eligible after this one, or, with no
+-- job, if it stopped at ARGV[3]; discarded lists {jid, class, job limit id}
+-- of each job it discarded; with a job, its queue's limit and process limit
+-- as read here (false if unset: a hand-over is tried only without a process
+-- limit), and, when it reports (ARGV[2] '1' or '2'), how many jobs its
+-- queue still holds (else false).
+
 -- The chunk above `return` runs once, when Redis loads the library; the
 -- function it returns runs at every fetch. Helpers are defined once, here,
 -- not at every call (a closure each, every call, cost Redis about a fifth of
@@ -157,15 +161,18 @@ local function after(i)
   return nil
 end
 
--- Queues before the one a job came from are empty or at a limit.
+-- Queues before the one a job came from are empty or at a limit. Also
+-- returns how many jobs the first queue holds.
 local function more_from(first)
-  local i = first
+  local i, queued = first, 0
   while i do
     local name = argv[i]
-    if redis.call('LLEN', queue_key(name)) > 0 and eligible(name, busy_key(name)) then return 1 end
+    local length = redis.call('LLEN', queue_key(name))
+    if i == first then queued = length end
+    if length > 0 and eligible(name, busy_key(name)) then return 1, queued end
     i = after(i)
   end
-  return 0
+  return 0, queued
 end
 
 -- The first of a job's limits that is at its limit, if any (the slots the
@@ -211,8 +218,9 @@ end
 -- The reply for job `job` taken from queue `name`, the i-th argument.
 local function taken(name, job, i)
   local state = seen
-  local more = report and more_from(i) or 0
-  return done({name, job, more, discarded, state[1], state[2]})
+  local more, queued = 0, false
+  if report then more, queued = more_from(i) end
+  return done({name, job, more, discarded, state[1], state[2], queued})
 end
 
 -- A queue's key, written by this fetch: the doorbell's reads of it end.
@@ -306,12 +314,17 @@ end
 -- in-progress list without the checks a fetch makes: the queue's state
 -- changed under it, or the job carries job limits. Taken as a fetch would
 -- take it (the reply), else sent back to the front of its queue, or set
--- aside at its full job limit; left alone if it is no longer there (a
--- reaper pushed it back). `at`: the queue's place among the arguments, if
--- it is one of this fetch's (for `more`).
+-- aside at its full job limit. If it is no longer there, a reaper took the
+-- capsule for dead since the hand-over: it pushed the job back and freed
+-- the slot the hand-over passed, which is then not freed here again. `at`:
+-- the queue's place among the arguments, if it is one of this fetch's (for
+-- `more`).
 local function adopt(name, job, at)
   local inprogress = in_progress_key(uuid, name)
-  if redis.call('LREM', inprogress, 1, job) == 0 then return nil end
+  if redis.call('LREM', inprogress, 1, job) == 0 then
+    if (freed[name] or 0) > 0 then freed[name] = freed[name] - 1 end
+    return nil
+  end
   local busy = busy_key(name)
   if not eligible(name, busy) then
     push_back(name, job)
@@ -361,7 +374,7 @@ return function(KEYS, ARGV)
   -- next job goes from its parked list to the capsule that freed its slot.
   if acks > 0 or handed ~= '' then
     freed, vacated, held = {}, {}, {}
-    local forget = redis.call('EXISTS', RECOVERIES_KEY) == 1
+    local forget = acks > 0 and redis.call('EXISTS', RECOVERIES_KEY) == 1
     for i = first_ack, first_queue - 1, 3 do
       local name, job = ARGV[i], ARGV[i + 1]
       if redis.call('LREM', in_progress_key(uuid, name), 1, job) == 1 then
@@ -379,7 +392,12 @@ return function(KEYS, ARGV)
   end
 
   if handed ~= '' then
-    if ARGV[6] == '1' then freed[handed] = (freed[handed] or 0) + 1 end
+    -- A reaper frees the slots of a capsule whose heartbeat expired: one
+    -- without its heartbeat key may have lost the slot since the hand-over
+    -- passed it. Kept then (its beat, which reconciles, sets it right).
+    if ARGV[6] == '1' and redis.call('EXISTS', heartbeat_key(uuid)) == 1 then
+      freed[handed] = (freed[handed] or 0) + 1
+    end
     if ARGV[7] ~= '' then
       local at = #ARGV + 1
       for i = first_queue, #ARGV do

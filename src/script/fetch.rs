@@ -48,6 +48,9 @@ pub(crate) struct Look {
     /// With a job: its queue's limits as the script read them (a queue with
     /// a process limit is left to the script: see capsule/hand_over.rs).
     pub(crate) limits: Option<QueueLimits>,
+    /// With a job, in the modes that report: how many jobs its queue still
+    /// holds.
+    pub(crate) queued: Option<i64>,
     /// The script took, parked or discarded a job.
     wrote: bool,
 }
@@ -76,22 +79,23 @@ type Reply = (
     Vec<(String, String, String)>,
     Option<Vec<u8>>,
     Option<Vec<u8>>,
+    Option<i64>,
 );
 
 impl Look {
     /// The script's reply: `{queue or false, job or false, more, discarded,
-    /// limit, process limit}` (the last two only with a job) or nil (see
-    /// fetch.lua).
+    /// limit, process limit, queued}` (the last three only with a job) or
+    /// nil (see fetch.lua).
     pub(crate) fn from_value(value: Value) -> Result<Self> {
         let value = match value {
-            // Without a job the reply has no limits.
+            // Without a job the reply has none of the last three.
             Value::Array(mut items) if items.len() == 4 => {
-                items.extend([Value::Nil, Value::Nil]);
+                items.extend([Value::Nil, Value::Nil, Value::Nil]);
                 Value::Array(items)
             }
             other => other,
         };
-        let Some((queue, job, more, discarded, limit, process_limit)) =
+        let Some((queue, job, more, discarded, limit, process_limit, queued)) =
             decode::<Option<Reply>>(value)?
         else {
             return Ok(Look::default());
@@ -102,6 +106,7 @@ impl Look {
                 limit,
                 process_limit,
             }),
+            queued,
             fetched,
             more: more == 1,
             discarded: discarded
@@ -285,5 +290,21 @@ impl FetchScript {
             conn.wrote_nothing();
         }
         Ok(look)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{carries_job_limits, JOB_LIMITS_MARK};
+
+    /// The prelude's `job_limits` looks for the same bytes first.
+    #[test]
+    fn the_mark_is_the_preludes() {
+        let prelude = include_str!("../lua/prelude.lua");
+        let mark = std::str::from_utf8(JOB_LIMITS_MARK).unwrap();
+        let find = format!("if not string.find(job, '{mark}', 1, true) then return nil end");
+        assert!(prelude.contains(&find), "prelude.lua no longer has: {find}");
+        assert!(carries_job_limits(br#"{"limit_fetch":[],"queue":"q"}"#));
+        assert!(!carries_job_limits(br#"{"class":"C","queue":"q"}"#));
     }
 }
