@@ -58,7 +58,9 @@ impl Capsule {
     /// Arms the doorbell for `queues` (see `Doorbell::arm`): turns tracking
     /// on and runs the fetch script in its `Track` mode, which reads, after
     /// `CLIENT CACHING yes`, every key what the queues offer depends on.
-    pub(crate) async fn arm(&self, queues: &[String]) -> Result<bool> {
+    /// Returns whether it armed quietly (nothing rang meanwhile), and whether
+    /// one of the queues held a job it may take.
+    pub(crate) async fn arm(&self, queues: &[String]) -> Result<(bool, bool)> {
         let inner = &self.inner;
         inner
             .doorbell
@@ -66,7 +68,7 @@ impl Capsule {
                 let run = inner
                     .fetch
                     .run(&inner.redis, &inner.uuid, Mode::Track, &[], None, &all);
-                run.await.map(drop)
+                run.await.map(|look| look.more)
             })
             .await
     }

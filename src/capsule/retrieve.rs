@@ -102,6 +102,9 @@ pub struct Fetch {
     /// The last look found nothing only because it set aside as many jobs
     /// as it may (see fetch.lua): the next looks at once.
     again: bool,
+    /// The current look runs ahead of the arming it follows (see
+    /// [`Fetch::wait`]): if it finds nothing, one more look, once armed.
+    ahead: bool,
 }
 
 impl Fetch {
@@ -117,6 +120,7 @@ impl Fetch {
             begun: false,
             pending: None,
             again: false,
+            ahead: false,
         }
     }
 
@@ -140,11 +144,18 @@ impl Fetch {
                     Err(_) => Step::Poll,
                 },
                 Step::Wait(ticket) => match self.sleep(Some(ticket), interrupt)? {
-                    // Arm before looking: whatever changes after the look
-                    // then rings again.
                     Woken::Rang => match self.bell_ticket() {
                         Some(_) => Step::Look,
-                        None => Step::Arm,
+                        // The bell must be armed before a look that may end
+                        // in sleep: whatever changes after that look then
+                        // rings again. Arming runs alongside this look, which
+                        // the job that rang is most often there for; if it
+                        // finds nothing, the next look follows the arming.
+                        None => {
+                            self.arm_alongside();
+                            self.ahead = true;
+                            Step::Look
+                        }
                     },
                     Woken::TimedOut | Woken::Closed => return Ok(None),
                 },
@@ -249,11 +260,33 @@ impl Fetch {
         std::mem::take(&mut self.again) && !self.capsule.doorbell().is_closed()
     }
 
-    fn after_empty_look(&self) -> Step {
+    fn after_empty_look(&mut self) -> Step {
         match self.bell_ticket() {
+            // Armed since the look started: look again, under the ticket.
+            Some(_) if std::mem::take(&mut self.ahead) => Step::Look,
             Some(ticket) => Step::Wait(ticket),
-            None => Step::Arm,
+            None => {
+                self.ahead = false;
+                Step::Arm
+            }
         }
+    }
+
+    /// Arms the bell on the runtime while this thread looks; if an eligible
+    /// queue held a job when it read them, wakes a waiter (this look may
+    /// not have taken it: a job pushed after the look and before the read
+    /// rings nobody).
+    fn arm_alongside(&self) {
+        let Ok(handle) = handle() else {
+            return;
+        };
+        let capsule = self.capsule.clone();
+        let queues = self.queues.clone();
+        handle.spawn(async move {
+            if let Ok((_, true)) = capsule.arm(&queues).await {
+                capsule.doorbell().changed();
+            }
+        });
     }
 
     fn arm(&self, interrupt: &Interrupt) -> Result<()> {

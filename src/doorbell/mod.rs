@@ -126,9 +126,12 @@ impl Doorbell {
 
     /// The capsule wrote keys it may have armed, without reading them again:
     /// Redis stopped tracking them and, as the writer was this connection
-    /// (NOLOOP), said nothing. Disarm; a waiter arms again and looks.
+    /// (NOLOOP), said nothing. A silent ring: disarm, and an arming under
+    /// way when it came is not quiet (its read may have come first); a
+    /// waiter arms again and looks.
     pub(crate) fn wrote(&self) {
         let mut state = self.state();
+        state.rings += 1;
         state.armed_at = None;
         state.changes += 1;
         let waiters = state.waiters > 0;
@@ -219,17 +222,22 @@ impl Doorbell {
 
     /// Arms the bell for `queues`: `read` turns tracking on and reads, in
     /// one round trip, every key fetches of the queues it is given depend on
-    /// (all those the bell is for). `Ok(false)` if it rang meanwhile: the
-    /// caller looks again (something changed) and arms again. Fails fast
-    /// while a recent failure stands: the caller polls instead.
-    pub(crate) async fn arm<F, R>(&self, queues: &[String], read: F) -> Result<bool>
+    /// (all those the bell is for), and says what it read (`T`). `Ok(false,
+    /// _)` if it rang meanwhile: the caller looks again (something changed)
+    /// and arms again. Fails fast while a recent failure stands: the caller
+    /// polls instead.
+    pub(crate) async fn arm<F, R, T>(&self, queues: &[String], read: F) -> Result<(bool, T)>
     where
         F: FnOnce(Vec<String>) -> R,
-        R: std::future::Future<Output = Result<()>>,
+        R: std::future::Future<Output = Result<T>>,
     {
         let (before, all) = self.begin_arm(queues)?;
-        let read = read(all).await;
-        self.end_arm(before, read)
+        let mut value = None;
+        let read = read(all).await.map(|read| value = Some(read));
+        let quiet = self.end_arm(before, read)?;
+        value
+            .map(|value| (quiet, value))
+            .ok_or_else(|| Error::Connection("the doorbell's read said nothing".into()))
     }
 
     /// The first half of arming: records `queues` among those the bell is

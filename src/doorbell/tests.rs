@@ -98,6 +98,17 @@ fn a_write_of_the_tracking_connection_disarms_and_rings() {
     assert_eq!(block_on(bell.wait(ticket, soon())), Woken::Rang);
 }
 
+/// Its write may have come after the arming's read: the arming is not
+/// quiet, and the bell stays unarmed.
+#[test]
+fn a_write_of_the_tracking_connection_while_arming_spoils_the_arming() {
+    let bell = Doorbell::default();
+    let (before, _) = bell.begin_arm(&queues(&["a"])).expect("arming allowed");
+    bell.wrote();
+    assert_eq!(bell.end_arm(before, Ok(())).ok(), Some(false));
+    assert_eq!(bell.ticket(|| queue_set(&["a"])), None);
+}
+
 #[test]
 fn a_change_by_the_capsule_rings_but_leaves_the_bell_armed() {
     let bell = Doorbell::default();

@@ -30,6 +30,7 @@
 --                  read: pushes to it change nothing until a slot, a limit or
 --                  the pause does, and those keys are read (a pause's TTL
 --                  running out deletes its key, which Redis reports too).
+--                  Returns 1 if an eligible queue holds a job, else nil.
 -- ARGV[3]     how many jobs the fetch may set aside at most (>= 1)
 -- ARGV[4]     n, the number of acknowledgements that follow ARGV[7]
 -- ARGV[5..7]  what a hand-over left to decide (see src/capsule/hand_over.rs),
@@ -409,11 +410,12 @@ return function(KEYS, ARGV)
   end
 
   if mode == 't' then
+    local queued = nil
     for i = first_queue, #ARGV do
       local name = ARGV[i]
-      if eligible(name, busy_key(name)) then redis.call('LLEN', queue_key(name)) end
+      if eligible(name, busy_key(name)) and redis.call('LLEN', queue_key(name)) > 0 then queued = 1 end
     end
-    return done(nil)
+    return done(queued)
   end
 
   -- Each key built once per queue: this loop is the hot path.

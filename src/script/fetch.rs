@@ -280,10 +280,15 @@ impl FetchScript {
             .await?;
         let reply = replies.pop().unwrap_or(Value::Nil);
         if mode == Mode::Track {
-            for reply in replies.into_iter().chain([reply]) {
+            for reply in replies {
                 decode::<()>(reply)?;
             }
-            return Ok(Look::default());
+            // `more`: an eligible queue holds a job.
+            let queued = decode::<Option<i64>>(reply)?;
+            return Ok(Look {
+                more: queued == Some(1),
+                ..Look::default()
+            });
         }
         let look = Look::from_value(reply)?;
         if look.wrote_nothing(acks) {
