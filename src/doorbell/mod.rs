@@ -19,7 +19,9 @@
 //! wakes a waiter too.
 //!
 //! A key stays tracked only until its first write, so each message disarms
-//! the bell; the next fetcher that needs to wait arms it again. Two counts
+//! the bell; the fetcher it wakes looks at once while the bell is armed
+//! again alongside, and the next fetcher that needs to wait arms it again
+//! (capsule/retrieve.rs). Two counts
 //! order it all: `rings` (invalidations: arming is valid while it has not
 //! moved) and `changes` (rings and in-process changes: a waiter sleeps
 //! while it has not moved since the look that found nothing).
