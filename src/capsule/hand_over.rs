@@ -76,15 +76,13 @@ pub(super) fn note(capsule: u64, generation: u64, look: &Look) {
     HINTS.with(|hints| {
         let mut hints = hints.borrow_mut();
         hints.retain(|h| h.capsule != capsule);
-        if let (Some(fetched), Some(limits)) = (&look.fetched, &look.limits) {
-            if limits.process_limit.is_none() {
-                hints.push(Hint {
-                    capsule,
-                    generation,
-                    queue: fetched.queue.clone(),
-                    more: look.queued.map_or(true, |n| n > 0),
-                });
-            }
+        if let Some(fetched) = look.fetched.as_ref().filter(|_| !look.process_limited) {
+            hints.push(Hint {
+                capsule,
+                generation,
+                queue: fetched.queue.clone(),
+                more: look.queued.map_or(true, |n| n > 0),
+            });
         }
     });
 }

@@ -42,13 +42,12 @@
 -- then n triples: queue name, job, SHA1 of the job (hex)
 -- then        queue names, in Sidekiq's order for this fetch (no "queue:" prefix)
 -- Returns nil if it took and set aside nothing, else
--- {queue name or false, job or false, more, discarded, limit, process limit,
+-- {queue name or false, job or false, more, discarded, process limited,
 -- queued}: more is 1 if another job is eligible after this one, or, with no
 -- job, if it stopped at ARGV[3]; discarded lists {jid, class, job limit id}
--- of each job it discarded; with a job, its queue's limit and process limit
--- as read here (false if unset: a hand-over is tried only without a process
--- limit), and, when it reports (ARGV[2] '1' or '2'), how many jobs its
--- queue still holds (else false).
+-- of each job it discarded; with a job, 1 if its queue has a process limit
+-- (a hand-over is tried only without one), else false, and, when it reports
+-- (ARGV[2] '1' or '2'), how many jobs its queue still holds (else false).
 
 -- The chunk above `return` runs once, when Redis loads the library; the
 -- function it returns runs at every fetch. Helpers are defined once, here,
@@ -221,7 +220,7 @@ local function taken(name, job, i)
   local state = seen
   local more, queued = 0, false
   if report then more, queued = more_from(i) end
-  return done({name, job, more, discarded, state[1], state[2], queued})
+  return done({name, job, more, discarded, state[2] and 1 or false, queued})
 end
 
 -- A queue's key, written by this fetch: the doorbell's reads of it end.

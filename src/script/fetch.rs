@@ -45,21 +45,14 @@ pub(crate) struct Look {
     /// next may find one.
     pub(crate) more: bool,
     pub(crate) discarded: Vec<Discarded>,
-    /// With a job: its queue's limits as the script read them (a queue with
-    /// a process limit is left to the script: see capsule/hand_over.rs).
-    pub(crate) limits: Option<QueueLimits>,
+    /// With a job: its queue has a process limit (such a queue is left to
+    /// the script: see capsule/hand_over.rs).
+    pub(crate) process_limited: bool,
     /// With a job, in the modes that report: how many jobs its queue still
     /// holds.
     pub(crate) queued: Option<i64>,
     /// The script took, parked or discarded a job.
     wrote: bool,
-}
-
-/// A queue's limit and process limit as stored (`None`: unset).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct QueueLimits {
-    pub(crate) limit: Option<Vec<u8>>,
-    pub(crate) process_limit: Option<Vec<u8>>,
 }
 
 /// What a hand-over left the fetch script to decide (fetch.lua's
@@ -77,35 +70,31 @@ type Reply = (
     Option<Vec<u8>>,
     i64,
     Vec<(String, String, String)>,
-    Option<Vec<u8>>,
-    Option<Vec<u8>>,
+    Option<i64>,
     Option<i64>,
 );
 
 impl Look {
     /// The script's reply: `{queue or false, job or false, more, discarded,
-    /// limit, process limit, queued}` (the last three only with a job) or
-    /// nil (see fetch.lua).
+    /// process limited, queued}` (the last two only with a job) or nil (see
+    /// fetch.lua).
     pub(crate) fn from_value(value: Value) -> Result<Self> {
         let value = match value {
-            // Without a job the reply has none of the last three.
+            // Without a job the reply has neither of the last two.
             Value::Array(mut items) if items.len() == 4 => {
-                items.extend([Value::Nil, Value::Nil, Value::Nil]);
+                items.extend([Value::Nil, Value::Nil]);
                 Value::Array(items)
             }
             other => other,
         };
-        let Some((queue, job, more, discarded, limit, process_limit, queued)) =
+        let Some((queue, job, more, discarded, process_limited, queued)) =
             decode::<Option<Reply>>(value)?
         else {
             return Ok(Look::default());
         };
         let fetched = queue.zip(job).map(|(queue, job)| Fetched { queue, job });
         Ok(Look {
-            limits: fetched.as_ref().map(|_| QueueLimits {
-                limit,
-                process_limit,
-            }),
+            process_limited: process_limited == Some(1),
             queued,
             fetched,
             more: more == 1,
