@@ -8,7 +8,7 @@ mod support;
 
 use limit_fetch_core::{keys, Capsule, Fetched, Interrupt};
 use redis::Commands;
-use support::{capsule, jid_of, push_jobs, push_unique, queue, redis};
+use support::{capsule, capsule_whose_acks_ride, jid_of, push_jobs, push_unique, queue, redis};
 
 /// Redis's command counts are the server's: one test at a time.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -42,7 +42,7 @@ fn next(capsule: &Capsule, q: &str, held: Option<Fetched>) -> Option<Fetched> {
 /// thread's own connection (the first fetch, through the runtime, opened
 /// it): the next fetch may be a hand-over.
 fn holding_the_second(q: &str) -> (Capsule, Option<Fetched>) {
-    let capsule = capsule();
+    let capsule = capsule_whose_acks_ride();
     capsule.register(&Interrupt::new()).unwrap();
     let first = next(&capsule, q, None);
     assert!(first.is_some());

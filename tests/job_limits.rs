@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use limit_fetch_core::{keys, Capsule, CapsuleOptions, Fetched, Interrupt, Limits};
 use redis::Commands;
-use support::{capsule, jid_of, push_jobs, queue, redis, settings};
+use support::{capsule, capsule_whose_acks_ride, jid_of, push_jobs, queue, redis, settings};
 
 /// Tests that beat take turns with each other and with tests of exact order:
 /// a beat reaps any capsule whose heartbeat is missing, and its sweep sends
@@ -145,7 +145,7 @@ fn a_parked_job_that_the_acknowledging_fetch_takes_never_touches_its_queue() {
     let _turn = turn();
     let (q, k) = two_jobs_of_one_key("held");
     let other = queue("held-other");
-    let c = capsule();
+    let c = capsule_whose_acks_ride();
     let first = fetch_job(&c, &[&q]);
     assert_eq!(fetch(&c, &[&q]), None, "held2 parked");
     assert_eq!(parked(&k), 1);

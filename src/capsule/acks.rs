@@ -11,20 +11,17 @@ use crate::runtime::run_plain;
 use crate::script::fetch::{Fetched, Look, Mode};
 use crate::{keys, Interrupt, Result};
 
-/// How long an acknowledgement waits for its capsule's next fetch to carry
-/// it before it is sent on its own. A processor fetches again right after it
-/// acknowledges, so on a busy capsule it rides along for free; the slot it
-/// frees is held this much longer at most.
-const ACK_GRACE: Duration = Duration::from_millis(2);
-
 /// After a failed flush, the next attempt (unless a fetch carries it first).
 const ACK_RETRY: Duration = Duration::from_secs(1);
 
 impl Capsule {
     /// Marks a fetched job of `queue` finished. Returns at once: the removal
     /// from its in-progress list and the release of its slot ride on the
-    /// capsule's next fetch, or go on their own within [`ACK_GRACE`]. Until
-    /// Redis has them, the slot counts as busy (never the other way round).
+    /// capsule's next fetch, or go on their own after its `ack_grace` (2 ms:
+    /// a processor fetches again right after it acknowledges, so on a busy
+    /// capsule they ride along for free, and the slot is held this much
+    /// longer at most). Until Redis has them, the slot counts as busy (never
+    /// the other way round).
     pub fn acknowledge(&self, queue: &str, job: Vec<u8>) {
         let queue = keys::queue_name(queue).to_owned();
         let digest = Digest::of(&job);
@@ -39,7 +36,8 @@ impl Capsule {
             !std::mem::replace(&mut ledger.flush_scheduled, true)
         };
         if schedule {
-            self.inner.clone().schedule_flush(ACK_GRACE);
+            let grace = self.inner.ack_grace;
+            self.inner.clone().schedule_flush(grace);
         }
     }
 

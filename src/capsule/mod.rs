@@ -58,6 +58,9 @@ pub struct CapsuleOptions {
     /// Jobs at a full job limit one fetch may set aside (park or discard)
     /// before it stops and looks again.
     pub lookahead: u32,
+    /// How long an acknowledgement waits for the capsule's next fetch to
+    /// carry it before it is sent on its own.
+    pub ack_grace: Duration,
 }
 
 impl Default for CapsuleOptions {
@@ -66,6 +69,7 @@ impl Default for CapsuleOptions {
             heartbeat_period: Duration::from_secs(15),
             max_recoveries: 3,
             lookahead: 100,
+            ack_grace: Duration::from_millis(2),
         }
     }
 }
@@ -98,6 +102,8 @@ struct Inner {
     served: Mutex<Vec<String>>,
     /// How long a caller waits for a reply (Sidekiq's `timeout`).
     timeout: Duration,
+    /// See `CapsuleOptions::ack_grace`.
+    ack_grace: Duration,
     /// A forked child starts with an empty one, as it holds none of its
     /// parent's jobs and owes none of its acknowledgements.
     ledger: Mutex<ForkLocal<Ledger>>,
@@ -159,6 +165,7 @@ impl Capsule {
                 limits: Limits::over(redis.clone(), settings.timeout),
                 redis,
                 timeout: settings.timeout,
+                ack_grace: options.ack_grace,
                 defaults: Mutex::default(),
                 info: Mutex::default(),
                 served: Mutex::default(),

@@ -136,6 +136,20 @@ pub fn capsule() -> Capsule {
     Capsule::new(&settings(), CapsuleOptions::default())
 }
 
+/// A capsule whose acknowledgements wait for its next fetch (10 s before
+/// going alone, not 2 ms): for tests of what a fetch does with the
+/// acknowledgement it carries, which a loaded machine would otherwise race.
+pub fn capsule_whose_acks_ride() -> Capsule {
+    join_a_beating_fleet();
+    Capsule::new(
+        &settings(),
+        CapsuleOptions {
+            ack_grace: Duration::from_secs(10),
+            ..CapsuleOptions::default()
+        },
+    )
+}
+
 pub fn capsule_with_period(period: Duration) -> Capsule {
     join_a_beating_fleet();
     Capsule::new(

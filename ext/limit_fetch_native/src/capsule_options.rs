@@ -22,5 +22,6 @@ pub fn from_ruby(ruby: &Ruby, options: Value) -> Result<CapsuleOptions, Error> {
         heartbeat_period: seconds(ruby, "heartbeat_period", period)?,
         max_recoveries: field(ruby, options, class, "max_recoveries")?,
         lookahead: field(ruby, options, class, "lookahead")?,
+        ..CapsuleOptions::default()
     })
 }
