@@ -32,12 +32,32 @@ pub fn paused(queue: &str) -> String {
     format!("{PREFIX}queue:{queue}:paused")
 }
 
+/// A queue's rate, set at run time or from the configuration:
+/// `"<limit>/<period in seconds>"` (see limits.rs, `parse_rate`). Without
+/// one the queue has no rate.
+pub fn rate(queue: &str) -> String {
+    format!("{PREFIX}queue:{queue}:rate")
+}
+
+/// A queue's starts within its rate's window: a sorted set scored by start
+/// time (microseconds of Redis's clock), expiring with its last start.
+pub fn starts(queue: &str) -> String {
+    format!("{PREFIX}queue:{queue}:starts")
+}
+
 /// SCAN pattern for every key of every queue (limits, busy lists, pauses):
 /// the queues the gem knows of besides Sidekiq's own.
 pub const QUEUE_PATTERN: &str = "sidekiq:limit_fetch:queue:*";
 
 /// The suffixes of a queue's keys, after its name (see [`QUEUE_PATTERN`]).
-pub const QUEUE_SUFFIXES: [&str; 4] = [":limit", ":process_limit", ":busy", ":paused"];
+pub const QUEUE_SUFFIXES: [&str; 6] = [
+    ":limit",
+    ":process_limit",
+    ":busy",
+    ":paused",
+    ":rate",
+    ":starts",
+];
 
 /// The queue a key of [`QUEUE_PATTERN`] belongs to, if it is one of a
 /// queue's keys.
@@ -141,6 +161,17 @@ pub fn parked(id: &str) -> String {
     format!("{PREFIX}limit:{id}:parked")
 }
 
+/// A job limit's stored rate, set at run time (as [`rate`]): without one,
+/// the rate its jobs carry applies.
+pub fn job_rate(id: &str) -> String {
+    format!("{PREFIX}limit:{id}:rate")
+}
+
+/// A job limit's starts within its rate's window (as [`starts`]).
+pub fn job_starts(id: &str) -> String {
+    format!("{PREFIX}limit:{id}:starts")
+}
+
 /// The job limits a capsule holds slots of (freed if it dies).
 pub fn capsule_limits(uuid: &str) -> String {
     format!("{PREFIX}capsule:{uuid}:limits")
@@ -148,6 +179,11 @@ pub fn capsule_limits(uuid: &str) -> String {
 
 /// The ids of job limits with parked jobs.
 pub const PARKED: &str = "sidekiq:limit_fetch:parked";
+
+/// The ids of job limits with jobs parked behind their rate, scored by when
+/// (microseconds of Redis's clock) their window may next open: the first
+/// fetch after that sends them back.
+pub const RATE_PARKED: &str = "sidekiq:limit_fetch:rate_parked";
 
 /// Jobs discarded at their limit (`on_limit: :discard`), per class.
 pub const DISCARDED: &str = "sidekiq:limit_fetch:discarded";

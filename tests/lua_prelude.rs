@@ -32,7 +32,8 @@ fn the_preludes_key_names_are_the_data_models() {
                          job_busy_key(ARGV[1]), parked_key(ARGV[1]),
                          capsule_limits_key(ARGV[2]), paused_key(ARGV[1]),
                          capsule_info_key(ARGV[2]), CAPSULES_KEY, REGISTERED_KEY, UNREGISTERED_KEY, OUTAGE_KEY, LAST_BEAT_KEY,
-                         heartbeat_key(ARGV[2])}",
+                         heartbeat_key(ARGV[2]), rate_key(ARGV[1]), starts_key(ARGV[1]),
+                         job_rate_key(ARGV[1]), job_starts_key(ARGV[1]), RATE_PARKED_KEY}",
                 &[],
                 &[name, uuid],
             );
@@ -60,6 +61,11 @@ fn the_preludes_key_names_are_the_data_models() {
                 keys::OUTAGE.to_owned(),
                 keys::LAST_BEAT.to_owned(),
                 keys::heartbeat(uuid),
+                keys::rate(name),
+                keys::starts(name),
+                keys::job_rate(name),
+                keys::job_starts(name),
+                keys::RATE_PARKED.to_owned(),
             ];
             assert_eq!(got, want, "queue {name:?}, capsule {uuid:?}");
         }

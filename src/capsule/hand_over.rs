@@ -6,8 +6,9 @@
 //! LREM  in-progress 1 <finished job>   the acknowledgement
 //! HDEL  recoveries <its digest>        as the script's acknowledgement does
 //! LMOVE queue in-progress RIGHT LEFT   the next job, under the same slot
-//! MGET  limit process_limit paused     the queue's state after the move,
+//! MGET  limit process_limit paused rate   the queue's state after the move,
 //! LLEN  busy                           and its count (the slot included)
+//! ZRANGE rate_parked 0 0 WITHSCORES    the next jobs parked behind a rate
 //! ```
 //!
 //! and, while fetchers sleep on the doorbell, `LLEN` of the queue: whether
@@ -18,14 +19,21 @@
 //! (bench/results/profile.md).
 //!
 //! Why no limit is exceeded: the job is handed to Sidekiq only if what was
-//! read after the move says the queue is not paused, has no process limit,
-//! and holds no more slots than its limit (the passed slot counted). Then
+//! read after the move says the queue is not paused, has no process limit
+//! and no rate (whose starts the script counts), and holds no more slots
+//! than its limit (the passed slot counted). Then
 //! it starts within the limit: since the read, every other capsule booked
 //! a slot only below it. Anything else (a pause, a process limit, a queue
 //! over a lowered limit, an empty queue, a finished job no longer in the
 //! in-progress list because it was reaped, a new job carrying job limits,
 //! an error reply) is left to the fetch script on the same connection, which
 //! decides the moved job as a fetch would (fetch.lua's ARGV[5..7]).
+//!
+//! Jobs parked behind a rate go back only with a script (fetch.lua's
+//! `release_opened`): a hand-over leaves it to the script once their window
+//! opens within [`RATE_DUE_SOON`] by this host's clock (the margin stands
+//! for the clocks' difference), so that a thread handing over one job after
+//! another cannot keep them parked.
 //!
 //! A hand-over is tried only where it should succeed: for a queue a script
 //! on this thread last took a job of, without a process limit then
@@ -44,6 +52,7 @@
 //! script is done: every beat does, and the beat waits for the look.
 
 use std::cell::RefCell;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use redis::Value;
 
@@ -53,8 +62,12 @@ use crate::limits::parse_stored;
 use crate::script::fetch::{carries_job_limits, Handed, Look, Mode};
 
 /// The replies of a hand-over's pipeline, and with the report of `more`.
-const PLAIN: usize = 5;
-const REPORT: usize = 6;
+const PLAIN: usize = 6;
+const REPORT: usize = 7;
+
+/// How soon before jobs parked behind a rate may go (by Redis's clock, as
+/// this host's reads it) a hand-over leaves the fetch to the script.
+const RATE_DUE_SOON: Duration = Duration::from_secs(1);
 
 /// The queue a fetch script last took a job of on this thread, for a
 /// capsule, on a master, if that queue had no process limit; and whether
@@ -176,8 +189,14 @@ impl HandOver {
         pipe.cmd("MGET")
             .arg(keys::limit(name))
             .arg(keys::process_limit(name))
-            .arg(keys::paused(name));
+            .arg(keys::paused(name))
+            .arg(keys::rate(name));
         pipe.cmd("LLEN").arg(keys::busy(name));
+        pipe.cmd("ZRANGE")
+            .arg(keys::RATE_PARKED)
+            .arg(0)
+            .arg(0)
+            .arg("WITHSCORES");
         if self.report {
             pipe.cmd("LLEN").arg(keys::queue(name));
         }
@@ -200,14 +219,17 @@ impl HandOver {
         let Value::Array(replies) = replies else {
             return None;
         };
-        let [Value::Int(1), _, Value::BulkString(job), Value::Array(state), Value::Int(busy), rest @ ..] =
+        let [Value::Int(1), _, Value::BulkString(job), Value::Array(state), Value::Int(busy), rate_parked, rest @ ..] =
             replies.as_slice()
         else {
             return None;
         };
-        let [limit, Value::Nil, Value::Nil] = state.as_slice() else {
+        let [limit, Value::Nil, Value::Nil, Value::Nil] = state.as_slice() else {
             return None;
         };
+        if rate_release_due(rate_parked) {
+            return None;
+        }
         let limit = match limit {
             Value::Nil => None,
             Value::BulkString(raw) => Some(limit_value(raw)),
@@ -251,6 +273,36 @@ impl HandOver {
             job,
         })
     }
+}
+
+/// Whether jobs parked behind a rate may go soon, by the first entry of
+/// `RATE_PARKED` (ZRANGE ... WITHSCORES; empty when none are parked; RESP3
+/// may give it as pairs).
+fn rate_release_due(first: &Value) -> bool {
+    let score = match first {
+        Value::Array(entry) => match entry.as_slice() {
+            [] => return false,
+            [_, score] => score,
+            [Value::Array(pair)] if pair.len() == 2 => &pair[1],
+            _ => return true,
+        },
+        _ => return true,
+    };
+    let micros = match score {
+        Value::Double(d) => *d,
+        Value::BulkString(raw) => {
+            match std::str::from_utf8(raw).ok().and_then(|t| t.parse().ok()) {
+                Some(value) => value,
+                None => return true,
+            }
+        }
+        Value::Int(n) => *n as f64,
+        _ => return true,
+    };
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_micros() as f64);
+    micros - now <= RATE_DUE_SOON.as_micros() as f64
 }
 
 /// A stored limit's value as the scripts read it (limits.rs): a broken one

@@ -55,11 +55,22 @@ impl Capsule {
         start_task_look(&self.inner, queues, watch).map(LookPending::Task)
     }
 
+    /// Sets the doorbell to ring when a rate may let go what `look` found
+    /// it holding back: nothing else would wake a fetcher then.
+    pub(crate) fn ring_as_rates_open(&self, look: &Look) {
+        if let Some(after) = look.opens_in {
+            self.inner
+                .doorbell
+                .ring_at(std::time::Instant::now() + after);
+        }
+    }
+
     /// Arms the doorbell for `queues` (see `Doorbell::arm`): turns tracking
     /// on and runs the fetch script in its `Track` mode, which reads, after
     /// `CLIENT CACHING yes`, every key what the queues offer depends on.
     /// Returns whether it armed quietly (nothing rang meanwhile), and whether
-    /// one of the queues held a job it may take.
+    /// one of the queues held a job it may take. A rate that holds one back
+    /// sets the bell to ring as it may go.
     pub(crate) async fn arm(&self, queues: &[String]) -> Result<(bool, bool)> {
         let inner = &self.inner;
         inner
@@ -68,7 +79,9 @@ impl Capsule {
                 let run = inner
                     .fetch
                     .run(&inner.redis, &inner.uuid, Mode::Track, &[], None, &all);
-                run.await.map(|look| look.more)
+                let look = run.await?;
+                self.ring_as_rates_open(&look);
+                Ok(look.more)
             })
             .await
     }

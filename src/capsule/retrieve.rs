@@ -208,6 +208,7 @@ impl Fetch {
         self.begun = false;
         let bell = self.capsule.doorbell();
         let look = reply?;
+        self.capsule.ring_as_rates_open(&look);
         match look.fetched {
             Some(fetched) => {
                 // This capsule's own writes do not ring: wake a waiter for

@@ -27,6 +27,7 @@
 //! while it has not moved since the look that found nothing).
 
 use std::collections::{BTreeSet, HashSet};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::{MappedMutexGuard, Mutex, MutexGuard};
@@ -46,6 +47,9 @@ const TRUST_EMPTY: Duration = Duration::from_secs(5);
 /// `client|tracking`), which retrying will not change.
 const RETRY_AFTER_FAILURE: Duration = Duration::from_secs(1);
 const RETRY_AFTER_REFUSAL: Duration = Duration::from_secs(60);
+
+/// Timed rings closer than this to one already set are not set again.
+const ALARM_SLACK: Duration = Duration::from_millis(1);
 
 /// A set of queue names, order ignored: fetchers of one capsule list the
 /// same queues in different orders (weighted and random ordering).
@@ -89,6 +93,8 @@ struct State {
     tracking: bool,
     waiters: usize,
     closed: bool,
+    /// When timed rings are due (see [`Doorbell::ring_at`]).
+    alarms: Vec<Instant>,
 }
 
 pub(crate) struct Doorbell {
@@ -186,6 +192,35 @@ impl Doorbell {
 
     pub(crate) fn found_empty(&self, ticket: Ticket, set: QueueSet) {
         self.state().empty = Some((ticket.0, set, Instant::now()));
+    }
+
+    /// Rings at `at`, as a change would: a rate's window opens then, which
+    /// no write announces (fetch.lua's "opens in"). One timer per moment;
+    /// a ring within [`ALARM_SLACK`] of one already set stands for it.
+    pub(crate) fn ring_at(self: &Arc<Self>, at: Instant) {
+        {
+            let mut state = self.state();
+            let near = |set: &Instant| {
+                if *set > at {
+                    *set - at <= ALARM_SLACK
+                } else {
+                    at - *set <= ALARM_SLACK
+                }
+            };
+            if state.closed || state.alarms.iter().any(near) {
+                return;
+            }
+            state.alarms.push(at);
+        }
+        let Ok(handle) = crate::runtime::handle() else {
+            return;
+        };
+        let bell = self.clone();
+        handle.spawn(async move {
+            tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await;
+            bell.state().alarms.retain(|set| *set != at);
+            bell.changed();
+        });
     }
 
     /// Ends every wait, now and later: the capsule is quieting.

@@ -3,7 +3,9 @@
 -- fetchers anywhere can both take the last slot, and one round trip per job
 -- (the acknowledgement of a job rides on the next fetch of its capsule).
 --
--- A paused queue (its paused key exists; see src/keys.rs) is never eligible.
+-- A paused queue (its paused key exists; see src/keys.rs) is never eligible;
+-- nor is a queue whose rate's window is full (its starts are counted here,
+-- where its jobs are taken).
 --
 -- A taken job moves to the capsule's in-progress list of its queue, where it
 -- stays until acknowledged or pushed back: if the capsule dies, the reaper
@@ -14,7 +16,9 @@
 -- frees and sends it back to the front of its queue; or, if the limit says
 -- so, discarded. The fetch goes on with the next job of the queue, then the
 -- next queues, setting aside at most ARGV[3] jobs; beyond that it stops and
--- says to look again.
+-- says to look again. A job limit's rate works the same way, with time as
+-- the slot: a job over it is parked until the window opens, and the first
+-- fetch after that sends it back to the front of its queue.
 --
 -- ARGV[1]     the capsule's UUID
 -- ARGV[2]     what the capsule's doorbell needs while fetchers sleep on it:
@@ -30,7 +34,8 @@
 --                  read: pushes to it change nothing until a slot, a limit or
 --                  the pause does, and those keys are read (a pause's TTL
 --                  running out deletes its key, which Redis reports too).
---                  Returns 1 if an eligible queue holds a job, else nil.
+--                  Returns 1 if an eligible queue holds a job, else nil; or,
+--                  when a rate holds something back, {1 or 0, opens in}.
 -- ARGV[3]     how many jobs the fetch may set aside at most (>= 1)
 -- ARGV[4]     n, the number of acknowledgements that follow ARGV[7]
 -- ARGV[5..7]  what a hand-over left to decide (see src/capsule/hand_over.rs),
@@ -41,13 +46,16 @@
 --             in-progress list unchecked, or '' (none was queued)
 -- then n triples: queue name, job, SHA1 of the job (hex)
 -- then        queue names, in Sidekiq's order for this fetch (no "queue:" prefix)
--- Returns nil if it took and set aside nothing, else
--- {queue name or false, job or false, more, discarded, process limited,
--- queued}: more is 1 if another job is eligible after this one, or, with no
--- job, if it stopped at ARGV[3]; discarded lists {jid, class, job limit id}
--- of each job it discarded; with a job, 1 if its queue has a process limit
--- (a hand-over is tried only without one), else false, and, when it reports
--- (ARGV[2] '1' or '2'), how many jobs its queue still holds (else false).
+-- Returns nil if it took and set aside nothing and no rate holds anything
+-- back, else {queue name or false, job or false, more, discarded, process
+-- limited, queued, opens in} (the last three may be missing): more is 1 if
+-- another job is eligible after this one, or, with no job, if it stopped at
+-- ARGV[3]; discarded lists {jid, class, job limit id} of each job it
+-- discarded; with a job, 1 if its queue has a process limit (a hand-over
+-- is tried only without one), else false, and, when it reports (ARGV[2]
+-- '1' or '2'), how many jobs its queue still holds (else false); opens in:
+-- milliseconds until a rate may let something go that it holds back now
+-- (a queue's window, or jobs parked behind a job limit's), else false.
 
 -- The chunk above `return` runs once, when Redis loads the library; the
 -- function it returns runs at every fetch. Helpers are defined once, here,
@@ -57,8 +65,14 @@
 -- watcher allocates no table for them: it reads NONE, which nothing writes.
 local NONE = {}
 local argv, uuid, watch, report, lookahead
--- The last queue state eligible read: {limit, process limit, paused}.
-local seen
+-- The last queue state eligible read: {limit, process limit, paused,
+-- rate}, and that rate, parsed.
+local seen, seen_rate
+-- The earliest time (Redis's clock, microseconds) something a rate holds
+-- back in this look may go: a queue's window opens, or parked jobs go back.
+local opens
+-- Job limits found at their rate, and when their window opens (0: never).
+local rate_full
 -- Slots freed, per queue and per job limit, and the parked jobs held for
 -- their queues (see the acknowledgements below); the watched keys written
 -- (a write ends their tracking), the queues whose key a take wrote; job
@@ -68,6 +82,36 @@ local freed, vacated, held, written, moved, full, parked, aside, discarded
 
 local function wrote(key)
   if watch then written[#written + 1] = key end
+end
+
+local function opens_at(t)
+  if t and (not opens or t < opens) then opens = t end
+end
+
+-- The reply's last element: milliseconds until `opens`, else false.
+local function opens_in()
+  if not opens then return false end
+  return math.max(0, math.ceil((opens - now()) / 1000))
+end
+
+-- Sends back the jobs parked behind a rate whose window has opened (the
+-- earliest first, at most RELEASE_AT_ONCE limits a call), and notes when
+-- the next opens. `may_release`: false to only note it (arming reads,
+-- takes nothing).
+local RELEASE_AT_ONCE = 100
+local function release_opened(may_release)
+  local first = redis.call('ZRANGE', RATE_PARKED_KEY, 0, 0, 'WITHSCORES')
+  if #first == 0 then return end
+  local at = tonumber(first[2])
+  if not may_release or at > now() then return opens_at(at) end
+  local ids = redis.call('ZRANGE', RATE_PARKED_KEY, '-inf', now(), 'BYSCORE', 'LIMIT', 0, RELEASE_AT_ONCE)
+  redis.call('ZREM', RATE_PARKED_KEY, unpack(ids))
+  rate_parked_written = true
+  for _, id in ipairs(ids) do
+    for _, queue in ipairs(release(id)) do wrote(queue) end
+  end
+  local next = redis.call('ZRANGE', RATE_PARKED_KEY, 0, 0, 'WITHSCORES')
+  if #next > 0 then opens_at(tonumber(next[2])) end
 end
 
 -- Pushes the held jobs this fetch did not take to the front of their
@@ -95,17 +139,26 @@ local function done(reply)
       wrote(busy)
     end
   end
+  if rate_parked_written then wrote(RATE_PARKED_KEY) end
   if watch and #written > 0 then redis.call('EXISTS', unpack(written)) end
   return reply
 end
 
+-- The reply without a job: nil when there is nothing to say.
+local function none(more)
+  if opens then return done({false, false, more, discarded, false, false, opens_in()}) end
+  if more == 0 and discarded == NONE and aside == 0 then return done(nil) end
+  return done({false, false, more, discarded})
+end
+
 -- Whether the capsule may take one more job of the queue, whose busy list is
 -- `busy` (the slots it freed above count as free): not paused, and under
--- its limits. One MGET reads both limits and the pause: a queue with
--- neither costs one call, as the limit's GET alone did before pauses.
+-- its limits and its rate. One MGET reads the limits, the pause and the
+-- rate: a queue with none costs one call, as the limit's GET alone did
+-- before pauses.
 local function eligible(name, busy)
-  local state = redis.call('MGET', limit_key(name), process_limit_key(name), paused_key(name))
-  seen = state
+  local state = redis.call('MGET', limit_key(name), process_limit_key(name), paused_key(name), rate_key(name))
+  seen, seen_rate = state, nil
   if state[3] then return false end
   local own_freed = freed[name] or 0
   local limit = parse_limit(state[1])
@@ -113,8 +166,16 @@ local function eligible(name, busy)
   local process_limit = parse_limit(state[2])
   if process_limit == 0 then return false end
   -- Stops scanning as soon as the capsule's share is known to be full.
-  return not process_limit or
-    #redis.call('LPOS', busy, uuid, 'COUNT', process_limit + own_freed) - own_freed < process_limit
+  if process_limit and
+    #redis.call('LPOS', busy, uuid, 'COUNT', process_limit + own_freed) - own_freed >= process_limit then
+    return false
+  end
+  if not state[4] then return true end
+  seen_rate = parse_rate(state[4])
+  local room, at = rate_room(starts_key(name), seen_rate)
+  if room > 0 then return true end
+  opens_at(at)
+  return false
 end
 
 -- Whether any of the queues from the `from`-th argument to the `to`-th
@@ -175,12 +236,24 @@ local function more_from(first)
   return 0, queued
 end
 
--- The first of a job's limits that is at its limit, if any (the slots the
--- capsule vacated above count as free).
+-- Whether job limit `limit` is at its rate; if so, notes when it opens.
+local function at_rate(limit)
+  local rate = job_rate(limit)
+  if not rate then return false end
+  local room, at = rate_room(job_starts_key(limit.id), rate)
+  if room > 0 then return false end
+  if rate_full == NONE then rate_full = {} end
+  rate_full[limit.id] = at or 0
+  return true
+end
+
+-- The first of a job's limits that is at its limit or its rate, if any
+-- (the slots the capsule vacated above count as free).
 local function at_limit(limits)
   for _, limit in ipairs(limits) do
     local id = limit.id
-    if full[id] or redis.call('LLEN', job_busy_key(id)) - (vacated[id] or 0) >= job_limit(limit) then
+    if full[id] or redis.call('LLEN', job_busy_key(id)) - (vacated[id] or 0) >= job_limit(limit) or
+      at_rate(limit) then
       if full == NONE then full = {} end
       full[id] = true
       return limit
@@ -189,7 +262,8 @@ local function at_limit(limits)
 end
 
 -- Books a slot of each of a job's limits for the capsule: one it vacated
--- above if any (its entry stays), else a new entry.
+-- above if any (its entry stays), else a new entry; and a start of each
+-- one's rate.
 local function book(limits)
   for _, limit in ipairs(limits) do
     local id = limit.id
@@ -199,11 +273,15 @@ local function book(limits)
       redis.call('RPUSH', job_busy_key(id), uuid)
       redis.call('SADD', capsule_limits_key(uuid), id)
     end
+    local rate = job_rate(limit)
+    if rate then record_start(job_starts_key(id), rate, uuid) end
   end
 end
 
--- Books the capsule a slot of queue `name`, whose busy list is `busy`.
+-- Books the capsule a slot of queue `name`, whose busy list is `busy`, and
+-- a start of its rate (read by the eligible that let it).
 local function book_queue(name, busy)
+  if seen_rate then record_start(starts_key(name), seen_rate, uuid) end
   if (freed[name] or 0) > 0 then
     -- Takes again a slot it freed: its busy entry stays, and so does the
     -- queue in the capsule's set (its job was there).
@@ -220,7 +298,7 @@ local function taken(name, job, i)
   local state = seen
   local more, queued = 0, false
   if report then more, queued = more_from(i) end
-  return done({name, job, more, discarded, state[2] and 1 or false, queued})
+  return done({name, job, more, discarded, state[2] and 1 or false, queued, opens_in()})
 end
 
 -- A queue's key, written by this fetch: the doorbell's reads of it end.
@@ -246,12 +324,18 @@ local function take(name, queue, inprogress)
   return job
 end
 
--- Notes that job limit `id` parked a job.
+-- Notes that job limit `id` parked a job, and if at its rate, when the
+-- window opens for it.
 local function parks(id)
   if not parked[id] then
     if parked == NONE then parked = {} end
     parked[id] = true
     redis.call('SADD', PARKED_KEY, id)
+    local at = rate_full[id]
+    if at then
+      rate_parks(id, at ~= 0 and at or nil)
+      opens_at(at ~= 0 and at or nil)
+    end
   end
 end
 
@@ -361,7 +445,7 @@ return function(KEYS, ARGV)
   local first_queue = first_ack + 3 * acks
   written = watch and {} or NONE
   moved = watch and {} or NONE
-  full, parked, discarded, aside = NONE, NONE, NONE, 0
+  full, parked, discarded, aside, rate_full, opens = NONE, NONE, NONE, 0, NONE, nil
 
   -- Idempotent: an acknowledgement sent again (its reply was lost) finds its
   -- job gone and frees no second slot. The slots freed, per queue and per
@@ -391,6 +475,10 @@ return function(KEYS, ARGV)
     freed, vacated, held = NONE, NONE, NONE
   end
 
+  -- Before any job is taken: a job parked behind its rate goes first once
+  -- its window opens.
+  release_opened(mode ~= 't')
+
   if handed ~= '' then
     -- A reaper frees the slots of a capsule whose heartbeat expired: one
     -- without its heartbeat key may have lost the slot since the hand-over
@@ -414,6 +502,7 @@ return function(KEYS, ARGV)
       local name = ARGV[i]
       if eligible(name, busy_key(name)) and redis.call('LLEN', queue_key(name)) > 0 then queued = 1 end
     end
+    if opens then return done({queued or 0, opens_in()}) end
     return done(queued)
   end
 
@@ -443,12 +532,11 @@ return function(KEYS, ARGV)
         if streak >= 2 and aside < lookahead and not (held[name] and #held[name] > 0) then
           while aside < lookahead and park_front(name, queue, batch) do batch = batch * 2 end
         end
-        if aside == lookahead then return done({false, false, 1, discarded}) end
+        if aside == lookahead then return none(1) end
         job = take(name, queue, inprogress)
       end
     end
     i = after(i)
   end
-  if aside > 0 then return done({false, false, 0, discarded}) end
-  return done(nil)
+  return none(0)
 end

@@ -35,6 +35,14 @@ local function job_busy_key(id) return PREFIX .. 'limit:' .. id .. ':busy' end
 local function parked_key(id) return PREFIX .. 'limit:' .. id .. ':parked' end
 local function capsule_limits_key(uuid) return PREFIX .. 'capsule:' .. uuid .. ':limits' end
 local PARKED_KEY = 'sidekiq:limit_fetch:parked'
+-- Rates: a queue's or a job limit's stored rate, its starts (a sorted set
+-- scored by start time, in microseconds of Redis's clock), and the job
+-- limits parked at their rate, scored by when their window may next open.
+local function rate_key(name) return PREFIX .. 'queue:' .. name .. ':rate' end
+local function starts_key(name) return PREFIX .. 'queue:' .. name .. ':starts' end
+local function job_rate_key(id) return PREFIX .. 'limit:' .. id .. ':rate' end
+local function job_starts_key(id) return PREFIX .. 'limit:' .. id .. ':starts' end
+local RATE_PARKED_KEY = 'sidekiq:limit_fetch:rate_parked'
 local DISCARDED_KEY = 'sidekiq:limit_fetch:discarded'
 
 -- The largest valid limit, 2^53 - 1: a Lua number holds every integer up to
@@ -57,6 +65,36 @@ end
 
 local function read_limit(key) return parse_limit(redis.call('GET', key)) end
 
+-- The longest rate period, in seconds (a week), and the shortest.
+local MAX_PERIOD, MIN_PERIOD = 604800, 0.1
+
+-- A rate as {limit, period in microseconds}, from its stored text
+-- "<limit>/<period in seconds>" ("100/60", "5/0.5"; ASCII whitespace
+-- around each allowed), or nil when `raw` is false (no key). Anything else
+-- reads as a limit of 0, no start at all: a broken rate must never mean
+-- "unlimited". limits.rs and rates.rb read rates the same way
+-- (spec/fixtures/rate_values.json).
+local function parse_rate(raw)
+  if not raw then return nil end
+  local limit, period = string.match(raw, '^%s*(%d+)%s*/%s*(%d+%.?%d*)%s*$')
+  limit, period = tonumber(limit), tonumber(period)
+  if limit and period and limit <= MAX_LIMIT and period >= MIN_PERIOD and period <= MAX_PERIOD then
+    return {limit, math.floor(period * 1000000 + 0.5)}
+  end
+  return {0, 1000000}
+end
+
+-- A declared rate, as a payload carries it: [limit, period in seconds].
+local function declared_rate(rate)
+  if type(rate) ~= 'table' then return {0, 1000000} end
+  local limit, period = rate[1], rate[2]
+  if type(limit) == 'number' and limit >= 0 and limit <= MAX_LIMIT and limit % 1 == 0 and
+    type(period) == 'number' and period >= MIN_PERIOD and period <= MAX_PERIOD then
+    return {limit, math.floor(period * 1000000 + 0.5)}
+  end
+  return {0, 1000000}
+end
+
 -- Puts a job back first in line: Sidekiq pushes jobs on the left of a queue
 -- and takes them from the right.
 local function push_back(name, job) redis.call('RPUSH', queue_key(name), job) end
@@ -66,8 +104,66 @@ local function push_back(name, job) redis.call('RPUSH', queue_key(name), job) en
 -- queue written after them (a hot key's job is met twice in a fetch:
 -- released from parking, then taken), and job limits' stored values, by id.
 local parsed_jobs, carried_limits, carried_arrays, carried_queues, stored_job_limits = {}, {}, {}, {}, {}
+-- Rates: Redis's clock, read once a call; job limits' rates by id; the
+-- room left in windows, by starts key (false: full), and when each full
+-- one; and whether this call wrote RATE_PARKED_KEY.
+local clock, job_rates, rate_rooms, rate_opens, rate_parked_written
 local function new_call()
   parsed_jobs, carried_limits, carried_arrays, carried_queues, stored_job_limits = {}, {}, {}, {}, {}
+  clock, job_rates, rate_rooms, rate_opens, rate_parked_written = nil, {}, {}, {}, false
+end
+
+-- Redis's clock now, in microseconds: the same for the whole call (a
+-- script's writes carry one time, as if they were made at once).
+local function now()
+  if not clock then
+    local time = redis.call('TIME')
+    clock = tonumber(time[1]) * 1000000 + tonumber(time[2])
+  end
+  return clock
+end
+
+-- How many more starts the window of `rate` ({limit, period}) whose starts
+-- are the sorted set `starts` allows now; at 0, also when it next will
+-- (microseconds, Redis's clock), or nil if never (a limit of 0). Starts
+-- that left the window are removed first: a window is strict, a start at
+-- t counts until t + period.
+local function rate_room(starts, rate)
+  local room = rate_rooms[starts]
+  if room ~= nil then return room or 0, rate_opens[starts] end
+  local limit, period = rate[1], rate[2]
+  if limit == 0 then
+    rate_rooms[starts] = false
+    return 0, nil
+  end
+  local t = now()
+  redis.call('ZREMRANGEBYSCORE', starts, '-inf', t - period)
+  local n = redis.call('ZCARD', starts)
+  if n < limit then
+    rate_rooms[starts] = limit - n
+    return limit - n
+  end
+  -- The window opens when the start `limit` places before the newest
+  -- leaves it.
+  local opens = tonumber(redis.call('ZRANGE', starts, n - limit, n - limit, 'WITHSCORES')[2]) + period
+  rate_rooms[starts], rate_opens[starts] = false, opens
+  return 0, opens
+end
+
+-- Counts a start now in the window `starts` of `rate`, which expires with
+-- its last start: an idle rate leaves nothing in Redis. `who`: the capsule
+-- (a member is unique per capsule and time).
+local function record_start(starts, rate, who)
+  local t = now()
+  -- Lua's own number to text keeps 14 digits; Redis's, for arguments, all.
+  redis.call('ZADD', starts, t, who .. ':' .. string.format('%.0f', t))
+  redis.call('PEXPIRE', starts, math.ceil(rate[2] / 1000))
+  local room = rate_rooms[starts]
+  if room then
+    rate_rooms[starts] = room > 1 and room - 1 or nil
+  else
+    rate_rooms[starts] = nil
+  end
 end
 
 -- A payload as a table, or nil when it is not a JSON object.
@@ -149,7 +245,8 @@ end
 
 -- A job limit's value: the one stored for its id (set at run time), else
 -- the default its job carries. Like a stored limit, a broken default reads
--- as 0.
+-- as 0. A limit that declares a rate and no concurrency has none (the
+-- largest limit), unless one is stored.
 local function job_limit(limit)
   local stored = stored_job_limits[limit.id]
   if stored == nil then
@@ -158,23 +255,59 @@ local function job_limit(limit)
   end
   if stored then return stored end
   local default = limit.concurrency
+  if default == nil and limit.rate ~= nil then return MAX_LIMIT end
   if type(default) == 'number' and default >= 0 and default <= MAX_LIMIT and default % 1 == 0 then
     return default
   end
   return 0
 end
 
+-- A job limit's rate ({limit, period}), or nil: the one stored for its id
+-- (set at run time), else the one its job carries. Only a limit that
+-- declares a rate has one: the others never pay for the stored one's read.
+local function job_rate(limit)
+  if limit.rate == nil then return nil end
+  local rate = job_rates[limit.id]
+  if rate == nil then
+    rate = parse_rate(redis.call('GET', job_rate_key(limit.id))) or declared_rate(limit.rate)
+    job_rates[limit.id] = rate
+  end
+  return rate
+end
+
+-- Notes that job limit `id` has jobs parked behind its rate, whose window
+-- opens at `opens` (Redis's clock, microseconds): a fetch then sends them
+-- back (see fetch.lua). Without `opens` (a rate of 0) only a change of the
+-- rate does (release.lua). An earlier time noted stays.
+local function rate_parks(id, opens)
+  if opens then
+    redis.call('ZADD', RATE_PARKED_KEY, 'LT', opens, id)
+    rate_parked_written = true
+  end
+end
+
+-- When the window of `starts` ({limit, period} `rate`), whose room is
+-- about to be taken whole, opens again: as the oldest start in it leaves,
+-- or a period from now if it holds none.
+local function reopens(starts, rate)
+  local oldest = redis.call('ZRANGE', starts, 0, 0, 'WITHSCORES')[2]
+  return (oldest and tonumber(oldest) or now()) + rate[2]
+end
+
 -- Sends up to `n` of a job limit's oldest parked jobs (n > 0; nil: as many
 -- as it has room for) back to the front of their queues, to be fetched
--- next, the oldest first. Parked jobs carry the limit; the oldest tells its
--- default, unless `known`, a limit of that id at hand (a job that just
--- ended), tells it for them. Returns the queues' keys it wrote. With `held` (a table), jobs
--- are not pushed but appended to held[queue name], in the order they would
--- have been pushed: the fetch takes them from there, so that a job it
--- takes at once never writes its queue, which would wake idle fetchers for
--- nothing, and pushes the rest when it ends (see fetch.lua). `vacated`:
--- how many entries of the limit's busy list are slots already freed, that
--- the caller removes later (the fetch's hand-over; 0 if nil).
+-- next, the oldest first. Room is what both its concurrency and its rate
+-- leave. Parked jobs carry the limit; the oldest tells its default,
+-- unless `known`, a limit of that id at hand (a job that just ended),
+-- tells it for them. Returns the queues' keys it wrote. With `held` (a
+-- table), jobs are not pushed but appended to held[queue name], in the
+-- order they would have been pushed: the fetch takes them from there, so
+-- that a job it takes at once never writes its queue, which would wake
+-- idle fetchers for nothing, and pushes the rest when it ends (see
+-- fetch.lua). `vacated`: how many entries of the limit's busy list are
+-- slots already freed, that the caller removes later (the fetch's
+-- hand-over; 0 if nil). Jobs left parked behind the rate are noted to go
+-- when its window opens (rate_parks).
 local function release(id, n, held, vacated, known)
   local parked = parked_key(id)
   local left = redis.call('LLEN', parked)
@@ -182,16 +315,33 @@ local function release(id, n, held, vacated, known)
     redis.call('SREM', PARKED_KEY, id)
     return {}
   end
-  local room = 0
+  local room, rate, rate_left, opens = 0, nil, nil, nil
   for _, limit in ipairs(known and {known} or job_limits(redis.call('LINDEX', parked, -1)) or {}) do
     if limit.id == id then
-      room = job_limit(limit) - redis.call('LLEN', job_busy_key(id)) + (vacated or 0)
+      local concurrency = job_limit(limit)
+      -- A slot freed (n) of a limit without concurrency sends nothing
+      -- back: its jobs were parked by its rate, and go, in order, as its
+      -- window opens.
+      if n and concurrency == MAX_LIMIT then return {} end
+      room = concurrency - redis.call('LLEN', job_busy_key(id)) + (vacated or 0)
+      rate = job_rate(limit)
     end
   end
+  if room > 0 and rate then
+    rate_left, opens = rate_room(job_starts_key(id), rate)
+    if rate_left < room then room = rate_left end
+  end
   if n and n < room then room = n end
-  if room <= 0 then return {} end
+  if room <= 0 then
+    if rate_left == 0 then rate_parks(id, opens) end
+    return {}
+  end
   local jobs = redis.call('RPOP', parked, room)
-  if #jobs == left then redis.call('SREM', PARKED_KEY, id) end
+  if #jobs == left then
+    redis.call('SREM', PARKED_KEY, id)
+  elseif rate_left == room then
+    rate_parks(id, reopens(job_starts_key(id), rate))
+  end
   local queues = {}
   for i = #jobs, 1, -1 do
     -- A job without a queue was written by hand (Sidekiq's payloads all

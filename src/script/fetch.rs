@@ -1,6 +1,8 @@
 //! The fetch script's protocol, the Rust side of fetch.lua's contract: its
 //! arguments, the modes the doorbell needs (ARGV[2]) and its reply.
 
+use std::time::Duration;
+
 use redis::{Cmd, Value};
 
 use super::{decode, LuaScript, Send, FETCH};
@@ -51,6 +53,9 @@ pub(crate) struct Look {
     /// With a job, in the modes that report: how many jobs its queue still
     /// holds.
     pub(crate) queued: Option<i64>,
+    /// A rate holds something back that it may let go this much later: a
+    /// fetcher with nothing else to do sleeps no longer than that.
+    pub(crate) opens_in: Option<Duration>,
     /// The script took, parked or discarded a job.
     wrote: bool,
 }
@@ -72,22 +77,27 @@ type Reply = (
     Vec<(String, String, String)>,
     Option<i64>,
     Option<i64>,
+    Option<i64>,
 );
+
+/// A reply's "opens in" (milliseconds, or nil) as a duration.
+fn opens_in(ms: Option<i64>) -> Option<Duration> {
+    ms.map(|ms| Duration::from_millis(u64::try_from(ms).unwrap_or(0)))
+}
 
 impl Look {
     /// The script's reply: `{queue or false, job or false, more, discarded,
-    /// process limited, queued}` (the last two only with a job) or nil (see
-    /// fetch.lua).
+    /// process limited, queued, opens in}` (the last three may be missing)
+    /// or nil (see fetch.lua).
     pub(crate) fn from_value(value: Value) -> Result<Self> {
         let value = match value {
-            // Without a job the reply has neither of the last two.
-            Value::Array(mut items) if items.len() == 4 => {
-                items.extend([Value::Nil, Value::Nil]);
+            Value::Array(mut items) if items.len() < 7 => {
+                items.resize(7, Value::Nil);
                 Value::Array(items)
             }
             other => other,
         };
-        let Some((queue, job, more, discarded, process_limited, queued)) =
+        let Some((queue, job, more, discarded, process_limited, queued, opens)) =
             decode::<Option<Reply>>(value)?
         else {
             return Ok(Look::default());
@@ -96,6 +106,7 @@ impl Look {
         Ok(Look {
             process_limited: process_limited == Some(1),
             queued,
+            opens_in: opens_in(opens),
             fetched,
             more: more == 1,
             discarded: discarded
@@ -273,9 +284,13 @@ impl FetchScript {
                 decode::<()>(reply)?;
             }
             // `more`: an eligible queue holds a job.
-            let queued = decode::<Option<i64>>(reply)?;
+            let (queued, opens) = match reply {
+                Value::Array(_) => decode::<(i64, Option<i64>)>(reply)?,
+                other => (decode::<Option<i64>>(other)?.unwrap_or(0), None),
+            };
             return Ok(Look {
-                more: queued == Some(1),
+                more: queued == 1,
+                opens_in: opens_in(opens),
                 ..Look::default()
             });
         }
