@@ -21,17 +21,21 @@ pub mod keys;
 mod ledger;
 mod limits;
 mod process;
+mod rates;
 mod reaper;
 mod runtime;
 mod script;
 mod sentinel;
 mod settings;
 
-pub use admin::{CapsuleEntry, JobLimitState, Limits, Pause, QueueState, StoredLimit};
+pub use admin::{
+    CapsuleEntry, JobLimitState, Limits, Pause, QueueState, RateOf, RateWindow, StoredLimit,
+};
 pub use capsule::{BeatReport, Capsule, CapsuleOptions, Fetch, Rebooked, Wait};
 pub use error::{Error, Result};
 pub use interrupt::Interrupt;
 pub use limits::{LimitKind, LimitValue};
+pub use rates::{Rate, MAX_PERIOD, MIN_PERIOD};
 pub use reaper::{JobRef, Reaped};
 pub use runtime::Pending;
 pub use script::fetch::{Discarded, Fetched};

@@ -49,7 +49,9 @@ RSpec.describe "sidekiq-limit_fetch in sidekiq processes", :e2e do
     expect(lines.first.split(": ", 2).last.chomp).to eq(
       "sidekiq-limit_fetch #{Sidekiq::LimitFetch::VERSION}: queues limited (limit 3, process limit 2), " \
       "tuned (limit 7), paused (no limit, paused), free (no limit); job limits: " \
-      "LimitFetchSpec::ExportJob 5, LimitFetchSpec::SyncJob 1 per key, " \
+      "LimitFetchSpec::ExportJob 5, LimitFetchSpec::RatedJob rate 3/1 s, LimitFetchSpec::SyncJob 1 per key, " \
+      "LimitFetchSpec::TenantBoundJob 2 per key, rate 4/0.5 s per key, " \
+      "LimitFetchSpec::TenantRatedJob rate 5/1 s per key, " \
       "LimitFetchSpec::WebhookJob 1 per key (discarded at its limit), " \
       "Unloaded::ReportJob 4 (configured; class not loaded)"
     )

@@ -50,4 +50,46 @@ module LimitFetchSpec
       Recorder.track(KeyedJobs.key_label("webhook-#{user_id}"), jid) { Recorder.wait_for_gate(gate, 10) }
     end
   end
+
+  # At most 3 starts a second, all processes: perform(seconds).
+  class RatedJob
+    include Sidekiq::Job
+
+    sidekiq_options retry: false, queue: KeyedJobs::QUEUE, limit_fetch: {rate: {limit: 3, period: 1}}
+
+    def perform(seconds)
+      label = KeyedJobs.class_label(self.class)
+      Recorder.stamp(label)
+      Recorder.track(label, jid) { sleep seconds }
+    end
+  end
+
+  # At most 5 starts a second per tenant: perform(tenant, seconds).
+  class TenantRatedJob
+    include Sidekiq::Job
+
+    sidekiq_options retry: false, queue: KeyedJobs::QUEUE,
+      limit_fetch: {key: ->(tenant, *) { tenant }, rate: {limit: 5, period: 1}}
+
+    def perform(tenant, seconds)
+      label = KeyedJobs.key_label("rated-#{tenant}")
+      Recorder.stamp(label)
+      Recorder.track(label, jid) { sleep seconds }
+    end
+  end
+
+  # Per tenant, at most 2 at once and 4 starts in any 0.5 s:
+  # perform(tenant, seconds).
+  class TenantBoundJob
+    include Sidekiq::Job
+
+    sidekiq_options retry: false, queue: KeyedJobs::QUEUE,
+      limit_fetch: {key: ->(tenant, *) { tenant }, concurrency: 2, rate: {limit: 4, period: 0.5}}
+
+    def perform(tenant, seconds)
+      label = KeyedJobs.key_label("bound-#{tenant}")
+      Recorder.stamp(label)
+      Recorder.track(label, jid) { sleep seconds }
+    end
+  end
 end

@@ -91,6 +91,15 @@ module LimitFetchSpec
       end
     end
 
+    def starts_key(label) = key("starts", label)
+
+    # Records when a job of +label+ started (the Unix time, to the
+    # microsecond): a rate's windows are checked from the jobs' own starts.
+    def stamp(label)
+      now = Process.clock_gettime(Process::CLOCK_REALTIME)
+      Sidekiq.redis { |conn| conn.call("RPUSH", starts_key(label), format("%.6f", now)) }
+    end
+
     # Waits until the spec opens the gate (sets its key), at most +timeout+ s.
     def wait_for_gate(gate, timeout)
       deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + timeout

@@ -10,7 +10,7 @@ use std::sync::LazyLock;
 use crate::connection::Conn;
 use crate::runtime::run_plain;
 use crate::script::{LuaScript, RELEASE};
-use crate::{keys, Interrupt, LimitValue, Result};
+use crate::{keys, Interrupt, LimitValue, Rate, Result};
 
 use super::Limits;
 
@@ -29,6 +29,9 @@ pub struct JobLimitState {
     pub running: u64,
     /// Jobs set aside until it has room.
     pub parked: u64,
+    /// Its rate set at run time, as the fetch reads it; `None`: each job's
+    /// own (if any) applies.
+    pub stored_rate: Option<Rate>,
 }
 
 impl Limits {
@@ -46,25 +49,29 @@ impl Limits {
                 pipe.cmd("GET").arg(keys::job_limit(id));
                 pipe.cmd("LLEN").arg(keys::job_busy(id));
                 pipe.cmd("LLEN").arg(keys::parked(id));
+                pipe.cmd("GET").arg(keys::job_rate(id));
             }
-            let replies: Vec<(Option<Vec<u8>>, u64, u64)> = if ids.is_empty() {
+            type Reply = (Option<Vec<u8>>, u64, u64, Option<Vec<u8>>);
+            let replies: Vec<Reply> = if ids.is_empty() {
                 Vec::new()
             } else {
                 let flat: Vec<redis::Value> = pipe.query_async(&mut redis.conn().await?).await?;
-                flat.chunks(3)
+                flat.chunks(4)
                     .map(|c| redis::from_redis_value(&redis::Value::Array(c.to_vec())))
                     .collect::<redis::RedisResult<_>>()?
             };
             Ok(ids
                 .into_iter()
                 .zip(replies)
-                .map(|(id, (raw, running, parked))| {
+                .map(|(id, (raw, running, parked, rate))| {
                     let raw = raw.as_deref().map(String::from_utf8_lossy);
+                    let rate = rate.as_deref().map(String::from_utf8_lossy);
                     JobLimitState {
                         id,
                         stored: crate::limits::parse_stored(raw.as_deref()),
                         running,
                         parked,
+                        stored_rate: Rate::parse_stored(rate.as_deref()),
                     }
                 })
                 .collect())

@@ -7,11 +7,12 @@
 //! [`Limits`] is the handle; each file adds what it administers:
 //! queue_limits.rs (queues' limits and busy slots), queues.rs (a queue's
 //! state, pauses, the queues the gem knows of), job_limits.rs, registered.rs
-//! (the registered capsules).
+//! (the registered capsules), rates.rs (queues' and job limits' rates).
 
 pub(crate) mod job_limits;
 mod queue_limits;
 mod queues;
+mod rates;
 mod registered;
 
 use std::sync::Arc;
@@ -21,9 +22,10 @@ use crate::connection::Redis;
 use crate::ConnectionSettings;
 
 pub use job_limits::JobLimitState;
-pub(crate) use queue_limits::write_defaults;
 pub use queue_limits::StoredLimit;
+pub(crate) use queue_limits::{limit_defaults, rate_defaults, write_defaults};
 pub use queues::{Pause, QueueState};
+pub use rates::{RateOf, RateWindow};
 pub use registered::CapsuleEntry;
 pub(crate) use registered::INFO_TTL_SECS;
 

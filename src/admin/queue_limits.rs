@@ -3,7 +3,7 @@
 
 use crate::connection::Conn;
 use crate::runtime::run_plain;
-use crate::{keys, Interrupt, LimitKind, LimitValue, Result};
+use crate::{keys, Interrupt, LimitKind, LimitValue, Rate, Result};
 
 use super::Limits;
 
@@ -111,9 +111,23 @@ impl Limits {
         limits: Vec<(String, LimitKind, u64)>,
         interrupt: &Interrupt,
     ) -> Result<()> {
+        self.write_defaults(limit_defaults(&limits), interrupt)
+    }
+
+    /// Writes queues' rates only where Redis holds none yet, as
+    /// [`Limits::set_default_limits`].
+    pub fn set_default_rates(
+        &self,
+        rates: Vec<(String, Rate)>,
+        interrupt: &Interrupt,
+    ) -> Result<()> {
+        self.write_defaults(rate_defaults(&rates), interrupt)
+    }
+
+    fn write_defaults(&self, values: Vec<(String, String)>, interrupt: &Interrupt) -> Result<()> {
         let redis = self.redis.clone();
         run_plain(interrupt, self.timeout, async move {
-            write_defaults(&mut *redis.writer().await?, &limits)
+            write_defaults(&mut *redis.writer().await?, &values)
                 .await
                 .map(drop)
         })
@@ -140,17 +154,30 @@ impl Limits {
     }
 }
 
-/// `SET ... NX` of each limit, in one pipeline; how many it wrote.
-pub(crate) async fn write_defaults(
-    conn: &mut Conn,
-    limits: &[(String, LimitKind, u64)],
-) -> Result<usize> {
-    if limits.is_empty() {
+/// Configured limits as the keys and values Redis stores.
+pub(crate) fn limit_defaults(limits: &[(String, LimitKind, u64)]) -> Vec<(String, String)> {
+    limits
+        .iter()
+        .map(|(name, kind, value)| (kind.key(name), value.to_string()))
+        .collect()
+}
+
+/// Configured queue rates as the keys and values Redis stores.
+pub(crate) fn rate_defaults(rates: &[(String, Rate)]) -> Vec<(String, String)> {
+    rates
+        .iter()
+        .map(|(queue, rate)| (keys::rate(queue), rate.text()))
+        .collect()
+}
+
+/// `SET key value NX` of each, in one pipeline; how many it wrote.
+pub(crate) async fn write_defaults(conn: &mut Conn, values: &[(String, String)]) -> Result<usize> {
+    if values.is_empty() {
         return Ok(0);
     }
     let mut pipe = redis::pipe();
-    for (queue, kind, value) in limits {
-        pipe.cmd("SET").arg(kind.key(queue)).arg(*value).arg("NX");
+    for (key, value) in values {
+        pipe.cmd("SET").arg(key).arg(value).arg("NX");
     }
     let written: Vec<Option<String>> = pipe.query_async(conn).await?;
     Ok(written.iter().flatten().count())

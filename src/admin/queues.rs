@@ -15,7 +15,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use crate::runtime::run_plain;
-use crate::{keys, Error, Interrupt, LimitValue, Result};
+use crate::{keys, Error, Interrupt, LimitValue, Rate, Result};
 
 use super::Limits;
 
@@ -32,6 +32,9 @@ pub struct QueueState {
     /// Jobs waiting in Sidekiq's list of the queue.
     pub queued: u64,
     pub pause: Pause,
+    /// Its rate, as the fetch reads it (a broken one reads as
+    /// [`Rate::BROKEN`]); `None` without one.
+    pub rate: Option<Rate>,
 }
 
 /// Whether a queue is paused, and for how long.
@@ -71,21 +74,30 @@ impl Limits {
                 pipe.cmd("LRANGE").arg(keys::busy(name)).arg(0).arg(-1);
                 pipe.cmd("LLEN").arg(keys::queue(name));
                 pipe.cmd("PTTL").arg(keys::paused(name));
+                pipe.cmd("GET").arg(keys::rate(name));
             }
-            type Reply = (Option<Vec<u8>>, Option<Vec<u8>>, Vec<String>, u64, i64);
+            type Reply = (
+                Option<Vec<u8>>,
+                Option<Vec<u8>>,
+                Vec<String>,
+                u64,
+                i64,
+                Option<Vec<u8>>,
+            );
             let flat: Vec<redis::Value> = pipe.query_async(&mut redis.conn().await?).await?;
             let replies: Vec<Reply> = flat
-                .chunks(5)
+                .chunks(6)
                 .map(|c| redis::from_redis_value(&redis::Value::Array(c.to_vec())))
                 .collect::<redis::RedisResult<_>>()?;
             Ok(names
                 .into_iter()
                 .zip(replies)
-                .map(|(name, (limit, process_limit, busy, queued, pttl))| {
+                .map(|(name, (limit, process_limit, busy, queued, pttl, rate))| {
                     let parse = |raw: Option<Vec<u8>>| {
                         let raw = raw.as_deref().map(String::from_utf8_lossy);
                         crate::limits::parse_stored(raw.as_deref())
                     };
+                    let rate = rate.as_deref().map(String::from_utf8_lossy);
                     QueueState {
                         name,
                         limit: parse(limit),
@@ -93,6 +105,7 @@ impl Limits {
                         busy: count(busy),
                         queued,
                         pause: pause(pttl),
+                        rate: Rate::parse_stored(rate.as_deref()),
                     }
                 })
                 .collect())

@@ -41,7 +41,7 @@ use crate::process::{ForkLocal, Stale};
 use crate::reaper::Reaper;
 use crate::script::fetch::{Discarded, FetchScript};
 use crate::script::{LuaScript, RECONCILE, REQUEUE};
-use crate::{direct, ConnectionSettings, Interrupt, LimitKind, LimitValue, Result};
+use crate::{direct, ConnectionSettings, Interrupt, LimitKind, LimitValue, Rate, Result};
 
 pub use beat::BeatReport;
 pub use heal::Rebooked;
@@ -92,8 +92,10 @@ struct Inner {
     /// healed on (see `Inner::heal`), and one healing at a time.
     healed: AtomicU64,
     healing: tokio::sync::Mutex<()>,
-    /// Limits from the configuration, written again if Redis loses its data.
-    defaults: Mutex<Vec<(String, LimitKind, u64)>>,
+    /// Limits and rates from the configuration, as keys and values,
+    /// written again if Redis loses its data.
+    defaults: Mutex<Vec<(String, String)>>,
+    default_rates: Mutex<Vec<(String, String)>>,
     /// What the capsule says of itself for the control plane, written at
     /// each registration (see `keys::capsule_info`).
     info: Mutex<Option<String>>,
@@ -167,6 +169,7 @@ impl Capsule {
                 timeout: settings.timeout,
                 ack_grace: options.ack_grace,
                 defaults: Mutex::default(),
+                default_rates: Mutex::default(),
                 info: Mutex::default(),
                 served: Mutex::default(),
                 heartbeat_ttl: (period * 4.0).ceil().max(1.0) as u64,
@@ -264,8 +267,18 @@ impl Capsule {
         limits: Vec<(String, LimitKind, u64)>,
         interrupt: &Interrupt,
     ) -> Result<()> {
-        *self.inner.defaults.lock() = limits.clone();
+        *self.inner.defaults.lock() = crate::admin::limit_defaults(&limits);
         self.inner.limits.set_default_limits(limits, interrupt)
+    }
+
+    /// Writes queues' rates as [`Capsule::set_default_limits`] writes limits.
+    pub fn set_default_rates(
+        &self,
+        rates: Vec<(String, Rate)>,
+        interrupt: &Interrupt,
+    ) -> Result<()> {
+        *self.inner.default_rates.lock() = crate::admin::rate_defaults(&rates);
+        self.inner.limits.set_default_rates(rates, interrupt)
     }
 
     /// What this capsule says of itself to a control plane (opaque to the

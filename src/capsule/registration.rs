@@ -142,7 +142,8 @@ impl Inner {
             pipe.query_async(conn).await?;
         let mut lost_data = false;
         if !existed {
-            let defaults = self.defaults.lock().clone();
+            let mut defaults = self.defaults.lock().clone();
+            defaults.extend(self.default_rates.lock().iter().cloned());
             lost_data = write_defaults(conn, &defaults).await? > 0;
         }
         Ok(Registered {

@@ -22,6 +22,10 @@ pub fn to_ruby(ruby: &Ruby, state: JobLimitState) -> Result<Value, Error> {
             ("stored", state.stored.into_value_with(ruby)),
             ("running", state.running.into_value_with(ruby)),
             ("parked", state.parked.into_value_with(ruby)),
+            (
+                "stored_rate",
+                crate::queue_state::optional_rate(ruby, state.stored_rate)?,
+            ),
         ],
     )
 }

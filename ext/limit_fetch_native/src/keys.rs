@@ -15,6 +15,10 @@ pub fn init(ruby: &Ruby, namespace: RClass) -> Result<(), Error> {
     module.define_module_function("process_limit", function!(process_limit, 1))?;
     module.define_module_function("busy", function!(busy, 1))?;
     module.define_module_function("paused", function!(paused, 1))?;
+    module.define_module_function("rate", function!(rate, 1))?;
+    module.define_module_function("starts", function!(starts, 1))?;
+    module.define_module_function("job_rate", function!(job_rate, 1))?;
+    module.define_module_function("job_starts", function!(job_starts, 1))?;
     module.define_module_function("queue_of", function!(queue_of, 1))?;
     module.define_module_function("heartbeat", function!(heartbeat, 1))?;
     module.define_module_function("in_progress", function!(in_progress, 2))?;
@@ -41,6 +45,7 @@ fn constants(ruby: &Ruby, module: RModule) -> Result<(), Error> {
         ("DEAD", keys::DEAD),
         ("PARKED", keys::PARKED),
         ("DISCARDED", keys::DISCARDED),
+        ("RATE_PARKED", keys::RATE_PARKED),
         ("ALIVE", keys::ALIVE),
         ("BUSY_PATTERN", keys::BUSY_PATTERN),
         ("QUEUE_PATTERN", keys::QUEUE_PATTERN),
@@ -107,4 +112,20 @@ fn job_busy(id: String) -> String {
 
 fn parked(id: String) -> String {
     keys::parked(&id)
+}
+
+fn rate(queue: String) -> String {
+    keys::rate(&queue)
+}
+
+fn starts(queue: String) -> String {
+    keys::starts(&queue)
+}
+
+fn job_rate(id: String) -> String {
+    keys::job_rate(&id)
+}
+
+fn job_starts(id: String) -> String {
+    keys::job_starts(&id)
 }

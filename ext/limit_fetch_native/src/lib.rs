@@ -3,9 +3,9 @@
 //! One file per Ruby class or module the binding defines (`native.rs`, a
 //! capsule's work; `native_admin.rs`, administration; `keys.rs`, the key
 //! names), reads (`redis_settings.rs`, `capsule_options.rs`,
-//! `default_limit.rs`) or builds (`beat_report.rs`, `stored_limit.rs`,
-//! `queue_state.rs`, `capsule_entry.rs`, `job_limit_state.rs`,
-//! `errors.rs`), each with its own `init`; the Ruby side defines and checks
+//! `default_limit.rs`, `default_rate.rs`) or builds (`beat_report.rs`,
+//! `stored_limit.rs`, `queue_state.rs`, `capsule_entry.rs`,
+//! `job_limit_state.rs`, `rate_window.rs`, `errors.rs`; `rate.rs` both), each with its own `init`; the Ruby side defines and checks
 //! the shapes (lib/sidekiq/limit_fetch/shapes.rb). This file only wires
 //! them up.
 
@@ -13,6 +13,7 @@ mod beat_report;
 mod capsule_entry;
 mod capsule_options;
 mod default_limit;
+mod default_rate;
 mod errors;
 mod helpers;
 mod job_limit_state;
@@ -21,6 +22,8 @@ mod native;
 mod native_admin;
 mod nogvl;
 mod queue_state;
+mod rate;
+mod rate_window;
 mod redis_settings;
 mod stored_limit;
 
@@ -38,6 +41,9 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     redis_settings::init(namespace)?;
     capsule_options::init(namespace)?;
     default_limit::init(namespace)?;
+    default_rate::init(namespace)?;
+    rate::init(namespace)?;
+    rate_window::init(namespace)?;
     beat_report::init(namespace)?;
     stored_limit::init(namespace)?;
     queue_state::init(namespace)?;

@@ -13,7 +13,7 @@ use magnus::{function, method, prelude::*, Error, RArray, RClass, RString, Ruby,
 use crate::errors::to_ruby;
 use crate::helpers::seconds;
 use crate::nogvl::{call, without_gvl, without_gvl_or};
-use crate::{beat_report, capsule_options, default_limit, redis_settings};
+use crate::{beat_report, capsule_options, default_limit, default_rate, redis_settings};
 
 #[magnus::wrap(class = "Sidekiq::LimitFetch::Native", free_immediately, size)]
 struct Native {
@@ -179,6 +179,19 @@ impl Native {
         call(ruby, |interrupt| capsule.deregister(&queues, interrupt))
     }
 
+    /// `rates`: `DefaultRate`s (queues' rates), written only where unset,
+    /// and kept, as `set_default_limits` does.
+    fn set_default_rates(ruby: &Ruby, rb_self: &Self, rates: RArray) -> Result<(), Error> {
+        let rates = rates
+            .into_iter()
+            .map(|rate| default_rate::from_ruby(ruby, rate))
+            .collect::<Result<Vec<_>, Error>>()?;
+        let capsule = rb_self.capsule.clone();
+        call(ruby, |interrupt| {
+            capsule.set_default_rates(rates.clone(), interrupt)
+        })
+    }
+
     /// `limits`: `DefaultLimit`s, written only where unset. The capsule
     /// keeps them, to write them again the same way if Redis loses its data
     /// (`BeatReport#lost_data`).
@@ -221,5 +234,6 @@ pub fn init(ruby: &Ruby, namespace: RClass) -> Result<(), Error> {
     class.define_method("register", method!(Native::register, 0))?;
     class.define_method("deregister", method!(Native::deregister, 1))?;
     class.define_method("set_default_limits", method!(Native::set_default_limits, 1))?;
+    class.define_method("set_default_rates", method!(Native::set_default_rates, 1))?;
     Ok(())
 }

@@ -5,12 +5,14 @@
 //! alone. Thin like it: every call runs without the GVL.
 
 use limit_fetch_core::Limits;
-use magnus::{function, method, prelude::*, Error, RArray, RClass, Ruby, Value};
+use magnus::{function, method, prelude::*, Error, RArray, RClass, Ruby, TryConvert, Value};
 
 use crate::helpers::seconds;
-use crate::helpers::symbol_enum::LIMIT_KIND;
+use crate::helpers::symbol_enum::{LIMIT_KIND, RATE_OF};
 use crate::nogvl::call;
-use crate::{capsule_entry, job_limit_state, queue_state, redis_settings, stored_limit};
+use crate::{
+    capsule_entry, job_limit_state, queue_state, rate, rate_window, redis_settings, stored_limit,
+};
 
 #[magnus::wrap(class = "Sidekiq::LimitFetch::NativeAdmin", free_immediately, size)]
 struct NativeAdmin {
@@ -49,6 +51,49 @@ impl NativeAdmin {
         call(ruby, |interrupt| {
             limits.set_job_limit(&id, value, interrupt)
         })
+    }
+
+    /// A stored rate (`of`: :queue or :job_limit), as the fetch reads it; nil
+    /// without one.
+    fn rate(ruby: &Ruby, rb_self: &Self, of: Value, name: String) -> Result<Value, Error> {
+        let of = RATE_OF.get(ruby, of)?;
+        let limits = rb_self.limits.clone();
+        let stored = call(ruby, |interrupt| limits.rate(of, &name, interrupt))?;
+        queue_state::optional_rate(ruby, stored)
+    }
+
+    /// Stores a rate (a `Rate`, checked by Ruby; nil: removes it); returns
+    /// how many parked jobs went back to their queues.
+    fn set_rate(
+        ruby: &Ruby,
+        rb_self: &Self,
+        of: Value,
+        name: String,
+        value: Option<Value>,
+    ) -> Result<u64, Error> {
+        let of = RATE_OF.get(ruby, of)?;
+        let value = value.map(|v| rate::from_ruby(ruby, v)).transpose()?;
+        let limits = rb_self.limits.clone();
+        call(ruby, |interrupt| limits.set_rate(of, &name, value, interrupt))
+    }
+
+    /// `RateWindow`s of `rates`, each `[of, name, Rate]` (the rate in
+    /// force), in one round trip.
+    fn rate_windows(ruby: &Ruby, rb_self: &Self, rates: RArray) -> Result<RArray, Error> {
+        let rates = rates
+            .into_iter()
+            .map(|entry| {
+                let (of, name, value): (Value, String, Value) = TryConvert::try_convert(entry)?;
+                Ok((RATE_OF.get(ruby, of)?, name, rate::from_ruby(ruby, value)?))
+            })
+            .collect::<Result<Vec<_>, Error>>()?;
+        let limits = rb_self.limits.clone();
+        let windows = call(ruby, |interrupt| limits.rate_windows(&rates, interrupt))?;
+        let array = ruby.ary_new_capa(windows.len());
+        for window in windows {
+            array.push(rate_window::to_ruby(ruby, window)?)?;
+        }
+        Ok(array)
     }
 
     /// A queue's limit (`which`: :limit or :process_limit), as the fetch
@@ -150,6 +195,9 @@ pub fn init(ruby: &Ruby, namespace: RClass) -> Result<(), Error> {
     class.define_method("job_limits", method!(NativeAdmin::job_limits, 1))?;
     class.define_method("set_job_limit", method!(NativeAdmin::set_job_limit, 2))?;
     class.define_method("limit", method!(NativeAdmin::limit, 2))?;
+    class.define_method("rate", method!(NativeAdmin::rate, 2))?;
+    class.define_method("set_rate", method!(NativeAdmin::set_rate, 3))?;
+    class.define_method("rate_windows", method!(NativeAdmin::rate_windows, 1))?;
     class.define_method("set_limit", method!(NativeAdmin::set_limit, 3))?;
     class.define_method("stored_limits", method!(NativeAdmin::stored_limits, 1))?;
     class.define_method("queue_states", method!(NativeAdmin::queue_states, 1))?;

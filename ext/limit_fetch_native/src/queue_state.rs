@@ -13,6 +13,14 @@ pub fn init(namespace: RClass) -> Result<(), Error> {
     CLASS.init(namespace)
 }
 
+/// A rate, or nil.
+pub fn optional_rate(ruby: &Ruby, rate: Option<limit_fetch_core::Rate>) -> Result<Value, Error> {
+    match rate {
+        Some(rate) => crate::rate::to_ruby(ruby, rate),
+        None => Ok(ruby.qnil().as_value()),
+    }
+}
+
 pub fn to_ruby(ruby: &Ruby, state: QueueState) -> Result<Value, Error> {
     let busy = ruby.hash_new_capa(state.busy.len());
     for (uuid, count) in state.busy {
@@ -34,6 +42,7 @@ pub fn to_ruby(ruby: &Ruby, state: QueueState) -> Result<Value, Error> {
             ("queued", state.queued.into_value_with(ruby)),
             ("paused", paused.into_value_with(ruby)),
             ("pause_left", pause_left.into_value_with(ruby)),
+            ("rate", optional_rate(ruby, state.rate)?),
         ],
     )
 }

@@ -12,6 +12,7 @@ module Sidekiq
       def initialize(capsule)
         @config = capsule
         @limits = Limits.configured(capsule)
+        @rates = Rates.configured(capsule)
         @fetch_options = Configuration.fetch_options
         options = Configuration.capsule_options
         @native = Native.new(RedisOptions.for(capsule), options)
@@ -27,6 +28,7 @@ module Sidekiq
           logger.warn("sidekiq-limit_fetch: a limit is set for queue #{queue.inspect}, which no capsule processes")
         end
         @native.set_default_limits(@limits)
+        @native.set_default_rates(@rates)
         describe
         @native.register
         @heartbeat.start

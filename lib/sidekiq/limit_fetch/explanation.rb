@@ -11,18 +11,22 @@ module Sidekiq
     # :paused            paused (until +paused_until+, or until unpaused)
     # :empty             no job waits in it
     # :at_limit          its running jobs fill its global limit
+    # :at_rate           its starts fill its rate's window (+next_start_in+:
+    #                    seconds until the next may start)
     # :no_process        no live capsule (process) serves it
     # :at_process_limit  each live capsule serving it is at its process limit
     #                    (+processes+: their identities)
     # :eligible          the next fetch of a capsule serving it takes a job
     class Explanation
-      REASONS = %i[eligible empty paused at_limit at_process_limit no_process].freeze
+      REASONS = %i[eligible empty paused at_limit at_rate at_process_limit no_process].freeze
 
-      attr_reader :queue, :reason, :busy, :limit, :process_limit, :queued, :paused_until, :processes
+      attr_reader :queue, :reason, :busy, :limit, :process_limit, :queued, :paused_until, :processes, :rate,
+        :next_start_in
 
-      # From a QueueState and RegisteredCapsules.
-      def self.of(state, capsules)
-        new(state, capsules)
+      # From a QueueState, RegisteredCapsules and, for a queue with a rate,
+      # its RateWindow.
+      def self.of(state, capsules, window = nil)
+        new(state, capsules, window)
       end
 
       # A time as the sentences (and the Web UI) show it: within a day, the
@@ -32,35 +36,35 @@ module Sidekiq
         time - Time.now < 86_400 ? time.strftime("%H:%M:%SZ") : time.iso8601
       end
 
-      def initialize(state, capsules)
+      def initialize(state, capsules, window = nil)
         @queue = state.name
-        @busy = state.busy.values.sum
-        @limit = state.limit
-        @process_limit = state.process_limit
-        @queued = state.queued
+        @rate = state.rate
+        @next_start_in = window&.next_start_in
+        read_limits(state)
         @paused_until = (Time.now + state.pause_left if state.pause_left)
         @processes = []
         @reason = reason_for(state, capsules.reject(&:expired?))
       end
 
       # A one-line sentence: "at its global limit 3/3", "paused until
-      # 12:04:10Z", "at its process limit 1 in host:1234:abc", "empty", "no
-      # live process serves it", "eligible: 12 queued".
+      # 12:04:10Z", "at its rate 100/60 s, next start in 12.3 s", "at its
+      # process limit 1 in host:1234:abc", "empty", "no live process serves
+      # it", "eligible: 12 queued".
       def to_s
         case reason
         when :paused then paused_until ? "paused until #{format_time(paused_until)}" : "paused until unpaused"
         when :empty then "empty"
-        when :at_limit then "at its global limit #{busy}/#{limit}"
         when :no_process then "no live process serves it"
-        when :at_process_limit then "at its process limit #{process_limit} in #{processes.join(", ")}"
-        else "eligible: #{queued} queued, #{busy} running"
+        when :eligible then "eligible: #{queued} queued, #{busy} running"
+        else at_limit_text
         end
       end
 
       def to_h
         {
           reason: reason, message: to_s, busy: busy, limit: limit, process_limit: process_limit,
-          queued: queued, paused_until: paused_until, processes: processes
+          queued: queued, paused_until: paused_until, processes: processes, rate: rate&.to_h,
+          next_start_in: next_start_in
         }
       end
 
@@ -70,6 +74,21 @@ module Sidekiq
 
       private
 
+      def read_limits(state)
+        @busy = state.busy.values.sum
+        @limit = state.limit
+        @process_limit = state.process_limit
+        @queued = state.queued
+      end
+
+      def at_limit_text
+        case reason
+        when :at_limit then "at its global limit #{busy}/#{limit}"
+        when :at_rate then "at its rate #{rate.inspect}, next start in #{format("%.1f", next_start_in)} s"
+        else "at its process limit #{process_limit} in #{processes.join(", ")}"
+        end
+      end
+
       def reason_for(state, live)
         queue_reason(state) || process_reason(state, live)
       end
@@ -78,6 +97,7 @@ module Sidekiq
         if state.paused then :paused
         elsif queued.zero? then :empty
         elsif limit && busy >= limit then :at_limit
+        elsif next_start_in then :at_rate
         end
       end
 

@@ -10,6 +10,7 @@ module Sidekiq
     #   Sidekiq::LimitFetch::JobLimit.for(SyncJob, key: tenant.id).limit = 3 # premium tenant
     #   Sidekiq::LimitFetch::JobLimit.for(SyncJob, key: tenant.id).reset      # back to the default
     #   Sidekiq::LimitFetch::JobLimit.for(ExportJob).running
+    #   Sidekiq::LimitFetch::JobLimit.for(ApiJob, key: account.id).rate = {limit: 200, period: 60}
     #   Sidekiq::LimitFetch::JobLimit.active                                  # with running or parked jobs
     #
     # Also reached as Sidekiq::LimitFetch.job_limit(SyncJob, key: tenant.id)
@@ -24,7 +25,7 @@ module Sidekiq
         def for(job_class, key: nil, queue: nil)
           declaration = JobLimits.declared(job_class)
           id = key.nil? ? JobLimitId.of_class(job_class.to_s) : declaration.key_id(key, queue)
-          new(id, default: declaration.default_for(id))
+          new(id, default: declaration.default_for(id), default_rate: declaration.rate_for(id))
         end
 
         # Every job limit with running or parked jobs, by id.
@@ -50,10 +51,12 @@ module Sidekiq
         end
       end
 
-      # +default+: the limit when none is stored, if known (the jobs carry it).
-      def initialize(id, default: nil)
+      # +default+, +default_rate+: the limit and the rate when none is
+      # stored, if known (the jobs carry them).
+      def initialize(id, default: nil, default_rate: nil)
         @id = id
         @default = default
+        @default_rate = default_rate
       end
 
       # The limit the next fetch applies: the stored one, else the default.
@@ -77,8 +80,33 @@ module Sidekiq
       # Jobs carrying it that run now, across every process.
       def running = state.running
 
-      # Jobs set aside until it has room.
+      # Jobs set aside until it has room (and its rate lets them start).
       def parked = state.parked
+
+      # The rate the next fetch applies (a Rate): the stored one, else the
+      # declared one; nil: none.
+      def rate
+        state.stored_rate || @default_rate
+      end
+
+      # Stores a rate for every process ({limit:, period:}, "limit/period"
+      # or a Rate), in place of the declared one; parked jobs it lets start
+      # go back at once. Only a limit whose class declares a rate has one:
+      # the fetch reads a stored rate only for those.
+      def rate=(value)
+        JobLimit.admin.set_rate(:job_limit, id, Rates.coerce("rate for job limit #{id.inspect}", value))
+      end
+
+      # Back to the declared rate.
+      def reset_rate
+        JobLimit.admin.set_rate(:job_limit, id, nil)
+      end
+
+      # The rate's window now (a RateWindow), nil without a rate.
+      def rate_window
+        rate = self.rate
+        JobLimit.admin.rate_windows([[:job_limit, id, rate]]).first if rate
+      end
 
       def to_h
         JobLimit.state_h(state, @default)

@@ -10,6 +10,7 @@ module Sidekiq
     #
     #   queue = Sidekiq::LimitFetch.queue("webhooks")
     #   queue.limit = 5
+    #   queue.rate = {limit: 100, period: 60}   # 100 starts a minute
     #   queue.pause_for(600)
     #   queue.explain.to_s # => "paused until 12:04:10Z"
     class Queue
@@ -38,6 +39,24 @@ module Sidekiq
 
       def process_limit=(value)
         @admin.set_limit(name, :process_limit, Limits.coerce(name, value, :process_limit))
+      end
+
+      # The rate (a Rate: at most +limit+ starts in any +period+ seconds), as
+      # the fetch reads it; nil: none.
+      def rate
+        @admin.rate(:queue, name)
+      end
+
+      # {limit:, period:}, "limit/period" or a Rate; nil removes it. The
+      # queue's jobs over it stay queued, in order, until the window opens.
+      def rate=(value)
+        @admin.set_rate(:queue, name, value.nil? ? nil : Rates.coerce("rate for queue #{name.inspect}", value))
+      end
+
+      # The rate's window now (a RateWindow: +starts+ within the last period,
+      # +next_start_in+ seconds), nil without a rate.
+      def rate_window(state: self.state)
+        @admin.rate_windows([[:queue, name, state.rate]]).first if state.rate
       end
 
       # Jobs of the queue running now, across every process. Sends this
@@ -92,7 +111,8 @@ module Sidekiq
       # Explanation (#reason, #to_s, #to_h). Sends this process's pending
       # acknowledgements first.
       def explain
-        Explanation.of(fresh_state, capsules)
+        state = fresh_state
+        Explanation.of(state, capsules, rate_window(state: state))
       end
 
       # Everything above, as a plain Hash (for JSON and metrics): one round
@@ -100,6 +120,7 @@ module Sidekiq
       # their +state+ (a QueueState) and the +registered+ capsules
       # (RegisteredCapsule.all), each read once for all of them.
       def to_h(state: fresh_state, registered: capsules)
+        window = rate_window(state: state)
         {
           name: name,
           limit: state.limit,
@@ -109,7 +130,8 @@ module Sidekiq
           queued: state.queued,
           paused: state.paused,
           paused_until: until_time(state),
-          explain: Explanation.of(state, registered).to_h
+          **rate_h(state, window),
+          explain: Explanation.of(state, registered, window).to_h
         }
       end
 
@@ -137,6 +159,10 @@ module Sidekiq
           label = labels.fetch(uuid, uuid)
           sums[label] = sums.fetch(label, 0) + count
         end
+      end
+
+      def rate_h(state, window)
+        {rate: state.rate&.to_h, rate_window: window&.to_h}
       end
 
       def until_time(state)

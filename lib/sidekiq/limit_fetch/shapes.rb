@@ -28,6 +28,16 @@ module Sidekiq
     # :job_limit; +value+, an Integer.
     DefaultLimit = Data.define(:name, :kind, :value)
 
+    # At most +limit+ job starts in any window of +period+ seconds (an
+    # Integer when whole, else a Float): read by the binding as Ruby checked
+    # it (Rates.coerce), and built by it from what Redis stores.
+    Rate = Data.define(:limit, :period)
+
+    # A queue's rate a capsule writes where Redis holds none
+    # (Native#set_default_rates), checked by Rates.configured: +queue+, a
+    # name; +rate+, a Rate.
+    DefaultRate = Data.define(:queue, :rate)
+
     # ---- Built by the binding ----
 
     # What a heartbeat did besides proving its capsule alive (Native#beat):
@@ -80,9 +90,10 @@ module Sidekiq
     # (NativeAdmin#queue_states): its limits as the fetch reads them (nil:
     # none; a broken value reads as 0), +busy+ slots by capsule UUID
     # ({uuid => count}), +queued+ jobs in Sidekiq's list, whether it is
-    # +paused+, and the seconds its pause has left (+pause_left+; nil when
-    # paused until unpaused, or not paused).
-    QueueState = Data.define(:name, :limit, :process_limit, :busy, :queued, :paused, :pause_left)
+    # +paused+, the seconds its pause has left (+pause_left+; nil when
+    # paused until unpaused, or not paused), and its +rate+ (a Rate as the
+    # fetch reads it, a broken one as 0 starts; nil: none).
+    QueueState = Data.define(:name, :limit, :process_limit, :busy, :queued, :paused, :pause_left, :rate)
 
     # A registered capsule as Redis holds it (NativeAdmin#capsules): its
     # +uuid+, what it says of itself (+info+, the JSON Client#describe
@@ -94,8 +105,13 @@ module Sidekiq
     # A job limit as Redis holds it (NativeAdmin#job_limits): its +id+
     # (JobLimitId), the limit +stored+ at run time (nil: each job's default
     # applies), the jobs carrying it that run now across every process
-    # (+running+) and those set aside until it has room (+parked+).
-    JobLimitState = Data.define(:id, :stored, :running, :parked)
+    # (+running+), those set aside until it has room (+parked+), and the rate
+    # stored at run time (+stored_rate+, a Rate; nil: each job's own applies).
+    JobLimitState = Data.define(:id, :stored, :running, :parked, :stored_rate)
+
+    # A rate's window now (NativeAdmin#rate_windows): +starts+ within the
+    # last period, and the seconds until the next may start (nil: now).
+    RateWindow = Data.define(:starts, :next_start_in)
   end
 end
 

@@ -18,6 +18,8 @@ RSpec.describe Sidekiq::LimitFetch::BootLine do
       ["Computed", {concurrency: -> { 4 }}],
       ["KeyComputed", {key: key, concurrency: -> { 2 }, on_limit: :discard}],
       ["LimitFetchSpec::ExportJob", {concurrency: 2}],
+      ["Rated", {rate: {limit: 100, period: 60}}],
+      ["KeyRated", {key: key, concurrency: 2, rate: {limit: 5, period: 0.5}}],
       ["Broken", {concurrency: "two"}],
       ["NotAHash", "two"]
     ]
@@ -27,8 +29,10 @@ RSpec.describe Sidekiq::LimitFetch::BootLine do
       "job limits: Broken (invalid: sidekiq-limit_fetch: Broken's limit_fetch concurrency must be an Integer " \
       "from 0 to #{Sidekiq::LimitFetch::Limits::MAX}, got \"two\"), Computed set at each push, " \
       "Grouped 10 in all, 3 per key of group tenants and queue, " \
-      "KeyComputed set at each push per key (discarded at its limit), LimitFetchSpec::ExportJob 6, " \
-      "NotAHash (invalid: sidekiq-limit_fetch: NotAHash's limit_fetch limit_fetch must be a Hash, got String), Plain 2"
+      "KeyComputed set at each push per key (discarded at its limit), " \
+      "KeyRated 2 per key, rate 5/0.5 s per key, LimitFetchSpec::ExportJob 6, " \
+      "NotAHash (invalid: sidekiq-limit_fetch: NotAHash's limit_fetch limit_fetch must be a Hash, got String), " \
+      "Plain 2, Rated rate 100/60 s"
     )
   end
 

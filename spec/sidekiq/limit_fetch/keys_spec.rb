@@ -9,7 +9,8 @@ RSpec.describe Sidekiq::LimitFetch::Keys, :binding do
     names = {
       queue: ["a:b ü"], limit: ["a:b ü"], process_limit: ["a:b ü"], busy: ["a:b ü"], paused: ["a:b ü"],
       heartbeat: ["u-1"], in_progress: ["u-1", "a:b ü"], capsule_info: ["u-1"], capsule_queues: ["u-1"],
-      capsule_limits: ["u-1"], job_limit: ['key:G@q#"1"'], job_busy: ['key:G@q#"1"'], parked: ['key:G@q#"1"']
+      capsule_limits: ["u-1"], job_limit: ['key:G@q#"1"'], job_busy: ['key:G@q#"1"'], parked: ['key:G@q#"1"'],
+      rate: ["a:b ü"], starts: ["a:b ü"], job_rate: ['key:G@q#"1"'], job_starts: ['key:G@q#"1"']
     }.to_h { |builder, args| [builder, described_class.public_send(builder, *args)] }
 
     expect(names).to eq(
@@ -25,7 +26,11 @@ RSpec.describe Sidekiq::LimitFetch::Keys, :binding do
       capsule_limits: "sidekiq:limit_fetch:capsule:u-1:limits",
       job_limit: 'sidekiq:limit_fetch:limit:key:G@q#"1":limit',
       job_busy: 'sidekiq:limit_fetch:limit:key:G@q#"1":busy',
-      parked: 'sidekiq:limit_fetch:limit:key:G@q#"1":parked'
+      parked: 'sidekiq:limit_fetch:limit:key:G@q#"1":parked',
+      rate: "sidekiq:limit_fetch:queue:a:b ü:rate",
+      starts: "sidekiq:limit_fetch:queue:a:b ü:starts",
+      job_rate: 'sidekiq:limit_fetch:limit:key:G@q#"1":rate',
+      job_starts: 'sidekiq:limit_fetch:limit:key:G@q#"1":starts'
     )
   end
 
@@ -37,7 +42,8 @@ RSpec.describe Sidekiq::LimitFetch::Keys, :binding do
       DEAD: "dead", DISCARDED: "sidekiq:limit_fetch:discarded", LAST_BEAT: "sidekiq:limit_fetch:last_beat",
       OUTAGE: "sidekiq:limit_fetch:outage",
       PARKED: "sidekiq:limit_fetch:parked", PREFIX: "sidekiq:limit_fetch:",
-      QUEUE_PATTERN: "sidekiq:limit_fetch:queue:*", RECOVERIES: "sidekiq:limit_fetch:recoveries",
+      QUEUE_PATTERN: "sidekiq:limit_fetch:queue:*", RATE_PARKED: "sidekiq:limit_fetch:rate_parked",
+      RECOVERIES: "sidekiq:limit_fetch:recoveries",
       REGISTERED: "sidekiq:limit_fetch:registered", UNREGISTERED: "sidekiq:limit_fetch:unregistered"
     )
     expect(constants.values).to all(be_frozen)

@@ -1,7 +1,7 @@
 //! Rust enums that cross the seam as Ruby symbols. Each table is the one
 //! definition, on the Rust side, of the symbols' names.
 
-use limit_fetch_core::{LimitKind, Tls};
+use limit_fetch_core::{LimitKind, RateOf, Tls};
 use magnus::value::ReprValue;
 use magnus::{Error, Ruby, Symbol, Value};
 
@@ -20,6 +20,12 @@ pub const LIMIT_KIND: SymbolEnum<LimitKind> = SymbolEnum {
         ("process_limit", LimitKind::Process),
         ("job_limit", LimitKind::Job),
     ],
+};
+
+/// Whose rate: a queue's, or a job limit's (by id).
+pub const RATE_OF: SymbolEnum<RateOf> = SymbolEnum {
+    what: "rate of",
+    table: &[("queue", RateOf::Queue), ("job_limit", RateOf::Job)],
 };
 
 /// `Sidekiq::LimitFetch::RedisSettings::TLS_MODES`.

@@ -4,8 +4,8 @@ module Sidekiq
   class LimitFetch < BasicFetch
     class BootLine
       # One class's job limits as the boot line says them: its class limit
-      # in force (stored, else declared), its keys' default, and what it
-      # does at its limit. A declaration is checked as its first push will
+      # in force (stored, else declared), its keys' default, its rate, and
+      # what it does at its limit. A declaration is checked as its first push will
       # check it: a broken one is said to be.
       class JobLimitText
         # +options+: the class's limit_fetch option, nil for a class
@@ -21,7 +21,7 @@ module Sidekiq
           return "#{@name} #{@stored} (configured; class not loaded)" if @options.nil?
 
           JobLimits.new(@name, @options)
-          "#{@name} #{[class_limit, key_limit].compact.join(", ")}#{" (discarded at its limit)" if discard?}"
+          "#{@name} #{[class_limit, key_limit, rate].compact.join(", ")}#{" (discarded at its limit)" if discard?}"
         rescue ArgumentError => e
           "#{@name} (invalid: #{e.message})"
         end
@@ -38,12 +38,26 @@ module Sidekiq
         end
 
         def key_limit
-          return unless keyed?
+          default = key_default
+          return if default.nil?
 
-          default = @options.fetch(:concurrency, 1)
-          default = "set at each push" if default.respond_to?(:call)
           group = " of group #{@options[:group]}" if @options[:group]
           "#{default} per key#{group}#{" and queue" if @options[:per_queue]}"
+        end
+
+        # A key's concurrency: declared, else 1 unless a rate is given.
+        def key_default
+          return unless keyed?
+
+          default = @options.fetch(:concurrency) { 1 unless @options[:rate] }
+          default.respond_to?(:call) ? "set at each push" : default
+        end
+
+        # As declared: a class's stored rate is not read at boot.
+        def rate
+          return unless @options[:rate]
+
+          "rate #{Rates.coerce(:rate, @options[:rate]).inspect}#{" per key" if keyed?}"
         end
 
         def discard? = @options[:on_limit] == :discard
