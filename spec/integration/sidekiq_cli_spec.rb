@@ -179,4 +179,34 @@ RSpec.describe "sidekiq-limit_fetch in sidekiq processes", :e2e do
     expect(max_running("tunable")).to be_between(2, 3)
     processes.each { |process| stop_process(process) }
   end
+
+  # A job's own start (Recorder.stamp) follows the fetch that counted it by
+  # its thread's wake-up: windows are checked with this much of it.
+  rate_slack = 0.025
+
+  it "starts each tenant at its rate across two processes, reaching the rate, with no window over it" do
+    config = app.write_config("rated", queues: [LimitFetchSpec::KeyedJobs::QUEUE], concurrency: 5)
+    processes = %w[r1 r2].map { |name| start_process(name, config: config).first }
+    tenants = %w[acme globex initech]
+    jids = tenants.flat_map { |tenant| Array.new(20) { LimitFetchSpec::TenantRatedJob.perform_async(tenant, 0.01) } }
+
+    labels = tenants.map { |tenant| LimitFetchSpec::KeyedJobs.key_label("rated-#{tenant}") }
+    wait_until(timeout: 30, message: -> { "60 jobs done, #{done_jids.size} are" }) { done_jids.size >= 60 }
+    expect(done_jids.sort).to eq(jids.sort)
+    labels.each do |label|
+      starts = redis.call("LRANGE", LimitFetchSpec::Recorder.starts_key(label), 0, -1).map { Float(_1) }.sort
+      expect(starts.size).to eq(20)
+      crowded = starts.each_cons(6).find { |window| window.last - window.first < 1.0 - rate_slack }
+      expect(crowded).to be_nil, "#{label}: 6 starts within 1 s: #{crowded}"
+      # 5 at once, then 5 a second: the twentieth starts 3 s after the first.
+      expect(starts.last - starts.first).to be_between(3.0 - rate_slack, 3.5), "#{label}: #{starts}"
+      expect(starts.last + 0.01 - starts.first).to be < 6.5
+    end
+    expect(%w[r1 r2].map { |name| started_by_process(labels, name) }).to all(be_positive)
+    processes.each { |process| stop_process(process) }
+  end
+
+  def started_by_process(labels, name)
+    labels.sum { |label| started(label).count { |entry| entry.start_with?("#{name}/") } }
+  end
 end

@@ -74,7 +74,9 @@ impl NativeAdmin {
         let of = RATE_OF.get(ruby, of)?;
         let value = value.map(|v| rate::from_ruby(ruby, v)).transpose()?;
         let limits = rb_self.limits.clone();
-        call(ruby, |interrupt| limits.set_rate(of, &name, value, interrupt))
+        call(ruby, |interrupt| {
+            limits.set_rate(of, &name, value, interrupt)
+        })
     }
 
     /// `RateWindow`s of `rates`, each `[of, name, Rate]` (the rate in
