@@ -172,6 +172,13 @@ pub fn job_starts(id: &str) -> String {
     format!("{PREFIX}limit:{id}:starts")
 }
 
+/// How many of a job limit's parked jobs went back to their queues for its
+/// rate and have not started yet: the next release leaves them room. Expires
+/// a period after the last release.
+pub fn job_released(id: &str) -> String {
+    format!("{PREFIX}limit:{id}:released")
+}
+
 /// The job limits a capsule holds slots of (freed if it dies).
 pub fn capsule_limits(uuid: &str) -> String {
     format!("{PREFIX}capsule:{uuid}:limits")

@@ -242,7 +242,12 @@ fn an_idle_rate_leaves_nothing_in_redis_once_its_window_passed() {
     c.flush(&Interrupt::new()).unwrap();
     std::thread::sleep(Duration::from_millis(300));
     let mut conn = redis();
-    for key in [keys::starts(&q), keys::job_starts(&k), keys::parked(&k)] {
+    for key in [
+        keys::starts(&q),
+        keys::job_starts(&k),
+        keys::parked(&k),
+        keys::job_released(&k),
+    ] {
         let exists: bool = conn.exists(&key).unwrap();
         assert!(!exists, "{key} left behind");
     }

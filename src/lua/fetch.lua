@@ -274,7 +274,7 @@ local function book(limits)
       redis.call('SADD', capsule_limits_key(uuid), id)
     end
     local rate = job_rate(limit)
-    if rate then record_start(job_starts_key(id), rate, uuid) end
+    if rate then book_start(id, rate, uuid) end
   end
 end
 

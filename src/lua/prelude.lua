@@ -42,6 +42,7 @@ local function rate_key(name) return PREFIX .. 'queue:' .. name .. ':rate' end
 local function starts_key(name) return PREFIX .. 'queue:' .. name .. ':starts' end
 local function job_rate_key(id) return PREFIX .. 'limit:' .. id .. ':rate' end
 local function job_starts_key(id) return PREFIX .. 'limit:' .. id .. ':starts' end
+local function job_released_key(id) return PREFIX .. 'limit:' .. id .. ':released' end
 local RATE_PARKED_KEY = 'sidekiq:limit_fetch:rate_parked'
 local DISCARDED_KEY = 'sidekiq:limit_fetch:discarded'
 
@@ -275,6 +276,16 @@ local function job_rate(limit)
   return rate
 end
 
+-- Counts a start of job limit `id` under its rate now, and one fewer of
+-- its jobs sent back but not started (a job taken from another queue than
+-- the one they wait at the front of may be counted for one of them: the
+-- next release then sends one fewer, never one too many).
+local function book_start(id, rate, who)
+  record_start(job_starts_key(id), rate, who)
+  local released = job_released_key(id)
+  if redis.call('DECR', released) <= 0 then redis.call('DEL', released) end
+end
+
 -- Notes that job limit `id` has jobs parked behind its rate, whose window
 -- opens at `opens` (Redis's clock, microseconds): a fetch then sends them
 -- back (see fetch.lua). Without `opens` (a rate of 0) only a change of the
@@ -327,8 +338,16 @@ local function release(id, n, held, vacated, known)
       rate = job_rate(limit)
     end
   end
+  local starts = rate and job_starts_key(id)
   if room > 0 and rate then
-    rate_left, opens = rate_room(job_starts_key(id), rate)
+    rate_left, opens = rate_room(starts, rate)
+    -- Jobs sent back earlier that have not started yet will take their
+    -- part of the window: sending more now would let them be overtaken.
+    local pending = tonumber(redis.call('GET', job_released_key(id)) or '0')
+    if pending > 0 and rate_left > 0 then
+      rate_left = math.max(0, rate_left - pending)
+      if rate_left == 0 then opens = reopens(starts, rate) end
+    end
     if rate_left < room then room = rate_left end
   end
   if n and n < room then room = n end
@@ -340,7 +359,12 @@ local function release(id, n, held, vacated, known)
   if #jobs == left then
     redis.call('SREM', PARKED_KEY, id)
   elseif rate_left == room then
-    rate_parks(id, reopens(job_starts_key(id), rate))
+    rate_parks(id, reopens(starts, rate))
+  end
+  if rate then
+    -- Counted until they start (book_start), or for a period at most.
+    redis.call('INCRBY', job_released_key(id), #jobs)
+    redis.call('PEXPIRE', job_released_key(id), math.ceil(rate[2] / 1000))
   end
   local queues = {}
   for i = #jobs, 1, -1 do

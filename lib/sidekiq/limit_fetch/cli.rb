@@ -16,6 +16,8 @@ module Sidekiq
     #
     #   sidekiq-limits list
     #   sidekiq-limits set webhooks 5 [--process]
+    #   sidekiq-limits set partner_api 100/60 --rate
+    #   sidekiq-limits set key:ApiJob#42 10/1 --job --rate
     #   sidekiq-limits pause webhooks --for 5m
     class CLI
       # Bad input: its message goes to stderr as is, with exit status 2.
@@ -56,18 +58,39 @@ module Sidekiq
       end
 
       def run_set(name, _value)
+        return run_set_job(name) if @options.job?
+
         queue = LimitFetch.queue(name)
         was = queue.public_send(kind)
         queue.public_send(:"#{kind}=", @options.limit)
-        report(queue, "#{name}: #{kind_label} #{@options.limit} (was #{was.inspect})")
+        report(queue, "#{name}: #{kind_label} #{@options.limit.inspect} (was #{was.inspect})")
       end
 
       def run_unset(name)
+        return run_unset_job(name) if @options.job?
+
         queue = LimitFetch.queue(name)
         was = queue.public_send(kind)
         queue.public_send(:"#{kind}=", nil)
         report(queue, "#{name}: #{kind_label} removed (was #{was.inspect})")
       end
+
+      # A job limit by id: its stored limit or rate.
+      def run_set_job(id)
+        limit = JobLimit.new(id)
+        was = stored(limit)
+        limit.public_send(:"#{kind}=", @options.limit)
+        report_job(limit, "#{id}: #{kind_label} #{@options.limit.inspect} (was #{was.inspect})")
+      end
+
+      def run_unset_job(id)
+        limit = JobLimit.new(id)
+        was = stored(limit)
+        @options.rate? ? limit.reset_rate : limit.reset
+        report_job(limit, "#{id}: stored #{kind_label} removed (was #{was.inspect})")
+      end
+
+      def stored(limit) = @options.rate? ? limit.stored_rate : limit.stored
 
       def run_pause(name)
         queue = LimitFetch.queue(name)
@@ -90,13 +113,17 @@ module Sidekiq
         @options.json? ? print_json(explanation.to_h.merge(queue: name)) : @out.puts("#{name}: #{explanation}")
       end
 
-      def kind = @options.kind
+      def kind = @options.setting
 
-      def kind_label = @options.process? ? "process limit" : "limit"
+      def kind_label = {rate: "rate", process_limit: "process limit", limit: "limit"}.fetch(kind)
 
       # The line for a person, or the queue as it is now for a script.
       def report(queue, line)
         @options.json? ? print_json(queue.to_h) : @out.puts(line)
+      end
+
+      def report_job(limit, line)
+        @options.json? ? print_json(limit.to_h) : @out.puts(line)
       end
 
       def print_json(value)

@@ -40,10 +40,11 @@ module Sidekiq
           admin.job_limits(admin.active_job_limits).map { |state| state_h(state) }
         end
 
-        # A JobLimitState as a Hash, its limit the stored one or +default+.
-        def state_h(state, default = nil)
+        # A JobLimitState as a Hash, its limit the stored one or +default+,
+        # its rate the stored one or +default_rate+.
+        def state_h(state, default = nil, default_rate = nil)
           {id: state.id, limit: state.stored || default, stored: state.stored, running: state.running,
-           parked: state.parked}
+           parked: state.parked, rate: (state.stored_rate || default_rate)&.to_h, stored_rate: state.stored_rate&.to_h}
         end
 
         def admin
@@ -86,8 +87,11 @@ module Sidekiq
       # The rate the next fetch applies (a Rate): the stored one, else the
       # declared one; nil: none.
       def rate
-        state.stored_rate || @default_rate
+        stored_rate || @default_rate
       end
+
+      # The rate set at run time (a Rate), or nil.
+      def stored_rate = state.stored_rate
 
       # Stores a rate for every process ({limit:, period:}, "limit/period"
       # or a Rate), in place of the declared one; parked jobs it lets start
@@ -109,7 +113,7 @@ module Sidekiq
       end
 
       def to_h
-        JobLimit.state_h(state, @default)
+        JobLimit.state_h(state, @default, @default_rate)
       end
 
       private

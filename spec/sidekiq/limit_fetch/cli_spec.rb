@@ -24,13 +24,14 @@ RSpec.describe "exe/sidekiq-limits" do
     push_jobs("mailers", 1)
     redis.call("SET", queue_key("webhooks", "limit"), "2")
     redis.call("SET", queue_key("mailers", "process_limit"), "1")
+    redis.call("SET", queue_key("mailers", "rate"), "100/60")
 
     out, err, status = limits("list")
     expect([err, status]).to eq(["", 0])
     table = [
-      %w[QUEUE LIMIT PROCESS_LIMIT RUNNING QUEUED PAUSED STATE],
-      %w[mailers - 1 0 1 no no live process serves it],
-      %w[webhooks 2 - 0 3 no no live process serves it]
+      %w[QUEUE LIMIT PROCESS_LIMIT RATE RUNNING QUEUED PAUSED STATE],
+      %w[mailers - 1 100/60 (0 now) 0 1 no no live process serves it],
+      %w[webhooks 2 - - 0 3 no no live process serves it]
     ]
     expect(out.lines.map(&:split)).to eq(table)
 
@@ -55,6 +56,26 @@ RSpec.describe "exe/sidekiq-limits" do
     out, _, status = limits("unset", "webhooks")
     expect([out, status]).to eq(["webhooks: limit removed (was 5)\n", 0])
     expect([stored("webhooks", "limit"), stored("webhooks", "process_limit")]).to eq([nil, "0"])
+  end
+
+  it "sets and unsets a queue's rate, and a job limit's limit and rate" do
+    out, err, status = limits("set", "partner_api", "100/60", "--rate")
+    expect([out, err, status]).to eq(["partner_api: rate 100/60 s (was nil)\n", "", 0])
+    expect(stored("partner_api", "rate")).to eq("100/60")
+    out, _, status = limits("set", "partner_api", "5/0.5", "--rate", "--json")
+    expect(status).to eq(0)
+    expect(JSON.parse(out)).to include("name" => "partner_api", "rate" => {"limit" => 5, "period" => 0.5})
+    expect(limits("unset", "partner_api", "--rate")).to eq(["partner_api: rate removed (was 5/0.5 s)\n", "", 0])
+    expect(stored("partner_api", "rate")).to be_nil
+
+    id = "key:ApiJob#42"
+    expect(limits("set", id, "10/1", "--job", "--rate")).to eq(["#{id}: rate 10/1 s (was nil)\n", "", 0])
+    expect(redis.call("GET", Sidekiq::LimitFetch::Keys.job_rate(id))).to eq("10/1")
+    expect(limits("set", id, "3", "--job")).to eq(["#{id}: limit 3 (was nil)\n", "", 0])
+    expect(redis.call("GET", Sidekiq::LimitFetch::Keys.job_limit(id))).to eq("3")
+    expect(limits("unset", id, "--job", "--rate")).to eq(["#{id}: stored rate removed (was 10/1 s)\n", "", 0])
+    expect(limits("unset", id, "--job")).to eq(["#{id}: stored limit removed (was 3)\n", "", 0])
+    expect(redis.call("KEYS", "#{LimitFetchHelpers::KEY_PREFIX}limit:*")).to eq([])
   end
 
   it "pauses for a duration, explains, and unpauses" do
@@ -92,6 +113,12 @@ RSpec.describe "exe/sidekiq-limits" do
       %w[pause webhooks --for 0] => /invalid duration "0"/,
       %w[pause webhooks --for] => /missing argument: --for/,
       %w[pause webhooks --process] => /--process applies to set and unset only/,
+      %w[set webhooks 5 --rate] => /invalid rate for queue "webhooks": "5"/,
+      %w[set webhooks 0/1 --rate] => %r{invalid rate for queue "webhooks": "0/1"},
+      %w[set webhooks 5/0.01 --rate] => %r{invalid rate for queue "webhooks": "5/0.01"},
+      %w[set webhooks 5/1 --rate --process] => /--process and --rate: one or the other/,
+      %w[set class:A 5 --job --process] => /--process applies to queues, not --job/,
+      %w[explain webhooks --rate] => /--rate applies to set and unset only/,
       %w[list --verbose] => /invalid option: --verbose/,
       %w[frobnicate webhooks] => /unknown command "frobnicate"/,
       %w[explain webhooks extra] => /explain: unexpected argument "extra"/,

@@ -63,15 +63,18 @@ RSpec.describe Sidekiq::LimitFetch::Native, "answers", :binding do
     end)
   end
 
-  it "reports job limits as JobLimitStates: stored limit or nil, running and parked jobs" do
+  it "reports job limits as JobLimitStates: stored limit or nil, running and parked jobs, stored rate" do
     admin.set_job_limit("class:ExportJob", 4)
+    rate = Sidekiq::LimitFetch::Rate.new(limit: 5, period: 0.5)
+    expect(admin.set_rate(:job_limit, "class:ExportJob", rate)).to eq(0)
+    expect(redis.call("GET", keys.job_rate("class:ExportJob"))).to eq("5/0.5")
     2.times { redis.call("RPUSH", keys.job_busy("key:SyncJob#a"), "some-capsule") }
     redis.call("RPUSH", keys.parked("key:SyncJob#a"), job_payload("a"))
 
     state = Sidekiq::LimitFetch::JobLimitState
     expect(admin.job_limits(["class:ExportJob", "key:SyncJob#a"])).to eq(
-      [state.new(id: "class:ExportJob", stored: 4, running: 0, parked: 0),
-       state.new(id: "key:SyncJob#a", stored: nil, running: 2, parked: 1)]
+      [state.new(id: "class:ExportJob", stored: 4, running: 0, parked: 0, stored_rate: rate),
+       state.new(id: "key:SyncJob#a", stored: nil, running: 2, parked: 1, stored_rate: nil)]
     )
   end
 

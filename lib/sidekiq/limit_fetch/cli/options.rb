@@ -14,7 +14,10 @@ module Sidekiq
           Commands:
             list                          every queue: limits, running, queued, paused, why
             set QUEUE N [--process]       set the global (or per process) limit to N (0: no new fetches)
-            unset QUEUE [--process]       remove the global (or per process) limit
+            set QUEUE N/SECONDS --rate    at most N starts in any SECONDS (100/60, 5/0.5)
+            set ID N[/SECONDS] --job      a job limit's (class:ApiJob, key:ApiJob#42) limit, or rate
+            unset QUEUE [--process|--rate]  remove the global (or per process) limit, or the rate
+            unset ID --job [--rate]       a job limit's stored limit (or rate): back to the declared one
             pause QUEUE [--for DURATION]  stop fetching from QUEUE (DURATION: 90, 90s, 5m, 1h, 1d)
             unpause QUEUE                 resume fetching from QUEUE
             explain QUEUE                 why QUEUE's next job is or is not fetched now
@@ -45,11 +48,20 @@ module Sidekiq
         def help? = @help
         def json? = @json
         def process? = @process
+        def rate? = @rate
+        def job? = @job
 
         def help = parser.help
 
         # The limit kind set and unset change.
         def kind = process? ? :process_limit : :limit
+
+        # What set and unset change: :rate, :process_limit or :limit.
+        def setting
+          return :rate if rate?
+
+          process? ? :process_limit : :limit
+        end
 
         private
 
@@ -59,6 +71,8 @@ module Sidekiq
             opts.on("--url URL", "Redis URL (default: REDIS_URL, as Sidekiq)") { |url| @url = url }
             opts.on("--json", "print JSON instead of a table") { @json = true }
             opts.on("--process", "set/unset: the limit in each process") { @process = true }
+            opts.on("--rate", "set/unset: the rate (N/SECONDS)") { @rate = true }
+            opts.on("--job", "set/unset: of a job limit, named by its id") { @job = true }
             opts.on("--for DURATION", "pause: for this long, then fetch again") { |text| @duration_text = text }
             opts.on("-h", "--help", "print this help") { @help = true }
           end
@@ -90,12 +104,25 @@ module Sidekiq
         end
 
         def check_flags
-          raise UsageError, "--process applies to set and unset only" if process? && !%w[set unset].include?(command)
+          %w[process rate job].each do |flag|
+            next unless send(:"#{flag}?") && !%w[set unset].include?(command)
+
+            raise UsageError, "--#{flag} applies to set and unset only"
+          end
+          raise UsageError, "--process and --rate: one or the other" if process? && rate?
+          raise UsageError, "--process applies to queues, not --job" if process? && job?
           raise UsageError, "--for applies to pause only" if @duration_text && command != "pause"
         end
 
+        # set's N (or N/SECONDS), checked.
+        def set_value
+          return Rates.coerce(job? ? "rate for job limit #{args[0].inspect}" : "rate for queue #{args[0].inspect}", args[1]) if rate?
+
+          job? ? Limits.coerce(args[0], args[1], :job_limit) : Limits.coerce(args[0], args[1], kind)
+        end
+
         def check_values
-          @limit = Limits.coerce(args[0], args[1], kind) if command == "set"
+          @limit = set_value if command == "set"
           @duration = Duration.parse(@duration_text) if @duration_text
         end
       end

@@ -5,7 +5,7 @@ module Sidekiq
     class CLI
       # Queues (Queue#to_h) as a text table, one row each, columns aligned.
       class Table
-        HEADERS = %w[QUEUE LIMIT PROCESS_LIMIT RUNNING QUEUED PAUSED STATE].freeze
+        HEADERS = %w[QUEUE LIMIT PROCESS_LIMIT RATE RUNNING QUEUED PAUSED STATE].freeze
 
         def initialize(queues)
           @queues = queues
@@ -27,12 +27,20 @@ module Sidekiq
 
         def row(queue)
           [
-            queue[:name], limit(queue[:limit]), limit(queue[:process_limit]), queue[:busy].to_s,
+            queue[:name], limit(queue[:limit]), limit(queue[:process_limit]), rate(queue), queue[:busy].to_s,
             queue[:queued].to_s, paused(queue), queue[:explain][:message]
           ]
         end
 
         def limit(value) = value.nil? ? "-" : value.to_s
+
+        # "100/60": starts per seconds, with the starts in the window now.
+        def rate(queue)
+          rate = queue[:rate]
+          return "-" unless rate
+
+          "#{Rate.new(**rate)} (#{queue.dig(:rate_window, :starts) || 0} now)"
+        end
 
         def paused(queue)
           return "no" unless queue[:paused]
