@@ -22,13 +22,19 @@ module Sidekiq
         process_limit: ["process_max_concurrent_jobs", "Jobs of the queue that may run at once in each process"],
         running: ["current_concurrent_jobs", "Jobs of the queue running now across all processes"],
         queued: ["queue_jobs", "Jobs waiting in the queue"],
-        paused: ["paused", "1 while the queue is paused"]
+        paused: ["paused", "1 while the queue is paused"],
+        rate_limit: ["rate_limit", "Jobs of the queue that may start in any window of its rate's period"],
+        rate_period: ["rate_period_seconds", "The queue's rate's period, in seconds"],
+        rate_starts: ["rate_window_starts", "Jobs of the queue that started in the last period of its rate"]
       }.freeze
 
       JOB_LIMIT_GAUGES = {
         limit: ["job_limit_max_concurrent_jobs", "Jobs of the class that may run at once (its stored limit)"],
         running: ["job_limit_current_concurrent_jobs", "Jobs under the class's or scope's limits running now"],
-        parked: ["parked_jobs", "Jobs set aside until their class's or key's limit has room"]
+        parked: ["parked_jobs", "Jobs set aside until their class's or key's limit has room"],
+        rate_limit: ["rate_job_limit", "Jobs of the class (or each key) that may start in any window of its rate"],
+        rate_period: ["rate_job_period_seconds", "The class's (or its keys') rate's period, in seconds"],
+        rate_starts: ["rate_job_window_starts", "Jobs of the class or scope that started in the last period of its rate"]
       }.freeze
 
       AT_LIMIT = {

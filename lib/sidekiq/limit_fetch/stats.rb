@@ -4,18 +4,24 @@ module Sidekiq
   class LimitFetch < BasicFetch
     # The figures of every queue and job limit as a plain Hash, for any
     # exporter (Metrics serves them to Prometheus), read through the console
-    # API in six round trips, whatever the number of queues and keys:
+    # API in a few round trips, whatever the number of queues and keys:
     #
     #   {
     #     queues: [{queue: "webhooks", limit: 3, process_limit: nil, running: 3, queued: 12,
-    #               paused: false, at_limit: true, at_limit_seconds: 41.5}, ...],
-    #     job_limits: [{kind: :class, scope: "ExportJob", limit: 2, running: 1, parked: 0},
-    #                  {kind: :key, scope: "SyncJob", limit: nil, running: 5, parked: 7}, ...]
+    #               paused: false, at_limit: true, at_limit_seconds: 41.5,
+    #               rate_limit: 100, rate_period: 60, rate_starts: 87}, ...],
+    #     job_limits: [{kind: :class, scope: "ExportJob", limit: 2, running: 1, parked: 0,
+    #                   rate_limit: nil, rate_period: nil, rate_starts: nil},
+    #                  {kind: :key, scope: "SyncJob", limit: nil, running: 5, parked: 7,
+    #                   rate_limit: 5, rate_period: 1, rate_starts: 12}, ...]
     #   }
     #
     # Keyed limits are summed per scope (a class, or a group): one row per
     # scope whatever the number of keys. A limit is nil when none is stored
-    # (no limit, or a default the jobs carry).
+    # (no limit, or a default the jobs carry). A rate's figures are nil
+    # without one: its limit and period are those in force (stored, else
+    # carried by the jobs; a scope's when all its keys agree), its starts
+    # those in the current window (summed over a scope's keys).
     class Stats
       def initialize(admin: LimitFetch.admin, clock: LimitFetch.at_limit_clock)
         @admin = admin
@@ -31,7 +37,9 @@ module Sidekiq
 
       def queues
         names = LimitFetch.queues.map(&:name)
-        @admin.queue_states(names).map { |state| queue_row(state) }
+        states = @admin.queue_states(names)
+        windows = windows(states.map { |state| [:queue, state.name, state.rate] })
+        states.zip(windows).map { |state, window| queue_row(state).merge(rate_figures(state.rate, window)) }
       end
 
       def queue_row(state)
@@ -44,22 +52,44 @@ module Sidekiq
       end
 
       def job_limits
-        ids = JobLimit.active.map(&:id)
-        rows = @admin.job_limits(ids).map { |state| job_limit_row(state) }
+        states = @admin.job_limits(JobLimit.active.map(&:id))
+        carried = CarriedLimits.read(states.map(&:id))
+        rates = states.map { |state| state.stored_rate || carried[state.id]&.rate }
+        windows = windows(states.zip(rates).map { |state, rate| [:job_limit, state.id, rate] })
+        rows = states.zip(rates, windows).map { |state, rate, window| job_limit_row(state, rate, window) }
         rows.group_by { |row| row.values_at(:kind, :scope) }.values.map { |group| group.reduce { |a, b| sum(a, b) } }
       end
 
-      # Keys of one scope, summed.
-      def sum(row, other)
-        row.merge(running: row[:running] + other[:running], parked: row[:parked] + other[:parked])
+      # The RateWindow of each [of, name, rate] (nil where rate is), in one
+      # round trip.
+      def windows(targets)
+        rated = targets.select(&:last)
+        found = rated.empty? ? [] : @admin.rate_windows(rated)
+        by_target = rated.zip(found).to_h
+        targets.map { by_target[_1] }
       end
 
-      # From a JobLimitState. A key's stored limit is not shown: its scope's
-      # row sums keys whose limits differ.
-      def job_limit_row(state)
+      def rate_figures(rate, window)
+        {rate_limit: rate&.limit, rate_period: rate&.period, rate_starts: window&.starts}
+      end
+
+      # Keys of one scope, summed; their rate's limit and period kept where
+      # they agree.
+      def sum(row, other)
+        starts = [row[:rate_starts], other[:rate_starts]].compact
+        same = row.values_at(:rate_limit, :rate_period) == other.values_at(:rate_limit, :rate_period)
+        row.merge(running: row[:running] + other[:running], parked: row[:parked] + other[:parked],
+          rate_starts: (starts.sum unless starts.empty?), rate_limit: (row[:rate_limit] if same),
+          rate_period: (row[:rate_period] if same))
+      end
+
+      # From a JobLimitState and its rate in force. A key's stored limit is
+      # not shown: its scope's row sums keys whose limits differ.
+      def job_limit_row(state, rate, window)
         parts = JobLimitId.parse(state.id)
         limit = state.stored if parts.kind == :class
-        {kind: parts.kind, scope: parts.scope, limit: limit, running: state.running, parked: state.parked}
+        {kind: parts.kind, scope: parts.scope, limit: limit, running: state.running, parked: state.parked,
+         **rate_figures(rate, window)}
       end
     end
 

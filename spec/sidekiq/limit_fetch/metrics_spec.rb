@@ -29,7 +29,8 @@ RSpec.describe Sidekiq::LimitFetch::Metrics do
     [out + err, status.exitstatus]
   end
 
-  # webhooks at its limit 2 with 1 waiting; odd_queue paused; ExportJob at
+  # webhooks at its limit 2 with 1 waiting, 2 starts of its rate of 10 a
+  # minute; odd_queue paused; ExportJob at
   # its class limit 1 with 2 parked; SyncJob's key "t1" at 1 with 1 parked
   # and key "t2" running 1.
   def hold_slots
@@ -37,6 +38,7 @@ RSpec.describe Sidekiq::LimitFetch::Metrics do
     capsule = build_capsule(queues: ["webhooks", keyed], limits: {"webhooks" => 2}, concurrency: 10)
     capsule.config[:class_limits] = {"LimitFetchSpec::ExportJob" => 1}
     push_jobs("webhooks", 3)
+    Sidekiq::LimitFetch.queue("webhooks").rate = "10/60"
     push_jobs(odd_queue, 1)
     Sidekiq::LimitFetch.queue(odd_queue).pause
     3.times { LimitFetchSpec::ExportJob.perform_async(0) }
@@ -55,16 +57,19 @@ RSpec.describe Sidekiq::LimitFetch::Metrics do
     stats = Sidekiq::LimitFetch.stats
 
     expect(units.size).to eq(5) # 2 webhooks, 1 export, t1 and t2
-    row = {limit: nil, process_limit: nil, running: 0, queued: 0, paused: false, at_limit: false, at_limit_seconds: 0.0}
+    no_rate = {rate_limit: nil, rate_period: nil, rate_starts: nil}
+    row = {limit: nil, process_limit: nil, running: 0, queued: 0, paused: false, at_limit: false,
+           at_limit_seconds: 0.0, **no_rate}
     expected = [
       row.merge(queue: "keyed", running: 3),
       row.merge(queue: odd_queue, queued: 1, paused: true),
-      row.merge(queue: "webhooks", limit: 2, running: 2, queued: 1, at_limit: true)
+      row.merge(queue: "webhooks", limit: 2, running: 2, queued: 1, at_limit: true, rate_limit: 10, rate_period: 60,
+        rate_starts: 2)
     ]
     expect(stats[:queues]).to eq(expected)
     expect(stats[:job_limits]).to contain_exactly(
-      {kind: :class, scope: "LimitFetchSpec::ExportJob", limit: 1, running: 1, parked: 2},
-      {kind: :key, scope: "LimitFetchSpec::SyncJob", limit: nil, running: 2, parked: 1}
+      {kind: :class, scope: "LimitFetchSpec::ExportJob", limit: 1, running: 1, parked: 2, **no_rate},
+      {kind: :key, scope: "LimitFetchSpec::SyncJob", limit: nil, running: 2, parked: 1, **no_rate}
     )
   end
 
@@ -94,6 +99,9 @@ RSpec.describe Sidekiq::LimitFetch::Metrics do
       'sidekiq_limit_fetch_paused{queue="webhooks"}' => 0.0,
       'sidekiq_limit_fetch_at_limit_seconds_total{queue="keyed"}' => 0.0,
       "sidekiq_limit_fetch_at_limit_seconds_total{#{escaped}}" => 0.0,
+      'sidekiq_limit_fetch_rate_limit{queue="webhooks"}' => 10.0,
+      'sidekiq_limit_fetch_rate_period_seconds{queue="webhooks"}' => 60.0,
+      'sidekiq_limit_fetch_rate_window_starts{queue="webhooks"}' => 2.0,
       'sidekiq_limit_fetch_at_limit_seconds_total{queue="webhooks"}' => 0.0,
       'sidekiq_limit_fetch_job_limit_max_concurrent_jobs{kind="class",scope="LimitFetchSpec::ExportJob"}' => 1.0,
       'sidekiq_limit_fetch_job_limit_current_concurrent_jobs{kind="class",scope="LimitFetchSpec::ExportJob"}' => 1.0,

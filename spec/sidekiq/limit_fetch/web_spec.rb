@@ -135,6 +135,35 @@ RSpec.describe Sidekiq::LimitFetch::Web, :web do
     expect(redis.call("EXISTS", queue_key("webhooks", "limit"), queue_key("webhooks", "process_limit"))).to eq(0)
   end
 
+  it "sets, shows and removes a queue's rate, refusing a bad one; shows a key's rate and when it next starts" do
+    get "/limits"
+    submit("rate", {"queue" => "webhooks", "value" => " 2/60 "})
+    expect(last_response.status).to eq(302)
+    expect(queue("webhooks").rate.to_s).to eq("2/60")
+    follow_redirect!
+    expect(cell("webhooks", ".lf-rate")).to eq("0 / 2 per 60 s")
+    expect(row_form("webhooks", "lf-set-rate").at_css("input[name=value]")["value"]).to eq("2/60")
+    %w[2 0/60 2/0.01 abc].each do |bad|
+      submit("rate", {"queue" => "webhooks", "value" => bad})
+      expect(last_response.status).to eq(422), "#{bad}: #{last_response.status}"
+      expect(error_text).to start_with("Nothing was changed: invalid rate for queue \"webhooks\": #{bad.inspect}")
+    end
+    expect(queue("webhooks").rate.to_s).to eq("2/60")
+    submit("rate", {"queue" => "webhooks", "value" => ""})
+    expect(queue("webhooks").rate).to be_nil
+
+    limit = Sidekiq::LimitFetch::JobLimit.for(LimitFetchSpec::TenantRatedJob, key: "acme")
+    limit.rate = "1/60"
+    2.times { LimitFetchSpec::TenantRatedJob.perform_async("acme", 0) }
+    start_embedded(build_config(queues: [LimitFetchSpec::KeyedJobs::QUEUE], concurrency: 2))
+    wait_until(message: "one parked") { limit.parked == 1 }
+    get "/limits"
+    scope = page.css("table.lf-scopes tr.lf-scope").find { _1.at_css("code").text == "LimitFetchSpec::TenantRatedJob" }
+    expect(scope).not_to be_nil, page.at_css("table.lf-scopes")&.to_html
+    key = scope.at_css("tr.lf-key").css("td").map { _1.text.split.join(" ") }
+    expect(key).to match(["acme", "0 / none", %r{\A1 / 1 per 60 s · next in (59|60)\.\d s\z}, "1"])
+  end
+
   def row_form(name, css)
     page.at_css(%(tr.lf-change[data-queue="#{name}"] form.#{css}))
   end
@@ -314,11 +343,11 @@ RSpec.describe Sidekiq::LimitFetch::Web, :web do
     keys = scope.css("tr.lf-key").map { |key| key.css("td").map { _1.text.strip } }
     # the limit in force: stored, else the default the jobs carry (t1's
     # parked jobs, ExportJob's running one)
-    expect(keys).to eq([["t2", "2 / 2", "0"], ["t1", "1 / 1 (default)", "3"]])
+    expect(keys).to eq([["t2", "2 / 2", "none", "0"], ["t1", "1 / 1 (default)", "none", "3"]])
     export = page.css("table.lf-class-limits tr.lf-class-limit").map do |tr|
       tr.css("td").map { _1.text.split.join(" ") }
     end
-    expect(export).to eq([["LimitFetchSpec::ExportJob", "1 / 2 (default)", "0"]])
+    expect(export).to eq([["LimitFetchSpec::ExportJob", "1 / 2 (default)", "none", "0"]])
     # each queue's parked jobs, and what they wait for
     expect([keyed, odd].map { |name| [cell(name, ".lf-queued"), cell(name, ".lf-parked")] }).to eq([%w[0 2], %w[0 1]])
     expect(cell(odd, ".lf-explain")).to eq("none queued: 1 parked until their job limits have room")

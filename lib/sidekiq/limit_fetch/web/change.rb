@@ -11,7 +11,7 @@ module Sidekiq
       # sent, changes nothing, rather than making a queue of that name.
       class Change
         # The forms, each posted to /limits/<action>.
-        ACTIONS = %w[limit process_limit pause unpause].freeze
+        ACTIONS = %w[limit process_limit rate pause unpause].freeze
         UNITS = {"seconds" => 1, "minutes" => 60, "hours" => 3600}.freeze
         # The longest pause with a duration: longer is a typo (a year of
         # seconds where minutes were meant); pause without one instead.
@@ -24,6 +24,7 @@ module Sidekiq
             queue = fields[QueueField::NAME]
             case action
             when "limit", "process_limit" then limit(queue, fields["value"], action.to_sym)
+            when "rate" then rate(queue, fields["value"])
             when "pause" then pause(queue, fields["for"], fields["unit"])
             when "unpause" then unpause(queue)
             else raise ArgumentError, "no such change: #{action.inspect}"
@@ -37,6 +38,15 @@ module Sidekiq
             text = text(value, "the #{kind.to_s.tr("_", " ")}")
             limit = blank?(text) ? nil : Limits.coerce(queue, text, kind)
             new(queue) { _1.public_send(:"#{kind}=", limit) }
+          end
+
+          # Sets the queue's rate to +value+, "limit/period" (Rates.coerce);
+          # blank removes it.
+          def rate(queue, value)
+            queue = name(queue)
+            text = text(value, "the rate")
+            rate = blank?(text) ? nil : Rates.coerce("rate for queue #{queue.inspect}", text.strip)
+            new(queue) { _1.rate = rate }
           end
 
           # Pauses the queue for +amount+ +unit+s, or until unpaused when

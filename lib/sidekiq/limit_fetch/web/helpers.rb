@@ -45,9 +45,22 @@ module Sidekiq
         # (default)" for the default its jobs carry, "default" when none
         # tells it.
         def limit_fetch_job_limit(row)
-          return t("LimitFetchDefault") if row.limit.nil?
+          return t(row.rate ? "LimitFetchNone" : "LimitFetchDefault") if row.limit.nil?
 
           row.default ? t("LimitFetchDefaultLimit", limit: row.limit) : row.limit.to_s
+        end
+
+        # A rate as shown: "2 / 100 per 60 s", its starts in the window now
+        # against its limit, and when the next may start if not now; "none"
+        # without one.
+        def limit_fetch_rate(rate, window)
+          return t("LimitFetchNone") unless rate
+
+          text = t("LimitFetchRateNow", starts: window&.starts || 0, limit: rate.limit,
+            period: Rates.seconds_text(rate.period))
+          return text unless window&.next_start_in
+
+          "#{text} · #{t("LimitFetchNextStartIn", seconds: format("%.1f", window.next_start_in))}"
         end
 
         # A queue's name as shown, HTML-escaped: its control characters (a

@@ -15,11 +15,13 @@ module Sidekiq
         # One queue's row: Queue#to_h, its +parked+ jobs (ParkedCounts), and
         # its Explanation's +reason+ and sentence (+explanation+).
         QueueRow = Data.define(:name, :limit, :process_limit, :busy, :busy_by_process, :queued, :parked, :paused,
-          :paused_until, :reason, :explanation)
+          :paused_until, :reason, :explanation, :rate, :rate_window)
 
         # A job limit (JobLimitId +id+): the +limit+ in force, stored or else
-        # the one its jobs carry (+default+: true; nil when no job tells it).
-        JobLimitRow = Data.define(:id, :limit, :default, :running, :parked)
+        # the one its jobs carry (+default+: true; nil when no job tells it),
+        # and its +rate+ in force (a Rate, stored or carried; nil: none or
+        # unknown) with its +rate_window+ (a RateWindow).
+        JobLimitRow = Data.define(:id, :limit, :default, :running, :parked, :rate, :rate_window)
 
         # A keyed scope (a class, a group, a group in a queue) and its busiest keys.
         Scope = Data.define(:name, :keys, :running, :parked, :busiest)
@@ -78,7 +80,8 @@ module Sidekiq
         def queue_row(state)
           explain = state[:explain]
           QueueRow.new(**state.slice(*QueueRow.members), parked: parked[state[:name]], reason: explain[:reason],
-            explanation: explain[:message])
+            explanation: explain[:message], rate: state[:rate] && Rate.new(**state[:rate]),
+            rate_window: state[:rate_window] && RateWindow.new(**state[:rate_window]))
         end
 
         def scope(name, limits)
@@ -87,18 +90,32 @@ module Sidekiq
             busiest: busiest)
         end
 
+        # Every active job limit's row, by kind; one read of their states,
+        # up to three of the jobs that carry their limits, one of their rates'
+        # windows.
         def job_limits
           @job_limits ||= begin
             states = JobLimit.active_states.sort_by { _1[:id] }
-            carried = CarriedLimits.read(states.filter_map { _1[:id] if _1[:stored].nil? })
-            states.map { job_limit_row(_1, carried) }.group_by { JobLimitId.kind(_1.id) }
+            carried = CarriedLimits.read(states.map { _1[:id] })
+            rows = states.map { job_limit_row(_1, carried[_1[:id]]) }
+            with_windows(rows).group_by { JobLimitId.kind(_1.id) }
           end
         end
 
         def job_limit_row(state, carried)
           stored = state[:stored]
-          JobLimitRow.new(id: state[:id], limit: stored || carried[state[:id]], default: stored.nil?,
-            running: state[:running], parked: state[:parked])
+          rate = state[:stored_rate] ? Rate.new(**state[:stored_rate]) : carried&.rate
+          JobLimitRow.new(id: state[:id], limit: stored || carried&.concurrency, default: stored.nil?,
+            running: state[:running], parked: state[:parked], rate: rate, rate_window: nil)
+        end
+
+        def with_windows(rows)
+          rated = rows.select(&:rate)
+          return rows if rated.empty?
+
+          windows = LimitFetch.admin.rate_windows(rated.map { [:job_limit, _1.id, _1.rate] })
+          by_id = rated.map(&:id).zip(windows).to_h
+          rows.map { _1.rate ? _1.with(rate_window: by_id[_1.id]) : _1 }
         end
       end
     end
