@@ -34,7 +34,7 @@ module Sidekiq
         parked: ["parked_jobs", "Jobs set aside until their class's or key's limit has room"],
         rate_limit: ["rate_job_limit", "Jobs of the class (or each key) that may start in any window of its rate"],
         rate_period: ["rate_job_period_seconds", "The class's (or its keys') rate's period, in seconds"],
-        rate_starts: ["rate_job_window_starts", "Jobs of the class or scope that started in the last period of its rate"]
+        rate_starts: ["rate_job_window_starts", "Jobs of the class or scope started within the last period of its rate"]
       }.freeze
 
       AT_LIMIT = {

@@ -52,12 +52,20 @@ module Sidekiq
       end
 
       def job_limits
-        states = @admin.job_limits(JobLimit.active.map(&:id))
-        carried = CarriedLimits.read(states.map(&:id))
-        rates = states.map { |state| state.stored_rate || carried[state.id]&.rate }
+        rows = job_limit_rows(@admin.job_limits(JobLimit.active.map(&:id)))
+        rows.group_by { _1.values_at(:kind, :scope) }.values.map { |group| group.reduce { |a, b| sum(a, b) } }
+      end
+
+      def job_limit_rows(states)
+        rates = rates_in_force(states)
         windows = windows(states.zip(rates).map { |state, rate| [:job_limit, state.id, rate] })
-        rows = states.zip(rates, windows).map { |state, rate, window| job_limit_row(state, rate, window) }
-        rows.group_by { |row| row.values_at(:kind, :scope) }.values.map { |group| group.reduce { |a, b| sum(a, b) } }
+        states.each_index.map { |i| job_limit_row(states[i], rates[i], windows[i]) }
+      end
+
+      # Each JobLimitState's rate: stored, else the one its jobs carry.
+      def rates_in_force(states)
+        carried = CarriedLimits.read(states.map(&:id))
+        states.map { |state| state.stored_rate || carried[state.id]&.rate }
       end
 
       # The RateWindow of each [of, name, rate] (nil where rate is), in one

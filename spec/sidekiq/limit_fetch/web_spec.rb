@@ -136,6 +136,7 @@ RSpec.describe Sidekiq::LimitFetch::Web, :web do
   end
 
   it "sets, shows and removes a queue's rate, refusing a bad one; shows a key's rate and when it next starts" do
+    push_jobs("webhooks", 1) # a queue Redis knows
     get "/limits"
     submit("rate", {"queue" => "webhooks", "value" => " 2/60 "})
     expect(last_response.status).to eq(302)

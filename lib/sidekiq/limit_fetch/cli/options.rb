@@ -104,21 +104,27 @@ module Sidekiq
         end
 
         def check_flags
-          %w[process rate job].each do |flag|
-            next unless send(:"#{flag}?") && !%w[set unset].include?(command)
-
-            raise UsageError, "--#{flag} applies to set and unset only"
-          end
-          raise UsageError, "--process and --rate: one or the other" if process? && rate?
-          raise UsageError, "--process applies to queues, not --job" if process? && job?
+          check_set_flags
           raise UsageError, "--for applies to pause only" if @duration_text && command != "pause"
+        end
+
+        # --process, --rate and --job: set and unset only, and not --process
+        # with either of the others.
+        def check_set_flags
+          flag = {"process" => process?, "rate" => rate?, "job" => job?}.find { _2 }&.first
+          raise UsageError, "--#{flag} applies to set and unset only" if flag && !%w[set unset].include?(command)
+          return unless process?
+
+          raise UsageError, "--process and --rate: one or the other" if rate?
+          raise UsageError, "--process applies to queues, not --job" if job?
         end
 
         # set's N (or N/SECONDS), checked.
         def set_value
-          return Rates.coerce(job? ? "rate for job limit #{args[0].inspect}" : "rate for queue #{args[0].inspect}", args[1]) if rate?
+          name, value = args
+          return Rates.coerce("rate for #{job? ? "job limit" : "queue"} #{name.inspect}", value) if rate?
 
-          job? ? Limits.coerce(args[0], args[1], :job_limit) : Limits.coerce(args[0], args[1], kind)
+          Limits.coerce(name, value, job? ? :job_limit : kind)
         end
 
         def check_values
