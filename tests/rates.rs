@@ -306,3 +306,29 @@ fn a_queues_rate_stops_the_hand_over() {
     assert_eq!(taken, 3);
     assert_eq!(len(&keys::queue(&q)), 3);
 }
+
+/// A fetcher sleeping in another capsule (another process) learns when a
+/// job parked by the first may go, and takes it then.
+#[test]
+fn a_fetcher_elsewhere_wakes_as_the_window_of_a_job_parked_by_another_opens() {
+    let q = queue("elsewhere");
+    let k = id("elsewhere");
+    let jobs: Vec<String> = (0..2)
+        .map(|n| job(&q, &format!("e{n}"), &[(&k, None, (1, 0.4))]))
+        .collect();
+    push_jobs(&q, &jobs);
+    let a = capsule();
+    let first = fetch_now(&a, &q).expect("e0");
+    let began = Instant::now();
+    assert!(fetch_now(&a, &q).is_none(), "e1 parked by a");
+    let b = capsule();
+    let taken = fetch_waiting(&b, &q, Duration::from_secs(2)).expect("e1, by b");
+    let waited = began.elapsed();
+    assert_eq!(jid(&taken), "e1");
+    assert!(
+        waited + SLACK >= Duration::from_millis(400) && waited < Duration::from_millis(600),
+        "b took it {waited:?} after the window filled"
+    );
+    a.acknowledge(&q, first.job);
+    b.acknowledge(&q, taken.job);
+}

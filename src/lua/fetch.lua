@@ -110,8 +110,8 @@ local function release_opened(may_release)
   for _, id in ipairs(ids) do
     for _, queue in ipairs(release(id)) do wrote(queue) end
   end
-  local next = redis.call('ZRANGE', RATE_PARKED_KEY, 0, 0, 'WITHSCORES')
-  if #next > 0 then opens_at(tonumber(next[2])) end
+  local following = redis.call('ZRANGE', RATE_PARKED_KEY, 0, 0, 'WITHSCORES')
+  if #following > 0 then opens_at(tonumber(following[2])) end
 end
 
 -- Pushes the held jobs this fetch did not take to the front of their
@@ -144,10 +144,11 @@ local function done(reply)
   return reply
 end
 
--- The reply without a job: nil when there is nothing to say.
+-- The reply without a job: nil when there is nothing to say (and nothing
+-- was written: a reply says the script wrote, see script/fetch.rs).
 local function none(more)
   if opens then return done({false, false, more, discarded, false, false, opens_in()}) end
-  if more == 0 and discarded == NONE and aside == 0 then return done(nil) end
+  if more == 0 and discarded == NONE and aside == 0 and not rate_parked_written then return done(nil) end
   return done({false, false, more, discarded})
 end
 

@@ -56,7 +56,7 @@ pub(crate) struct Look {
     /// A rate holds something back that it may let go this much later: a
     /// fetcher with nothing else to do sleeps no longer than that.
     pub(crate) opens_in: Option<Duration>,
-    /// The script took, parked or discarded a job.
+    /// The script took, parked or discarded a job, or sent parked jobs back.
     wrote: bool,
 }
 
