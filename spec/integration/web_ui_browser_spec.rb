@@ -180,7 +180,7 @@ RSpec.describe "the Limits tab in a headless browser", :browser, :e2e do
       .not_to eq("rgb(0, 0, 0)") # the stylesheet applied
     expect(max_running("webui")).to eq(1)
     keys = browser.css("table.lf-scopes tr.lf-key").map { |tr| tr.css("td").map { _1.text.strip } }
-    expect(keys).to eq([["tenant-a", "1 / 1 (default)", "3"], ["tenant-b", "1 / 1 (default)", "0"]])
+    expect(keys).to eq([["tenant-a", "1 / 1 (default)", "none", "3"], ["tenant-b", "1 / 1 (default)", "none", "0"]])
     expect(cell(browser, "parked", ".lf-queued")).to eq("0")
     expect(cell(browser, "parked", ".lf-parked")).to eq("1")
     expect(cell(browser, "parked", ".lf-explain")).to include("1 parked")
@@ -189,6 +189,9 @@ RSpec.describe "the Limits tab in a headless browser", :browser, :e2e do
     expect(browser.current_url).to eq(@web.limits_url)
     expect(Sidekiq::LimitFetch.queue("webui").limit).to eq(3)
     expect(figures(browser, "webui")).to end_with("/ 3")
+    submit_form(browser, "reports", "lf-set-rate", "value" => "2/60")
+    expect(Sidekiq::LimitFetch.queue("reports").rate.to_s).to eq("2/60")
+    expect(cell(browser, "reports", ".lf-rate")).to eq("0 / 2 per 60 s")
 
     wait_until(timeout: 10, message: -> { "3 jobs to run at once, at most #{max_running("webui")} did" }) do
       running("webui") == 3
