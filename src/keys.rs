@@ -173,8 +173,8 @@ pub fn job_starts(id: &str) -> String {
 }
 
 /// How many of a job limit's parked jobs went back to their queues for its
-/// rate and have not started yet: the next release leaves them room. Expires
-/// a period after the last release.
+/// rate and have not started yet: no release comes before they all started.
+/// Expires a period after the last release.
 pub fn job_released(id: &str) -> String {
     format!("{PREFIX}limit:{id}:released")
 }
@@ -191,6 +191,10 @@ pub const PARKED: &str = "sidekiq:limit_fetch:parked";
 /// (microseconds of Redis's clock) their window may next open: the first
 /// fetch after that sends them back.
 pub const RATE_PARKED: &str = "sidekiq:limit_fetch:rate_parked";
+
+/// [`RATE_PARKED`]'s first score, as text, absent with it: kept by the
+/// scripts that change it, for a hand-over's `MGET` (capsule/hand_over.rs).
+pub const RATE_DUE: &str = "sidekiq:limit_fetch:rate_due";
 
 /// Jobs discarded at their limit (`on_limit: :discard`), per class.
 pub const DISCARDED: &str = "sidekiq:limit_fetch:discarded";

@@ -6,9 +6,9 @@
 //! LREM  in-progress 1 <finished job>   the acknowledgement
 //! HDEL  recoveries <its digest>        as the script's acknowledgement does
 //! LMOVE queue in-progress RIGHT LEFT   the next job, under the same slot
-//! MGET  limit process_limit paused rate   the queue's state after the move,
+//! MGET  limit process_limit paused     the queue's state after the move,
+//!       rate rate_due                  its rate, when parked rates are due,
 //! LLEN  busy                           and its count (the slot included)
-//! ZRANGE rate_parked 0 0 WITHSCORES    the next jobs parked behind a rate
 //! ```
 //!
 //! and, while fetchers sleep on the doorbell, `LLEN` of the queue: whether
@@ -62,8 +62,8 @@ use crate::limits::parse_stored;
 use crate::script::fetch::{carries_job_limits, Handed, Look, Mode};
 
 /// The replies of a hand-over's pipeline, and with the report of `more`.
-const PLAIN: usize = 6;
-const REPORT: usize = 7;
+const PLAIN: usize = 5;
+const REPORT: usize = 6;
 
 /// How soon before jobs parked behind a rate may go (by Redis's clock, as
 /// this host's reads it) a hand-over leaves the fetch to the script.
@@ -190,13 +190,9 @@ impl HandOver {
             .arg(keys::limit(name))
             .arg(keys::process_limit(name))
             .arg(keys::paused(name))
-            .arg(keys::rate(name));
+            .arg(keys::rate(name))
+            .arg(keys::RATE_DUE);
         pipe.cmd("LLEN").arg(keys::busy(name));
-        pipe.cmd("ZRANGE")
-            .arg(keys::RATE_PARKED)
-            .arg(0)
-            .arg(0)
-            .arg("WITHSCORES");
         if self.report {
             pipe.cmd("LLEN").arg(keys::queue(name));
         }
@@ -219,15 +215,15 @@ impl HandOver {
         let Value::Array(replies) = replies else {
             return None;
         };
-        let [Value::Int(1), _, Value::BulkString(job), Value::Array(state), Value::Int(busy), rate_parked, rest @ ..] =
+        let [Value::Int(1), _, Value::BulkString(job), Value::Array(state), Value::Int(busy), rest @ ..] =
             replies.as_slice()
         else {
             return None;
         };
-        let [limit, Value::Nil, Value::Nil, Value::Nil] = state.as_slice() else {
+        let [limit, Value::Nil, Value::Nil, Value::Nil, rate_due] = state.as_slice() else {
             return None;
         };
-        if rate_release_due(rate_parked) {
+        if rate_release_due(rate_due) {
             return None;
         }
         let limit = match limit {
@@ -275,28 +271,18 @@ impl HandOver {
     }
 }
 
-/// Whether jobs parked behind a rate may go soon, by the first entry of
-/// `RATE_PARKED` (ZRANGE ... WITHSCORES; empty when none are parked; RESP3
-/// may give it as pairs).
-fn rate_release_due(first: &Value) -> bool {
-    let score = match first {
-        Value::Array(entry) => match entry.as_slice() {
-            [] => return false,
-            [_, score] => score,
-            [Value::Array(pair)] if pair.len() == 2 => &pair[1],
-            _ => return true,
-        },
-        _ => return true,
-    };
-    let micros = match score {
-        Value::Double(d) => *d,
+/// Whether jobs parked behind a rate may go soon, by `RATE_DUE` (the
+/// earliest time their windows open, µs of Redis's clock; nil when none
+/// are parked). A value that does not read as a time says yes.
+fn rate_release_due(due: &Value) -> bool {
+    let micros: f64 = match due {
+        Value::Nil => return false,
         Value::BulkString(raw) => {
             match std::str::from_utf8(raw).ok().and_then(|t| t.parse().ok()) {
                 Some(value) => value,
                 None => return true,
             }
         }
-        Value::Int(n) => *n as f64,
         _ => return true,
     };
     let now = SystemTime::now()

@@ -108,10 +108,17 @@ local function release_opened(may_release)
   redis.call('ZREM', RATE_PARKED_KEY, unpack(ids))
   rate_parked_written = true
   for _, id in ipairs(ids) do
-    for _, queue in ipairs(release(id)) do wrote(queue) end
+    -- Slots this call's acknowledgements vacated count as free: no later
+    -- acknowledgement will send these jobs back for them.
+    for _, queue in ipairs(release(id, nil, nil, vacated[id])) do wrote(queue) end
   end
   local following = redis.call('ZRANGE', RATE_PARKED_KEY, 0, 0, 'WITHSCORES')
-  if #following > 0 then opens_at(tonumber(following[2])) end
+  if #following > 0 then
+    redis.call('SET', RATE_DUE_KEY, following[2])
+    opens_at(tonumber(following[2]))
+  else
+    redis.call('DEL', RATE_DUE_KEY)
+  end
 end
 
 -- Pushes the held jobs this fetch did not take to the front of their
@@ -139,7 +146,10 @@ local function done(reply)
       wrote(busy)
     end
   end
-  if rate_parked_written then wrote(RATE_PARKED_KEY) end
+  if rate_parked_written then
+    wrote(RATE_PARKED_KEY)
+    wrote(RATE_DUE_KEY)
+  end
   if watch and #written > 0 then redis.call('EXISTS', unpack(written)) end
   return reply
 end
@@ -275,7 +285,7 @@ local function book(limits)
       redis.call('SADD', capsule_limits_key(uuid), id)
     end
     local rate = job_rate(limit)
-    if rate then book_start(id, rate, uuid) end
+    if rate and book_start(id, rate, uuid) then opens_at(now()) end
   end
 end
 

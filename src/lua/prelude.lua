@@ -44,6 +44,9 @@ local function job_rate_key(id) return PREFIX .. 'limit:' .. id .. ':rate' end
 local function job_starts_key(id) return PREFIX .. 'limit:' .. id .. ':starts' end
 local function job_released_key(id) return PREFIX .. 'limit:' .. id .. ':released' end
 local RATE_PARKED_KEY = 'sidekiq:limit_fetch:rate_parked'
+-- RATE_PARKED_KEY's first score, or absent with it: a plain string that a
+-- processor's hand-over reads in its MGET (src/capsule/hand_over.rs).
+local RATE_DUE_KEY = 'sidekiq:limit_fetch:rate_due'
 local DISCARDED_KEY = 'sidekiq:limit_fetch:discarded'
 
 -- The largest valid limit, 2^53 - 1: a Lua number holds every integer up to
@@ -276,25 +279,46 @@ local function job_rate(limit)
   return rate
 end
 
--- Counts a start of job limit `id` under its rate now, and one fewer of
--- its jobs sent back but not started (a job taken from another queue than
--- the one they wait at the front of may be counted for one of them: the
--- next release then sends one fewer, never one too many).
-local function book_start(id, rate, who)
-  record_start(job_starts_key(id), rate, who)
-  local released = job_released_key(id)
-  if redis.call('DECR', released) <= 0 then redis.call('DEL', released) end
-end
 
 -- Notes that job limit `id` has jobs parked behind its rate, whose window
 -- opens at `opens` (Redis's clock, microseconds): a fetch then sends them
 -- back (see fetch.lua). Without `opens` (a rate of 0) only a change of the
 -- rate does (release.lua). An earlier time noted stays.
+-- Sets RATE_DUE_KEY to RATE_PARKED_KEY's first score, after a change of it.
+local function sync_rate_due()
+  local first = redis.call('ZRANGE', RATE_PARKED_KEY, 0, 0, 'WITHSCORES')
+  if #first == 0 then
+    redis.call('DEL', RATE_DUE_KEY)
+  else
+    redis.call('SET', RATE_DUE_KEY, first[2])
+  end
+end
+
 local function rate_parks(id, opens)
   if opens then
     redis.call('ZADD', RATE_PARKED_KEY, 'LT', opens, id)
     rate_parked_written = true
+    sync_rate_due()
   end
+end
+
+-- Counts a start of job limit `id` under its rate now, and one fewer of
+-- its jobs sent back but not started. The last of those to start notes the
+-- limit due at once if it has more parked (release holds the next ones back
+-- until then) and returns true. A job taken from another queue than the
+-- one they wait at the front of may be counted for one of them: the next
+-- release may then come before that one starts, and go ahead of it.
+local function book_start(id, rate, who)
+  record_start(job_starts_key(id), rate, who)
+  local released = job_released_key(id)
+  local left = redis.call('DECR', released)
+  if left > 0 then return false end
+  redis.call('DEL', released)
+  if left == 0 and redis.call('EXISTS', parked_key(id)) == 1 then
+    rate_parks(id, now())
+    return true
+  end
+  return false
 end
 
 -- When the window of `starts` ({limit, period} `rate`), whose room is
@@ -340,14 +364,11 @@ local function release(id, n, held, vacated, known)
   end
   local starts = rate and job_starts_key(id)
   if room > 0 and rate then
+    -- Jobs sent back earlier wait at the front of their queues until they
+    -- start: more sent now would go ahead of them. The last to start says
+    -- when (book_start); a period at most, as the count then expires.
+    if redis.call('EXISTS', job_released_key(id)) == 1 then return {} end
     rate_left, opens = rate_room(starts, rate)
-    -- Jobs sent back earlier that have not started yet will take their
-    -- part of the window: sending more now would let them be overtaken.
-    local pending = tonumber(redis.call('GET', job_released_key(id)) or '0')
-    if pending > 0 and rate_left > 0 then
-      rate_left = math.max(0, rate_left - pending)
-      if rate_left == 0 then opens = reopens(starts, rate) end
-    end
     if rate_left < room then room = rate_left end
   end
   if n and n < room then room = n end

@@ -45,9 +45,9 @@ module LimitFetchBench
           pipe.call("HDEL", Keys::RECOVERIES, DIGEST)
         end
         pipe.call("LMOVE", LIST, in_progress(thread), "RIGHT", "LEFT")
-        pipe.call("MGET", Keys.limit(QUEUE), Keys.process_limit(QUEUE), Keys.paused(QUEUE), Keys.rate(QUEUE))
+        pipe.call("MGET", Keys.limit(QUEUE), Keys.process_limit(QUEUE), Keys.paused(QUEUE), Keys.rate(QUEUE),
+          Keys::RATE_DUE)
         pipe.call("LLEN", Keys.busy(QUEUE))
-        pipe.call("ZRANGE", Keys::RATE_PARKED, 0, 0, "WITHSCORES")
       end[last ? 2 : 0]
     end
 
