@@ -51,45 +51,45 @@ module LimitFetchSpec
     end
   end
 
-  # At most 3 starts a second, all processes: perform(seconds).
-  class RatedJob
-    include Sidekiq::Job
-
-    sidekiq_options retry: false, queue: KeyedJobs::QUEUE, limit_fetch: {rate: {limit: 3, period: 1}}
-
-    def perform(seconds)
-      label = KeyedJobs.class_label(self.class)
+  # Records, from inside, when it started and how many ran at once, under
+  # +label+.
+  module StampedRun
+    def run(label, seconds)
       Recorder.stamp(label)
       Recorder.track(label, jid) { sleep seconds }
     end
   end
 
+  # At most 3 starts a second, all processes: perform(seconds).
+  class RatedJob
+    include Sidekiq::Job
+    include StampedRun
+
+    sidekiq_options retry: false, queue: KeyedJobs::QUEUE, limit_fetch: {rate: {limit: 3, period: 1}}
+
+    def perform(seconds) = run(KeyedJobs.class_label(self.class), seconds)
+  end
+
   # At most 5 starts a second per tenant: perform(tenant, seconds).
   class TenantRatedJob
     include Sidekiq::Job
+    include StampedRun
 
     sidekiq_options retry: false, queue: KeyedJobs::QUEUE,
       limit_fetch: {key: ->(tenant, *) { tenant }, rate: {limit: 5, period: 1}}
 
-    def perform(tenant, seconds)
-      label = KeyedJobs.key_label("rated-#{tenant}")
-      Recorder.stamp(label)
-      Recorder.track(label, jid) { sleep seconds }
-    end
+    def perform(tenant, seconds) = run(KeyedJobs.key_label("rated-#{tenant}"), seconds)
   end
 
   # Per tenant, at most 2 at once and 4 starts in any 0.5 s:
   # perform(tenant, seconds).
   class TenantBoundJob
     include Sidekiq::Job
+    include StampedRun
 
     sidekiq_options retry: false, queue: KeyedJobs::QUEUE,
       limit_fetch: {key: ->(tenant, *) { tenant }, concurrency: 2, rate: {limit: 4, period: 0.5}}
 
-    def perform(tenant, seconds)
-      label = KeyedJobs.key_label("bound-#{tenant}")
-      Recorder.stamp(label)
-      Recorder.track(label, jid) { sleep seconds }
-    end
+    def perform(tenant, seconds) = run(KeyedJobs.key_label("bound-#{tenant}"), seconds)
   end
 end
