@@ -336,6 +336,7 @@ fn a_queues_rate_stops_the_hand_over() {
     let c = capsule_whose_acks_ride();
     let mut taken = 0;
     let mut held = fetch_now(&c, &q);
+    let trips = c.round_trips();
     while let Some(fetched) = held.take() {
         taken += 1;
         c.acknowledge(&q, fetched.job);
@@ -343,6 +344,8 @@ fn a_queues_rate_stops_the_hand_over() {
     }
     assert_eq!(taken, 3);
     assert_eq!(len(&keys::queue(&q)), 3);
+    // Nor is one tried: a queue with a rate pays the script alone.
+    assert_eq!(c.round_trips() - trips, 3, "one round trip a fetch");
 }
 
 /// A fetcher sleeping in another capsule (another process) learns when a

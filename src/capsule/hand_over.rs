@@ -36,8 +36,8 @@
 //! another cannot keep them parked.
 //!
 //! A hand-over is tried only where it should succeed: for a queue a script
-//! on this thread last took a job of, without a process limit then
-//! ([`note`]); a queue with one pays the script alone, not both. While
+//! on this thread last took a job of, without a process limit or a rate
+//! then ([`note`]); a queue with either pays the script alone, not both. While
 //! fetchers sleep (the queue ran dry lately), only if the last look said
 //! another job was there: a hand-over that finds the queue empty costs a
 //! round trip more than the script.
@@ -70,7 +70,7 @@ const REPORT: usize = 6;
 const RATE_DUE_SOON: Duration = Duration::from_secs(1);
 
 /// The queue a fetch script last took a job of on this thread, for a
-/// capsule, on a master, if that queue had no process limit; and whether
+/// capsule, on a master, if that queue had no process limit or rate; and whether
 /// the last look left a job in it (known while fetchers sleep: a look then
 /// reports it).
 struct Hint {
@@ -89,7 +89,7 @@ pub(super) fn note(capsule: u64, generation: u64, look: &Look) {
     HINTS.with(|hints| {
         let mut hints = hints.borrow_mut();
         hints.retain(|h| h.capsule != capsule);
-        if let Some(fetched) = look.fetched.as_ref().filter(|_| !look.process_limited) {
+        if let Some(fetched) = look.fetched.as_ref().filter(|_| !look.scripted) {
             hints.push(Hint {
                 capsule,
                 generation,

@@ -48,8 +48,9 @@ const TRUST_EMPTY: Duration = Duration::from_secs(5);
 const RETRY_AFTER_FAILURE: Duration = Duration::from_secs(1);
 const RETRY_AFTER_REFUSAL: Duration = Duration::from_secs(60);
 
-/// Timed rings closer than this to one already set are not set again.
-const ALARM_SLACK: Duration = Duration::from_millis(1);
+/// Timed rings this close together ring once, at the earliest: the looks
+/// that set them saw the same window from different moments.
+const ALARM_SLACK: Duration = Duration::from_millis(5);
 
 /// A set of queue names, order ignored: fetchers of one capsule list the
 /// same queues in different orders (weighted and random ordering).
@@ -195,21 +196,19 @@ impl Doorbell {
     }
 
     /// Rings at `at`, as a change would: a rate's window opens then, which
-    /// no write announces (fetch.lua's "opens in"). One timer per moment;
-    /// a ring within [`ALARM_SLACK`] of one already set stands for it.
+    /// no write announces (fetch.lua's "opens in"). One timer per moment: a
+    /// ring set up to [`ALARM_SLACK`] earlier stands for this one, and this
+    /// one stands for those set up to that much later (they ring no more).
     pub(crate) fn ring_at(self: &Arc<Self>, at: Instant) {
         {
             let mut state = self.state();
-            let near = |set: &Instant| {
-                if *set > at {
-                    *set - at <= ALARM_SLACK
-                } else {
-                    at - *set <= ALARM_SLACK
-                }
-            };
-            if state.closed || state.alarms.iter().any(near) {
+            let covered = |set: &Instant| *set <= at && at - *set <= ALARM_SLACK;
+            if state.closed || state.alarms.iter().any(covered) {
                 return;
             }
+            state
+                .alarms
+                .retain(|set| !(*set > at && *set - at <= ALARM_SLACK));
             state.alarms.push(at);
         }
         let Ok(handle) = crate::runtime::handle() else {
@@ -218,8 +217,14 @@ impl Doorbell {
         let bell = self.clone();
         handle.spawn(async move {
             tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await;
-            bell.state().alarms.retain(|set| *set != at);
-            bell.changed();
+            let mut state = bell.state();
+            // Gone: an earlier one stood for it.
+            let set = state.alarms.contains(&at);
+            state.alarms.retain(|set| *set != at);
+            drop(state);
+            if set {
+                bell.changed();
+            }
         });
     }
 

@@ -195,3 +195,28 @@ fn a_failed_arming_makes_fetchers_poll_for_a_while() {
         );
     }
 }
+
+/// A rate's window opening, seen from looks a few milliseconds apart, rings
+/// once, at the earliest of their times.
+#[test]
+fn timed_rings_close_together_ring_once_at_the_earliest() {
+    let bell = std::sync::Arc::new(Doorbell::default());
+    let ticket = armed_on_a(&bell);
+    let start = std::time::Instant::now();
+    bell.ring_at(start + Duration::from_millis(60));
+    bell.ring_at(start + Duration::from_millis(62));
+    bell.ring_at(start + Duration::from_millis(58));
+    std::thread::sleep(Duration::from_millis(40));
+    assert_eq!(bell.state().changes, ticket.0, "not before its time");
+    std::thread::sleep(Duration::from_millis(80));
+    assert_eq!(bell.state().changes, ticket.0 + 1, "one ring for the three");
+    assert!(bell.state().alarms.is_empty());
+    bell.ring_at(start + Duration::from_millis(200));
+    bell.ring_at(start + Duration::from_millis(300));
+    std::thread::sleep(
+        (start + Duration::from_millis(250)).saturating_duration_since(std::time::Instant::now()),
+    );
+    assert_eq!(bell.state().changes, ticket.0 + 2, "the first of two apart");
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(bell.state().changes, ticket.0 + 3, "then the second");
+}

@@ -51,10 +51,10 @@
 -- limited, queued, opens in} (the last three may be missing): more is 1 if
 -- another job is eligible after this one, or, with no job, if it stopped at
 -- ARGV[3]; discarded lists {jid, class, job limit id} of each job it
--- discarded; with a job, 1 if its queue has a process limit (a hand-over
--- is tried only without one), else false, and, when it reports (ARGV[2]
+-- discarded; with a job, 1 if its queue has a process limit or a rate (a
+-- hand-over is tried only without either), else false, and, when it reports (ARGV[2]
 -- '1' or '2'), how many jobs its queue still holds (else false); opens in:
--- milliseconds until a rate may let something go that it holds back now
+-- microseconds until a rate may let something go that it holds back now
 -- (a queue's window, or jobs parked behind a job limit's), else false.
 
 -- The chunk above `return` runs once, when Redis loads the library; the
@@ -88,10 +88,10 @@ local function opens_at(t)
   if t and (not opens or t < opens) then opens = t end
 end
 
--- The reply's last element: milliseconds until `opens`, else false.
+-- The reply's last element: microseconds until `opens`, else false.
 local function opens_in()
   if not opens then return false end
-  return math.max(0, math.ceil((opens - now()) / 1000))
+  return math.max(0, opens - now())
 end
 
 -- Sends back the jobs parked behind a rate whose window has opened (the
@@ -258,13 +258,19 @@ local function at_rate(limit)
   return true
 end
 
--- The first of a job's limits that is at its limit or its rate, if any
--- (the slots the capsule vacated above count as free).
+-- Whether job limit `limit` is at its concurrency (the slots the capsule
+-- vacated above count as free). One without (a rate alone) never is.
+local function at_concurrency(limit)
+  local concurrency = job_limit(limit)
+  return concurrency < MAX_LIMIT and
+    redis.call('LLEN', job_busy_key(limit.id)) - (vacated[limit.id] or 0) >= concurrency
+end
+
+-- The first of a job's limits that is at its limit or its rate, if any.
 local function at_limit(limits)
   for _, limit in ipairs(limits) do
     local id = limit.id
-    if full[id] or redis.call('LLEN', job_busy_key(id)) - (vacated[id] or 0) >= job_limit(limit) or
-      at_rate(limit) then
+    if full[id] or at_concurrency(limit) or at_rate(limit) then
       if full == NONE then full = {} end
       full[id] = true
       return limit
@@ -309,7 +315,7 @@ local function taken(name, job, i)
   local state = seen
   local more, queued = 0, false
   if report then more, queued = more_from(i) end
-  return done({name, job, more, discarded, state[2] and 1 or false, queued, opens_in()})
+  return done({name, job, more, discarded, (state[2] or state[4]) and 1 or false, queued, opens_in()})
 end
 
 -- A queue's key, written by this fetch: the doorbell's reads of it end.

@@ -311,6 +311,7 @@ end
 local function book_start(id, rate, who)
   record_start(job_starts_key(id), rate, who)
   local released = job_released_key(id)
+  if redis.call('EXISTS', released) == 0 then return false end
   local left = redis.call('DECR', released)
   if left > 0 then return false end
   redis.call('DEL', released)

@@ -47,9 +47,9 @@ pub(crate) struct Look {
     /// next may find one.
     pub(crate) more: bool,
     pub(crate) discarded: Vec<Discarded>,
-    /// With a job: its queue has a process limit (such a queue is left to
-    /// the script: see capsule/hand_over.rs).
-    pub(crate) process_limited: bool,
+    /// With a job: its queue has a process limit or a rate (such a queue
+    /// is left to the script: see capsule/hand_over.rs).
+    pub(crate) scripted: bool,
     /// With a job, in the modes that report: how many jobs its queue still
     /// holds.
     pub(crate) queued: Option<i64>,
@@ -80,14 +80,14 @@ type Reply = (
     Option<i64>,
 );
 
-/// A reply's "opens in" (milliseconds, or nil) as a duration.
-fn opens_in(ms: Option<i64>) -> Option<Duration> {
-    ms.map(|ms| Duration::from_millis(u64::try_from(ms).unwrap_or(0)))
+/// A reply's "opens in" (microseconds, or nil) as a duration.
+fn opens_in(micros: Option<i64>) -> Option<Duration> {
+    micros.map(|us| Duration::from_micros(u64::try_from(us).unwrap_or(0)))
 }
 
 impl Look {
     /// The script's reply: `{queue or false, job or false, more, discarded,
-    /// process limited, queued, opens in}` (the last three may be missing)
+    /// process limited or rated, queued, opens in}` (the last three may be missing)
     /// or nil (see fetch.lua).
     pub(crate) fn from_value(value: Value) -> Result<Self> {
         let value = match value {
@@ -97,14 +97,14 @@ impl Look {
             }
             other => other,
         };
-        let Some((queue, job, more, discarded, process_limited, queued, opens)) =
+        let Some((queue, job, more, discarded, scripted, queued, opens)) =
             decode::<Option<Reply>>(value)?
         else {
             return Ok(Look::default());
         };
         let fetched = queue.zip(job).map(|(queue, job)| Fetched { queue, job });
         Ok(Look {
-            process_limited: process_limited == Some(1),
+            scripted: scripted == Some(1),
             queued,
             opens_in: opens_in(opens),
             fetched,
