@@ -76,6 +76,7 @@ RSpec.describe LimitFetchBench::RateSummary do
                  {"started" => 10.4015, "counted" => 10.4011}]
       latencies = described_class.latencies(entries.reverse, 0.2)
       expect(latencies.map { (_1 * 1e3).round(1) }).to eq([3.0, -0.5])
+      expect(described_class.fetch_latencies(entries, 0.2).map { (_1 * 1e3).round(1) }).to eq([1.0, -0.9])
     end
 
     it "works none out when a job found no start counted" do

@@ -43,12 +43,16 @@ module LimitFetchBench
     # Pickup latencies, in seconds: from the moment each job's window opened
     # to its start, from the entries ([{"started" =>, "counted" =>}, ...]);
     # nil if a job found no start counted (none can be worked out).
-    def self.latencies(entries, period)
+    def self.latencies(entries, period) = after_openings(entries, period, "started")
+
+    # The part of those until the fetch that took each job counted its start
+    # (Redis's clock): the rest is Sidekiq's, from the fetch to perform.
+    def self.fetch_latencies(entries, period) = after_openings(entries, period, "counted")
+
+    def self.after_openings(entries, period, key)
       return nil if entries.any? { _1["counted"].nil? }
 
-      entries.sort_by { _1["counted"] }.each_cons(2).map do |before, job|
-        job["started"] - (before["counted"] + period)
-      end
+      entries.sort_by { _1["counted"] }.each_cons(2).map { |before, job| job[key] - (before["counted"] + period) }
     end
   end
 end

@@ -85,10 +85,11 @@ module LimitFetchBench
     def pace_log = PaceLog.new(@spec["redis_url"], GemKeys.job_starts(RateJobs.class_id(PacedJob)), PERIOD)
 
     def paced(measured, entries)
-      latencies = PaceLog.latencies(entries, PERIOD)
       counted = entries.filter_map { _1["counted"] }
-      {"openings" => @openings, "seconds" => measured["seconds"], "latencies_ms" => latencies&.map { _1 * 1e3 },
-       "period" => PERIOD, "most_in_window" => RateWindow.most(counted, PERIOD), "counted" => counted.size}
+      {"openings" => @openings, "seconds" => measured["seconds"], "period" => PERIOD,
+       "latencies_ms" => PaceLog.latencies(entries, PERIOD)&.map { _1 * 1e3 },
+       "fetch_latencies_ms" => PaceLog.fetch_latencies(entries, PERIOD)&.map { _1 * 1e3 },
+       "most_in_window" => RateWindow.most(counted, PERIOD), "counted" => counted.size}
         .merge(per_opening(measured["commands"], entries.size))
     end
 

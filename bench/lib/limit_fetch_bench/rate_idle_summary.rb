@@ -67,6 +67,7 @@ module LimitFetchBench
       p99 = Stats.percentile(latencies, 99)
       {"openings" => latencies.size, "runs_without_latencies" => paces.size - known.size,
        "latency_ms" => percentiles(latencies), "run_p99_ms" => Stats.spread(known.map { Stats.percentile(_1, 99) }),
+       "fetch_latency_ms" => percentiles(paces.flat_map { _1["fetch_latencies_ms"] || [] }),
        "target_p99_ms" => TARGET_P99_MS, "p99_within_target" => p99 && p99 <= TARGET_P99_MS}
     end
 

@@ -47,7 +47,9 @@ module LimitFetchBench
       "first runs, the others are parked and go one by one as the window opens. Pickup: from the moment a job's " \
       "window opened (the start before it, as the fetch counted it in the rate's starts set by Redis's clock, " \
       "plus the period) to its start, read from CLOCK_REALTIME first thing in perform (Redis runs on this " \
-      "machine: one clock); percentiles over all runs' openings. Redis commands and scripts (FCALL) per opening: " \
+      "machine: one clock); percentiles over all runs' openings. Of which until the fetch: from the opening to " \
+      "the start the fetch that took the job counted (Redis's clock); the rest is Sidekiq's, from the fetch's " \
+      "reply to perform. Redis commands and scripts (FCALL) per opening: " \
       "over the whole phase (each job reads its starts set once: left out). Most starts within a period: by " \
       "Redis's clock (the limit check)."
 

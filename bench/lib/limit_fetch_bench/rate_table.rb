@@ -26,7 +26,8 @@ module LimitFetchBench
     ].freeze
     PICKUP = [
       "openings", "pickup after the window opens: min / p50 / p95 / p99 / max ms", "runs' p99 ms", "p99 target",
-      "Redis cmds / opening", "scripts / opening", "starts within a period, most / limit"
+      "of which until the fetch: min / p50 / p95 / p99 / max ms", "Redis cmds / opening", "scripts / opening",
+      "starts within a period, most / limit"
     ].freeze
 
     module_function
@@ -106,7 +107,8 @@ module LimitFetchBench
 
     def pickup(row)
       cells = [row["openings"], latencies(row["latency_ms"]), Table.spread(row["run_p99_ms"], "%.2f"), target(row),
-               Table.num(row["commands_per_opening"], "%.1f"), Table.num(row["scripts_per_opening"], "%.1f"),
+               latencies(row["fetch_latency_ms"]), Table.num(row["commands_per_opening"], "%.1f"),
+               Table.num(row["scripts_per_opening"], "%.1f"),
                "#{row["most_in_window"]} / #{RateVariants::PACED_RATE[0]}"]
       Table.render(PICKUP, [cells])
     end

@@ -29,10 +29,12 @@ module LimitFetchBench
       self
     end
 
-    # Stops the sampling after one last sample.
+    # Stops the sampling, then samples once more: the starts since the
+    # thread's last sample are in.
     def stop
       @stop << true
       @thread&.join
+      sample
       @client.close
       self
     end
