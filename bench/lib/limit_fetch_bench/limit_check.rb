@@ -20,7 +20,7 @@ module LimitFetchBench
         case Variant[run["variant"]].workload
         when :rate_hot
           rate(run, "key #{KeyedVariants::HOT_TENANT}", run["hot_most_in_window_counted"], run["rate"])
-        when :rate_idle then rate(run, "class PacedJob", run["pace"]["most_in_window"], RateVariants::PACED_RATE)
+        when :rate_idle then rate(run, "class PacedJob", run["pace"]&.fetch("most_in_window"), RateVariants::PACED_RATE)
         end
       end
     end

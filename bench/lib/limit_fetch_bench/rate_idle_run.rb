@@ -2,19 +2,22 @@
 
 module LimitFetchBench
   # One idle run of the rate section, an embedded LimitFetch Sidekiq of 10
-  # threads whose only work is jobs parked behind a rate:
-  # 1. it starts on an empty queue and settles; what it costs idle for
-  #    `idle_seconds`: the blocking wait, the reference;
-  # 2. PARKED_JOBS ParkedJobs are pushed: the first runs, the others are
-  #    parked behind their class's rate, whose window opens an hour later;
-  #    once they are and it settled, what it costs for `idle_seconds` again
-  #    (Redis commands per second, Redis and process CPU);
-  # 3. `openings` + 1 PacedJobs (1 start per 0.2 s) are pushed at once: the
-  #    first runs, the others are parked and go one by one, each as its
-  #    window opens; pickup latency from the opening to the start (PaceLog),
-  #    and what the phase cost per opening.
+  # threads, of one of two variants run alike, each in a process of its own:
+  # 1. pushed before it starts: PARKED_JOBS ParkedJobs (the parked variant:
+  #    the first runs, the others are parked behind their class's rate,
+  #    whose window opens an hour later), or one UnratedJob (the blocking
+  #    wait: it runs, nothing is parked);
+  # 2. once that is done, IDLE_SETTLE seconds from the start, what it costs idle
+  #    for `idle_seconds` (Redis commands per second, Redis and process
+  #    CPU): both variants' windows lie at the same time from their start,
+  #    so that Sidekiq's and the gem's heartbeats fall in both or neither,
+  #    after one job done in both;
+  # 3. the parked variant only: `openings` + 1 PacedJobs (1 start per
+  #    0.2 s) are pushed at once: the first runs, the others are parked and
+  #    go one by one, each as its window opens; pickup latency from the
+  #    opening to the start (PaceLog), and what the phase cost per opening.
   class RateIdleRun
-    SETTLE = 1.0
+    SETTLE = RateVariants::IDLE_SETTLE
     PERIOD = RateVariants::PACED_RATE[1]
     SCRIPTS = %w[fcall fcall_ro evalsha evalsha_ro eval eval_ro].freeze
 
@@ -28,17 +31,35 @@ module LimitFetchBench
     end
 
     def run
+      push_first
       sidekiq = EmbeddedSidekiq.new(@variant, url: @spec["server_url"], recorder: @recorder, log: @spec["log"])
       sidekiq.prepare.start
-      sleep SETTLE
-      blocking = idle_cost
-      parked = park { idle_cost }
-      paced = pace
+      idle = settle(LimitFetchBench.monotonic + SETTLE) { idle_cost }
+      result = {"idle" => idle, "parked" => parked?, "pace" => (pace if parked?), "concurrency" => @variant.concurrency}
       sidekiq.stop
-      {"blocking" => blocking, "parked" => parked, "pace" => paced, "concurrency" => @variant.concurrency}
+      result
     end
 
     private
+
+    def parked? = !@variant.rate.nil?
+
+    # What is pushed before the start: jobs to park, or one that runs.
+    def push_first = parked? ? push(ParkedJob, RateVariants::PARKED_JOBS) : push(UnratedJob, 1)
+
+    # Once the job pushed before the start is done (and the others parked),
+    # yields at `at`; the cost measured, with the jobs parked after.
+    def settle(at)
+      parked = parked? ? RateVariants::PARKED_JOBS - 1 : 0
+      wait_for("1 job done and #{parked} parked") { @recorder.done == 1 && parked_jobs == parked }
+      left = at - LimitFetchBench.monotonic
+      raise Failure, "not settled #{SETTLE} s after the start" unless left.positive?
+
+      sleep left
+      yield.merge("parked_before" => parked, "parked_after" => parked_jobs, "done_after" => @recorder.done)
+    end
+
+    def parked_jobs = @probe.call("LLEN", GemKeys.parked(RateJobs.class_id(ParkedJob)))
 
     def idle_cost
       window = Window.new(@probe).open
@@ -48,21 +69,6 @@ module LimitFetchBench
                "process_cpu_percent" => measured["process_cpu_s"] * 100,
                "redis_cpu_percent" => measured["redis_cpu_s"] * 100}
       measured.merge(rates.transform_values { _1 / measured["seconds"] })
-    end
-
-    # Parks PARKED_JOBS - 1 ParkedJobs, then yields; the cost measured, with
-    # the jobs parked before and after.
-    def park
-      push(ParkedJob, RateVariants::PARKED_JOBS)
-      key = GemKeys.parked(RateJobs.class_id(ParkedJob))
-      expected = RateVariants::PARKED_JOBS - 1
-      wait_for("1 ParkedJob done and #{expected} parked") do
-        @recorder.done == 1 && @probe.call("LLEN", key) == expected
-      end
-      sleep SETTLE / 2
-      measured = yield
-      measured.merge("parked_before" => expected, "parked_after" => @probe.call("LLEN", key),
-        "done_after" => @recorder.done)
     end
 
     def pace

@@ -33,25 +33,26 @@ module LimitFetchBench
       "out), client round trips, the Sidekiq process's CPU and Redis CPU (medians)."
 
     IDLE_TEXT =
-      "An embedded LimitFetch Sidekiq (concurrency %<threads>d) on an empty queue, settled, measured for " \
-      "%<seconds>s s idle with nothing parked (the blocking wait); then %<parked>d jobs pushed whose class's " \
-      "rate is %<rate>s: the first runs, the other %<left>d are parked behind the rate, whose window opens after " \
-      "the run; once parked, measured for %<seconds>s s again. Redis commands per second (INFO commandstats), " \
-      "process CPU and Redis CPU, medians (min–max) over the runs; commands per second over all runs too (all " \
-      "their commands over all their seconds: Sidekiq's heartbeat every 10 s and the gem's every 15 s fall in " \
-      "a short window or not). Waiting with jobs parked should cost no more than the blocking wait; a fetcher " \
-      "polling while it waits would show as scripts (fcall) every `fetch_timeout` (2 s) or sooner."
+      "The same embedded LimitFetch Sidekiq (concurrency %<threads>d) in two variants, each run in a process of " \
+      "its own, alternated: into one, %<parked>d jobs are pushed before it starts whose class's rate is " \
+      "%<rate>s: the first runs, the other %<left>d are parked behind the rate, whose window opens after the " \
+      "run; into the other, one job with no limit, which runs: nothing parked, the blocking wait. Once that job " \
+      "is done, both are measured idle for %<seconds>s s from %<settle>s s after their start, so that Sidekiq's " \
+      "heartbeat (every 10 s) and the gem's (every 15 s) fall alike in both. Redis commands per second (INFO " \
+      "commandstats), process CPU and Redis CPU, medians (min–max) over the runs, and commands per second over " \
+      "all runs (all their commands over all their seconds). Waiting with jobs parked should cost no more than " \
+      "the blocking wait; a fetcher polling while it waits would show as scripts (fcall) every `fetch_timeout` " \
+      "(2 s) or sooner."
 
     PICKUP_TEXT =
-      "Then, in the same process, %<openings>d + 1 jobs pushed at once whose class's rate is %<rate>s: the " \
-      "first runs, the others are parked and go one by one as the window opens. Pickup: from the moment a job's " \
-      "window opened (the start before it, as the fetch counted it in the rate's starts set by Redis's clock, " \
-      "plus the period) to its start, read from CLOCK_REALTIME first thing in perform (Redis runs on this " \
-      "machine: one clock); percentiles over all runs' openings. Of which until the fetch: from the opening to " \
-      "the start the fetch that took the job counted (Redis's clock); the rest is Sidekiq's, from the fetch's " \
-      "reply to perform. Redis commands and scripts (FCALL) per opening: " \
-      "over the whole phase (each job reads its starts set once: left out). Most starts within a period: by " \
-      "Redis's clock (the limit check)."
+      "Then, in the process with jobs parked, %<openings>d + 1 jobs pushed at once whose class's rate is " \
+      "%<rate>s: the first runs, the others are parked and go one by one as the window opens. Pickup: from the " \
+      "moment a job's window opened (the start before it, as the fetch counted it in the rate's starts set by " \
+      "Redis's clock, plus the period) to its start, read from CLOCK_REALTIME first thing in perform (Redis runs " \
+      "on this machine: one clock); percentiles over all runs' openings. Of which until the fetch: from the " \
+      "opening to the start the fetch that took the job counted (Redis's clock); the rest is Sidekiq's, from the " \
+      "fetch's reply to perform. Redis commands and scripts (FCALL) per opening: over the whole phase (each job " \
+      "reads its starts set once: left out). Most starts within a period: by Redis's clock (the limit check)."
 
     def initialize(rate, options)
       @rate = rate
@@ -87,13 +88,18 @@ module LimitFetchBench
     end
 
     def idle
-      row = @rate["idle"]&.values&.first
+      row = @rate["idle"]
       return nil unless row
 
       ["## Rates: idle with jobs parked behind a rate", "", idle_text(row), "", RateTable.wait(row), "",
-       "#{RateTable.verdict(row)} #{mixes(row["command_mix"])}", "",
-       format(PICKUP_TEXT, openings: @options["rate_openings"], rate: RateVariants.rate_text(RateVariants::PACED_RATE)),
-       "", RateTable.pickup(row)].join("\n")
+       "#{RateTable.verdict(row)} #{mixes(row["command_mix"])}", pickup(row)].compact.join("\n")
+    end
+
+    def pickup(row)
+      return nil unless row["latency_ms"]
+
+      ["", format(PICKUP_TEXT, openings: @options["rate_openings"],
+        rate: RateVariants.rate_text(RateVariants::PACED_RATE)), "", RateTable.pickup(row)].join("\n")
     end
 
     def mixes(mix)
@@ -103,8 +109,8 @@ module LimitFetchBench
 
     def idle_text(row)
       format(IDLE_TEXT, threads: row["concurrency"], seconds: @options["rate_idle_seconds"],
-        parked: RateVariants::PARKED_JOBS, rate: RateVariants.rate_text(RateVariants::PARKED_RATE),
-        left: row["parked_jobs_expected"])
+        settle: RateVariants::IDLE_SETTLE, parked: RateVariants::PARKED_JOBS,
+        rate: RateVariants.rate_text(RateVariants::PARKED_RATE), left: row["parked_jobs_expected"])
     end
   end
 end

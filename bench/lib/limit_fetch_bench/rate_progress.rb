@@ -24,12 +24,14 @@ module LimitFetchBench
     end
 
     def idle(run)
-      latencies = run["pace"]["latencies_ms"] || []
-      format("%-10<s>s r%<r>d %-52<v>s idle %<b>.2f cmd/s, parked %<p>.2f cmd/s  pickup p50 %<p50>s / p99 %<p99>s ms " \
-             "(%<n>d openings)",
-        s: "rate", r: run["round"], v: Variant[run["variant"]].label, b: run["blocking"]["commands_per_s"],
-        p: run["parked"]["commands_per_s"], p50: Table.num(Stats.median(latencies), "%.2f"),
-        p99: Table.num(Stats.percentile(latencies, 99), "%.2f"), n: latencies.size)
+      text = format("%-10<s>s r%<r>d %-52<v>s idle %<c>.2f cmd/s, %<p>d jobs parked", s: "rate", r: run["round"],
+        v: Variant[run["variant"]].label, c: run["idle"]["commands_per_s"], p: run["idle"]["parked_after"])
+      latencies = run.dig("pace", "latencies_ms")
+      return text unless latencies
+
+      format("%<text>s  pickup p50 %<p50>s / p99 %<p99>s ms (%<n>d openings)", text: text,
+        p50: Table.num(Stats.median(latencies), "%.2f"), p99: Table.num(Stats.percentile(latencies, 99), "%.2f"),
+        n: latencies.size)
     end
   end
 end

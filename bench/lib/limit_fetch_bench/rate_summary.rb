@@ -96,6 +96,11 @@ module LimitFetchBench
 
     def median(runs, key) = Stats.median(runs.filter_map { _1[key] })
 
-    def idle = present(RateVariants::IDLE).to_h { [_1, RateIdleSummary.new(Variant[_1], @groups[_1]).to_h] }
+    # Waiting with jobs parked (rate_idle) against the blocking wait
+    # (rate_idle_blocking); nil if neither ran.
+    def idle
+      blocking, parked = RateVariants::IDLE.map { @groups[_1] || [] }
+      RateIdleSummary.new({"blocking" => blocking, "parked" => parked}).to_h unless blocking.empty? && parked.empty?
+    end
   end
 end

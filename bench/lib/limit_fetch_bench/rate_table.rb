@@ -86,18 +86,22 @@ module LimitFetchBench
     end
 
     def wait(row)
-      phases = {"idle, nothing parked (the blocking wait)" => ["blocking", 0],
-                "idle, jobs parked behind a rate" => ["parked", row["parked_jobs_min"]]}
-      body = phases.map do |label, (phase, parked)|
-        costs = row[phase]
-        [label, Table.spread(costs["commands_per_s"], "%.2f"), Table.num(row["pooled_commands_per_s"][phase], "%.2f"),
-         Table.spread(costs["process_cpu_percent"], "%.3f"), Table.spread(costs["redis_cpu_percent"], "%.3f"), parked]
-      end
-      Table.render(WAIT, body)
+      phases = {"blocking" => ["rate_idle_blocking", 0], "parked" => ["rate_idle", row["parked_jobs_min"] || "–"]}
+      Table.render(WAIT, phases.map { |phase, (key, parked)| wait_row(row, phase, key) << parked })
+    end
+
+    def wait_row(row, phase, key)
+      costs = row["costs"][phase]
+      ["#{RateVariants::ALL[key].label} (#{row["runs"][phase]} runs)", Table.spread(costs["commands_per_s"], "%.2f"),
+       Table.num(row["pooled_commands_per_s"][phase], "%.2f"), Table.spread(costs["process_cpu_percent"], "%.3f"),
+       Table.spread(costs["redis_cpu_percent"], "%.3f")]
     end
 
     # Whether waiting with jobs parked cost no more than the blocking wait.
     def verdict(row)
+      return "Waiting with jobs parked and the blocking wait did not both run: no comparison." if row[
+        "no_more_than_blocking"].nil?
+
       pooled = row["pooled_commands_per_s"]
       ratio = row["commands_ratio"] ? " (#{Table.ratio(row["commands_ratio"])})" : ""
       format("With jobs parked, %<p>.2f Redis commands/s over all runs against %<b>.2f for the blocking " \

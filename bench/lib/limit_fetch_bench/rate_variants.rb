@@ -11,11 +11,12 @@ module LimitFetchBench
   #   and on BasicFetch with a reschedule-based limiter (SeedRate);
   # - rate_idle: an idle process whose only work is jobs parked behind a
   #   rate: what it costs while it waits, against the same process idle with
-  #   nothing parked, and how soon a job starts once its window opens.
+  #   nothing parked (the blocking wait, rate_idle_blocking, run alike in a
+  #   process of its own), and how soon a job starts once its window opens.
   # Every variant runs every round but the limiter, which runs in the first
   # only (ONCE: slow, and not the gem), as the keyed section's seeds do;
-  # none has a twin with --baseline (rates are newer than any baseline
-  # worth comparing).
+  # none has a twin with --baseline (a baseline older than 433bb5f has no
+  # rates; the section measures this checkout's gem only).
   module RateVariants
     # [limit, period in seconds]
     CLASS_RATE = [10_000_000, 60].freeze
@@ -25,6 +26,8 @@ module LimitFetchBench
     # Pickup: a window a fifth of a second long, so that ~50 openings take ~10 s.
     PACED_RATE = [1, 0.2].freeze
     PARKED_JOBS = 4
+    # Seconds from an idle run's start to its idle window.
+    IDLE_SETTLE = 1.5
 
     DEFAULTS = {limit: nil, concurrency: 10, job_seconds: 0, baseline: nil}.freeze
 
@@ -47,13 +50,13 @@ module LimitFetchBench
       variant("rate_hot_reschedule", "BasicFetch + a counter per tenant and #{HOT_RATE[1]} s window, " \
                                      "reschedule 1 s later over #{HOT_RATE[0]}", :basic, :rate_hot,
         guard: :rate_reschedule),
-      variant("rate_idle", "LimitFetch, class rates #{rate_text(PARKED_RATE)} (parked) and " \
-                           "#{rate_text(PACED_RATE)} (pickup)", :limit_fetch, :rate_idle, rate: :class)
+      variant("rate_idle_blocking", "LimitFetch, idle, nothing parked (the blocking wait)", :limit_fetch, :rate_idle),
+      variant("rate_idle", "LimitFetch, idle, jobs parked behind a rate", :limit_fetch, :rate_idle, rate: :class)
     ].to_h { [_1.key, _1] }.freeze
 
     THROUGHPUT = %w[rate_basic rate_none rate_class rate_queue].freeze
     HOT = %w[rate_hot_gem rate_hot_reschedule].freeze
-    IDLE = %w[rate_idle].freeze
+    IDLE = %w[rate_idle_blocking rate_idle].freeze
     KEYS = (THROUGHPUT + HOT + IDLE).freeze
     ONCE = %w[rate_hot_reschedule].freeze
     # The measuring process's kinds of run (Child::RUNS).
@@ -78,7 +81,7 @@ module LimitFetchBench
     def workload_seconds(workload, options)
       case workload
       when :rate_hot then 4 * options.rate_hot_jobs * HOT_RATE[1].fdiv(HOT_RATE[0])
-      when :rate_idle then 4 * (options.rate_idle_seconds + 2 + (options.rate_openings * PACED_RATE[1]))
+      when :rate_idle then 4 * (options.rate_idle_seconds + 3 + (options.rate_openings * PACED_RATE[1]))
       else 0
       end
     end
