@@ -51,8 +51,7 @@ module LimitFetchBench
       case Variant[variant].workload
       when :hot then return @options.hot_jobs + KeyedVariants::COLD_JOBS
       when :keys then return @options.keys
-      when :rate_hot then return @options.rate_hot_jobs + KeyedVariants::COLD_JOBS
-      when :rate_idle then return @options.rate_openings + 1
+      when :rate_hot, :rate_idle, :rate_throughput then return RateVariants.jobs(Variant[variant].workload, @options)
       end
 
       section == "delayed" ? @options.delayed_jobs : @options.jobs

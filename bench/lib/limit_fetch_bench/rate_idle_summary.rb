@@ -24,9 +24,12 @@ module LimitFetchBench
        "costs" => @phases.transform_values { costs(_1) }, "command_mix" => mix}.merge(parked, pooled(mix), pickup)
     end
 
+    # Jobs parked, and how late a window started at worst (a run not settled
+    # in time, on a loaded machine).
     def parked
       {"parked_jobs_min" => @parked.map { _1["idle"]["parked_after"] }.min,
-       "parked_jobs_expected" => RateVariants::PARKED_JOBS - 1}
+       "parked_jobs_expected" => RateVariants::PARKED_JOBS - 1,
+       "late_max" => @phases.values.flatten.map { _1["idle"]["late"] || 0 }.max}
     end
 
     private

@@ -4,7 +4,8 @@ module LimitFetchBench
   # The rate section of the Markdown report (RateSummary, RateTable): the
   # fetch cost of a rate that never binds, a hot key's backlog parked behind
   # its rate while other tenants run (against a reschedule-based limiter),
-  # and an idle process whose only work is jobs parked behind a rate.
+  # and an idle process whose only work is jobs parked behind a rate
+  # (RateIdleMarkdown).
   class RateMarkdown
     THROUGHPUT_TEXT =
       "%<jobs>d no-op jobs per run, pushed before the start through the gem's client middleware, timed until the " \
@@ -32,34 +33,15 @@ module LimitFetchBench
       "across a window's edge). Per executed job: Redis commands (INFO commandstats, the sampler's ZRANGE left " \
       "out), client round trips, the Sidekiq process's CPU and Redis CPU (medians)."
 
-    IDLE_TEXT =
-      "The same embedded LimitFetch Sidekiq (concurrency %<threads>d) in two variants, each run in a process of " \
-      "its own, alternated: into one, %<parked>d jobs are pushed before it starts whose class's rate is " \
-      "%<rate>s: the first runs, the other %<left>d are parked behind the rate, whose window opens after the " \
-      "run; into the other, one job with no limit, which runs: nothing parked, the blocking wait. Once that job " \
-      "is done, both are measured idle for %<seconds>s s from %<settle>s s after their start, so that Sidekiq's " \
-      "heartbeat (every 10 s) and the gem's (every 15 s) fall alike in both. Redis commands per second (INFO " \
-      "commandstats), process CPU and Redis CPU, medians (min–max) over the runs, and commands per second over " \
-      "all runs (all their commands over all their seconds). Waiting with jobs parked should cost no more than " \
-      "the blocking wait; a fetcher polling while it waits would show as scripts (fcall) every `fetch_timeout` " \
-      "(2 s) or sooner."
-
-    PICKUP_TEXT =
-      "Then, in the process with jobs parked, %<openings>d + 1 jobs pushed at once whose class's rate is " \
-      "%<rate>s: the first runs, the others are parked and go one by one as the window opens. Pickup: from the " \
-      "moment a job's window opened (the start before it, as the fetch counted it in the rate's starts set by " \
-      "Redis's clock, plus the period) to its start, read from CLOCK_REALTIME first thing in perform (Redis runs " \
-      "on this machine: one clock); percentiles over all runs' openings. Of which until the fetch: from the " \
-      "opening to the start the fetch that took the job counted (Redis's clock); the rest is Sidekiq's, from the " \
-      "fetch's reply to perform. Redis commands and scripts (FCALL) per opening: over the whole phase (each job " \
-      "reads its starts set once: left out). Most starts within a period: by Redis's clock (the limit check)."
-
     def initialize(rate, options)
       @rate = rate
       @options = options
     end
 
-    def render = [throughput, hot, idle].compact.join("\n\n")
+    def render
+      [throughput, hot, (RateIdleMarkdown.new(@rate["idle"], @options).render if @rate["idle"])]
+        .compact.join("\n\n")
+    end
 
     private
 
@@ -68,7 +50,7 @@ module LimitFetchBench
       return nil if rows.nil? || rows.empty?
 
       ["## Rates: the fetch cost of a rate that never binds", "",
-       format(THROUGHPUT_TEXT, jobs: @options["jobs"], rate: RateVariants.rate_text(RateVariants::CLASS_RATE)), "",
+       format(THROUGHPUT_TEXT, jobs: @options["rate_jobs"], rate: RateVariants.rate_text(RateVariants::CLASS_RATE)), "",
        RateTable.throughput(rows)].join("\n")
     end
 
@@ -85,32 +67,6 @@ module LimitFetchBench
       format(HOT_TEXT, hot: @options["rate_hot_jobs"], cold: KeyedVariants::COLD_JOBS,
         tenants: KeyedVariants::COLD_TENANTS, each: KeyedVariants::COLD_PER_TENANT, push: Table.num(push, "%.3f"),
         rate: RateVariants.rate_text(RateVariants::HOT_RATE), period: period, limit: limit)
-    end
-
-    def idle
-      row = @rate["idle"]
-      return nil unless row
-
-      ["## Rates: idle with jobs parked behind a rate", "", idle_text(row), "", RateTable.wait(row), "",
-       "#{RateTable.verdict(row)} #{mixes(row["command_mix"])}", pickup(row)].compact.join("\n")
-    end
-
-    def pickup(row)
-      return nil unless row["latency_ms"]
-
-      ["", format(PICKUP_TEXT, openings: @options["rate_openings"],
-        rate: RateVariants.rate_text(RateVariants::PACED_RATE)), "", RateTable.pickup(row)].join("\n")
-    end
-
-    def mixes(mix)
-      "Commands per second, over all runs: nothing parked: #{RateTable.mix(mix["blocking"])}; parked: " \
-        "#{RateTable.mix(mix["parked"])}."
-    end
-
-    def idle_text(row)
-      format(IDLE_TEXT, threads: row["concurrency"], seconds: @options["rate_idle_seconds"],
-        settle: RateVariants::IDLE_SETTLE, parked: RateVariants::PARKED_JOBS,
-        rate: RateVariants.rate_text(RateVariants::PARKED_RATE), left: row["parked_jobs_expected"])
     end
   end
 end

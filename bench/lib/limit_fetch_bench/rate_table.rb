@@ -97,18 +97,6 @@ module LimitFetchBench
        Table.spread(costs["redis_cpu_percent"], "%.3f")]
     end
 
-    # Whether waiting with jobs parked cost no more than the blocking wait.
-    def verdict(row)
-      return "Waiting with jobs parked and the blocking wait did not both run: no comparison." if row[
-        "no_more_than_blocking"].nil?
-
-      pooled = row["pooled_commands_per_s"]
-      ratio = row["commands_ratio"] ? " (#{Table.ratio(row["commands_ratio"])})" : ""
-      format("With jobs parked, %<p>.2f Redis commands/s over all runs against %<b>.2f for the blocking " \
-             "wait%<r>s: no more than the blocking wait — %<v>s.",
-        p: pooled["parked"], b: pooled["blocking"], r: ratio, v: row["no_more_than_blocking"] ? "yes" : "**no**")
-    end
-
     def pickup(row)
       cells = [row["openings"], latencies(row["latency_ms"]), Table.spread(row["run_p99_ms"], "%.2f"), target(row),
                latencies(row["fetch_latency_ms"]), Table.num(row["commands_per_opening"], "%.1f"),

@@ -67,6 +67,15 @@ module LimitFetchBench
     # The variants that run in round `round`.
     def of_round(round) = round == 1 ? KEYS : KEYS - ONCE
 
+    # The jobs a run of `workload` pushes (the paced ones, for the idle).
+    def jobs(workload, options)
+      case workload
+      when :rate_hot then options.rate_hot_jobs + KeyedVariants::COLD_JOBS
+      when :rate_idle then options.rate_openings + 1
+      else options.rate_jobs
+      end
+    end
+
     # What a measuring process of the section needs beside the usual, and
     # its timeout.
     def spec(options, variant, jobs)
