@@ -15,7 +15,7 @@ module LimitFetchBench
   # jobs), jobs rescheduled, and Redis commands, round trips, Redis CPU and
   # this process's CPU per job executed.
   class RateHotRun
-    SETTLE = 1.0
+    SETTLE = 0.5
     GUARDS = {rate_reschedule: SeedRate}.freeze
 
     def initialize(spec)
