@@ -28,10 +28,11 @@ module LimitFetchBench
       "runs' tenants). Hot backlog: its last start from the start of the push, against the least the rate " \
       "allows, (⌈jobs / limit⌉ − 1) periods (×: the median over it). Most hot starts within any window of " \
       "the period: as the gem's rate counted them (its starts set in Redis, sampled throughout: Redis's clock, " \
-      "the limit check) and as seen from inside the jobs (a job starts after its fetch, so the latter can " \
-      "exceed the limit by a thread's wake-up; fixed windows let the limiter start up to twice its limit " \
-      "across a window's edge). Per executed job: Redis commands (INFO commandstats, the sampler's ZRANGE left " \
-      "out), client round trips, the Sidekiq process's CPU and Redis CPU (medians)."
+      "the limit check) and as seen from inside the jobs (a job starts after its fetch, by a few ms more for " \
+      "the last of a window's burst, so the latter can count a window's last starts with the next one's first; " \
+      "fixed windows let the limiter start up to twice its limit across a window's edge). Per executed job: " \
+      "Redis commands (INFO commandstats, the sampler's ZRANGE left out), client round trips, the Sidekiq " \
+      "process's CPU and Redis CPU (medians)."
 
     def initialize(rate, options)
       @rate = rate
