@@ -26,6 +26,16 @@ require "limit_fetch_bench/parked_sampler"
 require "limit_fetch_bench/keyed_throughput_run"
 require "limit_fetch_bench/hot_key_run"
 require "limit_fetch_bench/keys_run"
+require "limit_fetch_bench/rate_jobs"
+require "limit_fetch_bench/rate_pusher"
+require "limit_fetch_bench/rate_window"
+require "limit_fetch_bench/rate_tracker"
+require "limit_fetch_bench/starts_sampler"
+require "limit_fetch_bench/seed_rate"
+require "limit_fetch_bench/pace_log"
+require "limit_fetch_bench/rate_throughput_run"
+require "limit_fetch_bench/rate_hot_run"
+require "limit_fetch_bench/rate_idle_run"
 
 module LimitFetchBench
   # A measuring process (bench/run_one.rb): runs the one measurement its spec
@@ -35,10 +45,12 @@ module LimitFetchBench
   # runs with the defaults users get; poll_range and fetch_timeout are set to
   # their defaults explicitly and reported. The keyed section's runs need
   # a gem with job limits (a baseline's may predate them: bin/bench
-  # --baseline gives such a one's keyed variants no twins).
+  # --baseline gives such a one's keyed variants no twins); the rate
+  # section's, a gem with rates (it runs this checkout's only).
   module Child
     RUNS = {"throughput" => ThroughputRun, "idle" => IdleRun, "fetch" => FetchCostRun,
-            "distinct" => KeyedThroughputRun, "hot" => HotKeyRun, "keys" => KeysRun}.freeze
+            "distinct" => KeyedThroughputRun, "hot" => HotKeyRun, "keys" => KeysRun,
+            "rate_throughput" => RateThroughputRun, "rate_hot" => RateHotRun, "rate_idle" => RateIdleRun}.freeze
     KEYED = %w[distinct hot keys].freeze
 
     class << self
@@ -52,6 +64,7 @@ module LimitFetchBench
       spec = JSON.parse(argv.fetch(0))
       install
       job_limits!(spec)
+      rates!(spec)
       result = RUNS.fetch(spec.fetch("kind")).new(spec).run
       Child.protocol.puts "RESULT #{JSON.generate(result)}"
       0
@@ -65,6 +78,13 @@ module LimitFetchBench
 
       raise Failure, "#{spec["variant"]}: the gem loaded from #{spec["lib"] || "this checkout's lib"} has no job " \
                      "limits (Sidekiq::LimitFetch::JobLimits), which the keyed section needs"
+    end
+
+    def rates!(spec)
+      return if !RateVariants::KINDS.include?(spec["kind"]) || defined?(Sidekiq::LimitFetch::Rates)
+
+      raise Failure, "#{spec["variant"]}: the gem loaded from #{spec["lib"] || "this checkout's lib"} has no rates " \
+                     "(Sidekiq::LimitFetch::Rates), which the rate section needs"
     end
 
     def install

@@ -5,12 +5,34 @@ module LimitFetchBench
   # limit: jobs in flight (handed out by retrieve_work, not yet acknowledged),
   # which includes the jobs running; and in the keyed section's hot-key runs
   # with the gem's job limits (their twins' too), the hot tenant's jobs
-  # running at once (from inside them) against its key's limit. A run over its limit fails the
-  # bench.
+  # running at once (from inside them) against its key's limit; in the
+  # rate section's runs with the gem's rates, the most starts within any
+  # window of the period as the gem counted them (Redis's clock), against
+  # the rate's limit: the hot key's and the paced class's. A run over its
+  # limit fails the bench.
   module LimitCheck
     module_function
 
-    def all(runs) = queues(runs) + hot_keys(runs)
+    def all(runs) = queues(runs) + hot_keys(runs) + rates(runs)
+
+    def rates(runs)
+      runs.select { _1["section"] == "rate" }.filter_map do |run|
+        case Variant[run["variant"]].workload
+        when :rate_hot
+          rate(run, "key #{KeyedVariants::HOT_TENANT}", run["hot_most_in_window_counted"], run["rate"])
+        when :rate_idle then rate(run, "class PacedJob", run["pace"]&.fetch("most_in_window"), RateVariants::PACED_RATE)
+        end
+      end
+    end
+
+    # nil where the gem counted no starts (the limiter's runs).
+    def rate(run, what, most, (limit, period))
+      return nil unless most
+
+      {"section" => "rate", "variant" => run["variant"], "round" => run["round"],
+       "queue" => "#{what}: starts within #{period} s", "max_in_flight" => nil, "max_running" => most,
+       "limit" => limit, "ok" => most <= limit}
+    end
 
     def hot_keys(runs)
       runs.select { _1["section"] == "keyed" && Twin.split(_1["variant"]).first == "hot_gem" }.map do |run|

@@ -18,7 +18,7 @@ module LimitFetchBench
     end
 
     def render
-      [header, throughput("throughput"), throughput("delayed"), idle, fetch_cost, keyed, limits, counting]
+      [header, throughput("throughput"), throughput("delayed"), idle, fetch_cost, keyed, rate, limits, counting]
         .compact.join("\n\n") << "\n"
     end
 
@@ -99,13 +99,26 @@ module LimitFetchBench
       KeyedMarkdown.new(keyed, @meta["options"], @meta["baseline"]).render
     end
 
+    def rate
+      rate = @summary["rate"]
+      return nil if rate.nil? || rate.empty?
+
+      RateMarkdown.new(rate, @meta["options"]).render
+    end
+
     def limits
       checks = @summary["limit_checks"]
       bad = checks.reject { _1["ok"] }
       text = bad.empty? ? "All #{checks.size} limited runs stayed within their limit." : exceeded(bad, checks.size)
       "## Limit check\n\n#{text} Checked: the most jobs of the limited queue in flight at once in a run (from " \
         "retrieve_work's return to acknowledge; running jobs are a subset), and for the hot key, its jobs running at " \
-        "once (from inside them)."
+        "once (from inside them)#{rates_checked}."
+    end
+
+    def rates_checked
+      return "" if @summary["rate"].nil? || @summary["rate"].empty?
+
+      "; for rates, the most starts within any window of the period, as the gem counted them (Redis's clock)"
     end
 
     def exceeded(bad, total)

@@ -3,17 +3,19 @@
 module LimitFetchBench
   # Command-line options of bin/bench.
   Options = Data.define(:jobs, :delayed_jobs, :slow_jobs, :runs, :idle_seconds, :fetch_iterations,
-    :deep_queue, :wide_queues, :delay_us, :hot_jobs, :keys, :sections, :output, :quick, :baseline)
+    :deep_queue, :wide_queues, :delay_us, :hot_jobs, :keys, :rate_jobs, :rate_hot_jobs, :rate_openings,
+    :rate_idle_seconds, :sections, :output, :quick, :baseline)
 
   class Options
-    SECTIONS = %w[throughput delayed idle fetch keyed].freeze
+    SECTIONS = %w[throughput delayed idle fetch keyed rate].freeze
 
     DEFAULTS = {jobs: 50_000, delayed_jobs: nil, slow_jobs: 1_500, runs: 5, idle_seconds: 10.0,
                 fetch_iterations: 2_000, deep_queue: 1_000_000, wide_queues: 200, delay_us: 500,
-                hot_jobs: 100_000, keys: 10_000, sections: SECTIONS, output: RESULTS, quick: false,
-                baseline: nil}.freeze
+                hot_jobs: 100_000, keys: 10_000, rate_jobs: 20_000, rate_hot_jobs: 300, rate_openings: 20,
+                rate_idle_seconds: 4.0, sections: SECTIONS, output: RESULTS, quick: false, baseline: nil}.freeze
 
-    QUICK = {jobs: 5_000, slow_jobs: 500, runs: 3, idle_seconds: 3.0, fetch_iterations: 500, hot_jobs: 10_000}.freeze
+    QUICK = {jobs: 5_000, slow_jobs: 500, runs: 3, idle_seconds: 3.0, fetch_iterations: 500, hot_jobs: 10_000,
+             rate_jobs: 5_000, rate_hot_jobs: 100, rate_openings: 17, rate_idle_seconds: 2.0}.freeze
 
     BANNER = "Usage: bin/bench [options]\n\nMeasures Sidekiq::LimitFetch against Sidekiq's BasicFetch on a Redis " \
              "of its own and writes\nbench/results/latest.{json,md,png}.\n\n"
@@ -32,6 +34,14 @@ module LimitFetchBench
       [:hot_jobs, "--hot-jobs N", Integer, "keyed: the hot tenant's jobs, queued ahead of 1000 others' (default",
        "100000; --quick 10000)"],
       [:keys, "--keys N", Integer, "keyed: distinct keys whose leftovers in Redis are counted (default 10000)"],
+      [:rate_jobs, "--rate-jobs N", Integer, "rate: no-op jobs per run of a rate's fetch cost",
+       "(default 20000; --quick 5000)"],
+      [:rate_hot_jobs, "--rate-hot-jobs N", Integer, "rate: the hot tenant's jobs (50 a second), queued ahead of",
+       "1000 others' (default 300; --quick 100)"],
+      [:rate_openings, "--rate-openings N", Integer, "rate: windows opened per idle run, for pickup latency",
+       "(default 20; --quick 17; at least 50 over all runs)"],
+      [:rate_idle_seconds, "--rate-idle-seconds S", Float, "rate: each idle window, with and without parked jobs",
+       "(default 4; --quick 2)"],
       [:output, "--output DIR", String, "where to write latest.{json,md,png} (default bench/results)"],
       [:baseline, "--baseline REV", String, "also every LimitFetch variant with the gem of git revision REV",
        "(built in tmp/bench-baseline), alternated with this checkout's; ratios to it"]
@@ -48,10 +58,13 @@ module LimitFetchBench
     end
 
     def self.validate(values)
-      %i[jobs delayed_jobs slow_jobs runs fetch_iterations deep_queue wide_queues hot_jobs keys].each do |key|
+      %i[jobs delayed_jobs slow_jobs runs fetch_iterations deep_queue wide_queues hot_jobs keys rate_jobs
+         rate_hot_jobs rate_openings].each do |key|
         raise OptionParser::InvalidArgument, "--#{key.to_s.tr("_", "-")} must be at least 1" unless values[key] >= 1
       end
-      raise OptionParser::InvalidArgument, "--idle-seconds must be positive" unless values[:idle_seconds].positive?
+      %i[idle_seconds rate_idle_seconds].each do |key|
+        raise OptionParser::InvalidArgument, "--#{key.to_s.tr("_", "-")} must be positive" unless values[key].positive?
+      end
     end
 
     def self.parser(values, explicit)
@@ -66,7 +79,8 @@ module LimitFetchBench
       opts.on("--only LIST", Array, "sections to run: #{SECTIONS.join(",")} (default: all)") do |list|
         values[:sections] = sections(list)
       end
-      opts.on("--quick", "5000 jobs, 500 slow jobs, 3 s windows, 500 fetch iterations, 10000 hot jobs") do |quick|
+      opts.on("--quick", "5000 jobs, 500 slow jobs, 3 s windows, 500 fetch iterations, 10000 hot jobs;",
+        "rate: 5000 jobs, 100 hot jobs, 17 openings and 2 s windows per run") do |quick|
         values[:quick] = quick
       end
       opts.on("-h", "--help", "show this help") { exit puts(opts) || 0 }

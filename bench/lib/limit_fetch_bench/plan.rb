@@ -13,7 +13,8 @@ module LimitFetchBench
   # LimitFetch variants (KeyedVariants::TWINNED) have twins only if the
   # baseline's gem has job limits (`keyed_twins`); the seeds' approaches and
   # what its distinct keys leave in Redis run in the first round only
-  # (KeyedVariants::ONCE), without twins.
+  # (KeyedVariants::ONCE), without twins. The rate section's variants have
+  # no twins; its limiter runs in the first round only (RateVariants::ONCE).
   class Plan
     Step = Data.define(:section, :variant, :round, :build)
 
@@ -27,7 +28,7 @@ module LimitFetchBench
 
     def steps
       rounds = (1..@options.runs).flat_map do |round|
-        %w[throughput delayed idle keyed].select { @options.section?(_1) }.flat_map do |section|
+        %w[throughput delayed idle keyed rate].select { @options.section?(_1) }.flat_map do |section|
           variants(section, round).map { Step.new(section, _1, round, Variant[_1].build) }
         end
       end
@@ -36,6 +37,7 @@ module LimitFetchBench
 
     def variants(section, round)
       return keyed(round) if section == "keyed"
+      return RateVariants.of_round(round) if section == "rate"
 
       keys = section == "idle" ? Variant::IDLE : Variant::THROUGHPUT
       return keys unless @rev
@@ -49,6 +51,7 @@ module LimitFetchBench
       case Variant[variant].workload
       when :hot then return @options.hot_jobs + KeyedVariants::COLD_JOBS
       when :keys then return @options.keys
+      when :rate_hot, :rate_idle, :rate_throughput then return RateVariants.jobs(Variant[variant].workload, @options)
       end
 
       section == "delayed" ? @options.delayed_jobs : @options.jobs

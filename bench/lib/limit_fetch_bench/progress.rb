@@ -10,6 +10,7 @@ module LimitFetchBench
       when "idle" then idle(run)
       when "fetch" then "fetch cost#{" @#{run["build"]}" if run["build"]}: #{run["runs"].size} measurements"
       when "keyed" then keyed(run)
+      when "rate" then RateProgress.line(run)
       else throughput(run)
       end
     end

@@ -81,8 +81,9 @@ module LimitFetchBench
     # The measuring process's kind of run (Child::RUNS) and its jobs.
     def jobs_spec(step)
       jobs = @plan.jobs(step.section, step.variant)
-      {"kind" => Variant[step.variant].workload&.to_s || "throughput", "jobs" => jobs, "hot_jobs" => @options.hot_jobs,
-       "keys" => @options.keys, "timeout" => timeout(step.variant, jobs)}
+      spec = {"kind" => Variant[step.variant].workload&.to_s || "throughput", "jobs" => jobs,
+              "hot_jobs" => @options.hot_jobs, "keys" => @options.keys, "timeout" => timeout(step.variant, jobs)}
+      step.section == "rate" ? spec.merge(RateVariants.spec(@options, Variant[step.variant], jobs)) : spec
     end
 
     def idle(spec, log)

@@ -4,7 +4,8 @@ module LimitFetchBench
   # Everything one invocation measured, aggregated per variant: medians,
   # min-max over the runs and ratios to BasicFetch from the same invocation
   # (and, with a baseline revision, of each LimitFetch variant to its twin);
-  # the keyed section (KeyedSummary); the limit check of every run; and the raw runs.
+  # the keyed section (KeyedSummary); the rate section (RateSummary); the
+  # limit check of every run; and the raw runs.
   class Summary
     ROUND_TRIPS = "Client round trips, counted where the clients make them. Sidekiq's redis-client (BasicFetch, " \
                   "Sidekiq's heartbeat and scheduler): a middleware counts every call (BRPOP included) and " \
@@ -26,7 +27,8 @@ module LimitFetchBench
     def to_h
       {"meta" => meta, "throughput" => throughput("throughput"), "delayed" => throughput("delayed"),
        "idle" => idle, "fetch_cost" => FetchCostSummary.new(fetch_runs, rev).to_h,
-       "keyed" => KeyedSummary.new(@runs, rev).to_h, "limit_checks" => LimitCheck.all(@runs), "runs" => @runs}
+       "keyed" => KeyedSummary.new(@runs, rev).to_h, "rate" => RateSummary.new(@runs).to_h,
+       "limit_checks" => LimitCheck.all(@runs), "runs" => @runs}
     end
 
     private
@@ -50,7 +52,7 @@ module LimitFetchBench
     # which has none).
     def twin_runs(groups, variant) = rev && groups[variant.twin(rev).key]
 
-    # The keyed section's runs are its own (KeyedSummary).
+    # The keyed and rate sections' runs are their own (KeyedSummary, RateSummary).
     def of(section) = @runs.select { _1["section"] == section }.group_by { _1["variant"] }
 
     def throughput(section)

@@ -15,13 +15,15 @@ module LimitFetchBench
 
     def run
       push
-      sidekiq = EmbeddedSidekiq.new(@variant, url: @spec["server_url"], recorder: @recorder, log: @spec["log"])
+      sidekiq = embedded
       measured = measure(sidekiq.prepare)
       sidekiq.stop
       measured.merge(result(measured))
     end
 
     private
+
+    def embedded = EmbeddedSidekiq.new(@variant, url: @spec["server_url"], recorder: @recorder, log: @spec["log"])
 
     def push = Pusher.new(@spec["redis_url"]).tap { _1.bulk(@jobs, @variant.job_seconds) }.close
 

@@ -8,20 +8,24 @@ module LimitFetchBench
   # load (bin/bench --baseline; see Twin). The keyed section's variants
   # (KeyedVariants) also name their `workload` (nil: BenchJob; see
   # KeyedPusher), whether its jobs carry a key (`keyed`) and the `guard`, a
-  # seed's server middleware limiting tenants without the gem (nil: none).
+  # seed's server middleware limiting tenants without the gem (nil: none);
+  # the rate section's (RateVariants), the `rate` its jobs run under
+  # (:class, :queue, :key; nil: none).
   Variant = Data.define(:key, :label, :fetch, :limit, :concurrency, :job_seconds, :baseline, :build, :workload,
-    :keyed, :guard)
+    :keyed, :guard, :rate)
 
   class Variant
     QUEUE = "default"
 
     def self.[](key)
       key, rev = Twin.split(key)
-      variant = ALL.fetch(key) { KeyedVariants::ALL.fetch(key) }
+      variant = ALL.fetch(key) { KeyedVariants::ALL.fetch(key) { RateVariants::ALL.fetch(key) } }
       rev ? variant.twin(rev) : variant
     end
 
-    def initialize(build: nil, workload: nil, keyed: false, guard: nil, **) = super
+    OPTIONAL = {build: nil, workload: nil, keyed: false, guard: nil, rate: nil}.freeze
+
+    def initialize(**fields) = super(**OPTIONAL, **fields)
 
     # The same variant with the gem of revision `rev`.
     def twin(rev) = with(key: Twin.key(key, rev), label: Twin.label(label, rev), build: rev)
@@ -30,7 +34,7 @@ module LimitFetchBench
 
     def slow? = job_seconds.positive?
 
-    def keyed_section? = !workload.nil?
+    def keyed_section? = KeyedVariants::ALL.key?(Twin.split(key).first)
 
     ALL = [
       new("basic", "BasicFetch", :basic, nil, 10, 0, nil),

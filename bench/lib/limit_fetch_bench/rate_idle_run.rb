@@ -1,0 +1,127 @@
+# frozen_string_literal: true
+
+module LimitFetchBench
+  # One idle run of the rate section, an embedded LimitFetch Sidekiq of 10
+  # threads, of one of two variants run alike, each in a process of its own:
+  # 1. pushed before it starts: PARKED_JOBS ParkedJobs (the parked variant:
+  #    the first runs, the others are parked behind their class's rate,
+  #    whose window opens an hour later), or one UnratedJob (the blocking
+  #    wait: it runs, nothing is parked);
+  # 2. once that is done, IDLE_SETTLE seconds from the start, what it costs idle
+  #    for `idle_seconds` (Redis commands per second, Redis and process
+  #    CPU): both variants' windows lie at the same time from their start,
+  #    so that Sidekiq's and the gem's heartbeats fall in both or neither,
+  #    after one job done in both;
+  # 3. the parked variant only: `openings` + 1 PacedJobs (1 start per
+  #    0.2 s) are pushed at once: the first runs, the others are parked and
+  #    go one by one, each as its window opens; pickup latency from the
+  #    opening to the start (PaceLog), and what the phase cost per opening.
+  class RateIdleRun
+    SETTLE = RateVariants::IDLE_SETTLE
+    PERIOD = RateVariants::PACED_RATE[1]
+    SCRIPTS = %w[fcall fcall_ro evalsha evalsha_ro eval eval_ro].freeze
+
+    def initialize(spec)
+      @spec = spec
+      @variant = Variant[spec["variant"]]
+      @seconds = spec["idle_seconds"]
+      @openings = spec["openings"]
+      @recorder = Recorder.current = Recorder.new
+      @probe = RedisProbe.new(spec["redis_url"])
+    end
+
+    def run
+      push_first
+      sidekiq = EmbeddedSidekiq.new(@variant, url: @spec["server_url"], recorder: @recorder, log: @spec["log"])
+      sidekiq.prepare.start
+      idle = settle(LimitFetchBench.monotonic + SETTLE) { idle_cost }
+      result = {"idle" => idle, "parked" => parked?, "pace" => (pace if parked?), "concurrency" => @variant.concurrency}
+      sidekiq.stop
+      result
+    end
+
+    private
+
+    def parked? = !@variant.rate.nil?
+
+    # What is pushed before the start: jobs to park, or one that runs.
+    def push_first = parked? ? push(ParkedJob, RateVariants::PARKED_JOBS) : push(UnratedJob, 1)
+
+    # Once the job pushed before the start is done (and the others parked),
+    # yields at `at`; the cost measured, with the jobs parked after.
+    # Later than `at` if that is done later (a loaded machine): "late", in
+    # seconds.
+    def settle(at)
+      parked = parked? ? RateVariants::PARKED_JOBS - 1 : 0
+      wait_for("1 job done and #{parked} parked") { @recorder.done == 1 && parked_jobs == parked }
+      late = LimitFetchBench.monotonic - at
+      sleep(-late) if late.negative?
+      yield.merge("parked_before" => parked, "parked_after" => parked_jobs, "done_after" => @recorder.done,
+        "late" => late.clamp(0..))
+    end
+
+    def parked_jobs = @probe.call("LLEN", GemKeys.parked(RateJobs.class_id(ParkedJob)))
+
+    def idle_cost
+      window = Window.new(@probe).open
+      sleep @seconds
+      measured = window.close
+      rates = {"commands_per_s" => measured["commands"].values.sum,
+               "process_cpu_percent" => measured["process_cpu_s"] * 100,
+               "redis_cpu_percent" => measured["redis_cpu_s"] * 100}
+      measured.merge(rates.transform_values { _1 / measured["seconds"] })
+    end
+
+    def pace
+      log = PacedJob.log = pace_log
+      window = Window.new(@probe).open
+      push(PacedJob, @openings + 1)
+      wait_for_pace(log)
+      paced(window.close, log.entries)
+    ensure
+      log&.close
+    end
+
+    def wait_for_pace(log)
+      jobs = @openings + 1
+      return if log.started_within?(jobs, 10 + (jobs * PERIOD * 2))
+
+      raise Failure, "#{log.entries.size} of #{jobs} PacedJobs started"
+    end
+
+    def pace_log = PaceLog.new(@spec["redis_url"], GemKeys.job_starts(RateJobs.class_id(PacedJob)), PERIOD)
+
+    def paced(measured, entries)
+      counted = entries.filter_map { _1["counted"] }
+      {"openings" => @openings, "seconds" => measured["seconds"], "period" => PERIOD,
+       "latencies_ms" => PaceLog.latencies(entries, PERIOD)&.map { _1 * 1e3 },
+       "fetch_latencies_ms" => PaceLog.fetch_latencies(entries, PERIOD)&.map { _1 * 1e3 },
+       "most_in_window" => RateWindow.most(counted, PERIOD), "counted" => counted.size}
+        .merge(per_opening(measured["commands"], entries.size))
+    end
+
+    # The commands, less the PaceLog's own ZRANGE calls (`own`), in all and
+    # per opening.
+    def per_opening(commands, own)
+      commands = commands.merge("zrange" => commands.fetch("zrange", 0) - own)
+      {"commands" => commands, "commands_per_opening" => commands.values.sum.fdiv(@openings),
+       "scripts_per_opening" => commands.values_at(*SCRIPTS).compact.sum.fdiv(@openings)}
+    end
+
+    def push(job_class, count)
+      pusher = RatePusher.new(@spec["redis_url"])
+      pusher.same(job_class, count)
+    ensure
+      pusher&.close
+    end
+
+    def wait_for(what, timeout: 10)
+      deadline = LimitFetchBench.monotonic + timeout
+      until yield
+        raise Failure, "not #{what} after #{timeout} s" if LimitFetchBench.monotonic > deadline
+
+        sleep 0.05
+      end
+    end
+  end
+end
