@@ -76,7 +76,9 @@ module LimitFetchChaos
       end
     end
 
-    def rates = @rates ||= RatesReport.new(counted, runs, @outcome.fetch(:rate_stalls), @outcome.fetch(:recorded))
+    def rates
+      @rates ||= RatesReport.new(counted, runs, @outcome.fetch(:rate_stalls), @outcome.fetch(:recorded), @restart)
+    end
 
     def limited
       @limited ||= LimitedReport.new(@outcome.merge(runs: counted), lost, job_limits.find { _1.id == Tuner::ID })
