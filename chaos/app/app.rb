@@ -10,6 +10,8 @@ require_relative "grouped_chaos_job"
 require_relative "co_grouped_chaos_job"
 require_relative "per_queue_chaos_job"
 require_relative "discard_chaos_job"
+require_relative "rated_chaos_job"
+require_relative "tenant_rated_chaos_job"
 
 Sidekiq.configure_server do |config|
   # Short, so that the capsule of a killed process is reaped within seconds

@@ -7,7 +7,8 @@ require "sidekiq-limit_fetch"
 
 $LOAD_PATH.unshift(File.expand_path("../../demo/lib", __dir__))
 require "limit_fetch_demo"
-%w[keyed_chaos_job grouped_chaos_job co_grouped_chaos_job per_queue_chaos_job discard_chaos_job].each do |job|
+%w[keyed_chaos_job grouped_chaos_job co_grouped_chaos_job per_queue_chaos_job discard_chaos_job rated_chaos_job
+   tenant_rated_chaos_job].each do |job|
   require_relative "../app/#{job}"
 end
 
@@ -21,8 +22,10 @@ end
 # their process was killed before Redis had their acknowledgement, that no limit was
 # exceeded (queue limits, and the job limits the LIMITED classes' jobs
 # carry: per tenant, per class, shared by a group, per queue, one changed
-# at run time), that every job discarded at its limit was counted and
-# logged, and that nothing was left behind in Redis.
+# at run time), nor any rate (RatedLimit: of a class, per tenant; checked
+# in every window from the jobs' own starts), that every job discarded at
+# its limit was counted and logged, and that nothing was left behind in
+# Redis.
 #
 # It reuses bin/demo's pieces (LimitFetchDemo: the app directory) and the
 # tools' (LimitFetchTools: child processes, the Redis server).
@@ -44,6 +47,7 @@ end
 
 require_relative "limit_fetch_chaos/options"
 require_relative "limit_fetch_chaos/watched_limit"
+require_relative "limit_fetch_chaos/rated_limit"
 require_relative "limit_fetch_chaos/limit_schedule"
 require_relative "limit_fetch_chaos/plan"
 require_relative "limit_fetch_chaos/capsules"
@@ -57,15 +61,19 @@ require_relative "limit_fetch_chaos/fault"
 require_relative "limit_fetch_chaos/tuner"
 require_relative "limit_fetch_chaos/run"
 require_relative "limit_fetch_chaos/concurrency"
+require_relative "limit_fetch_chaos/rate_windows"
+require_relative "limit_fetch_chaos/recorded_starts"
 require_relative "limit_fetch_chaos/duplicates"
 require_relative "limit_fetch_chaos/discards"
 require_relative "limit_fetch_chaos/leftovers"
 require_relative "limit_fetch_chaos/stalls"
 require_relative "limit_fetch_chaos/limited_report"
+require_relative "limit_fetch_chaos/rates_report"
 require_relative "limit_fetch_chaos/report"
 require_relative "limit_fetch_chaos/environment"
 require_relative "limit_fetch_chaos/markdown"
 require_relative "limit_fetch_chaos/repeats_markdown"
+require_relative "limit_fetch_chaos/rates_markdown"
 require_relative "limit_fetch_chaos/harness"
 require_relative "limit_fetch_chaos/runner"
 require_relative "limit_fetch_chaos/fault_report"

@@ -8,11 +8,12 @@ require_relative "../../chaos/lib/limit_fetch_chaos"
 # the faults' own time left out of the 15 s; its own Redis and app directory. The LIMITED classes' jobs carry job limits
 # (1 per tenant; 3 of KeyedChaosJob's class; a group shared by two classes,
 # one of whose keys is raised, lowered and reset while jobs run; keys per
-# queue; a class that discards at its limit). The random choices follow
-# RSpec's seed.
+# queue; a class that discards at its limit), and rates (of a class, per
+# tenant of another), checked from the jobs' own starts. The random
+# choices follow RSpec's seed.
 RSpec.describe "bin/chaos --quick", :e2e do
-  it "loses no job, keeps every queue and job limit and leaves nothing behind while processes are killed, " \
-     "one is frozen and Redis is down for several heartbeat expiries" do
+  it "loses no job, keeps every queue and job limit and rate and leaves nothing behind while processes are " \
+     "killed, one is frozen and Redis is down for several heartbeat expiries" do
     out = StringIO.new
     options = LimitFetchChaos::Options.parse(["--quick", "--no-results", "--seed", RSpec.configuration.seed.to_s])
     report = LimitFetchChaos::Runner.new(options, out: out).run
@@ -38,6 +39,10 @@ RSpec.describe "bin/chaos --quick", :e2e do
     expect(facts[:job_limits].keys).to eq(LimitFetchChaos::WatchedLimit.all.map(&:id))
     expect(facts[:job_limits].values).to all(include(over: nil))
     expect(facts[:job_limits].values).to all(satisfy { |seen| seen[:max] <= seen[:limit] })
+    expect(facts[:rates].keys).to eq(LimitFetchChaos::RatedLimit.all.map(&:id))
+    expect(facts[:rates].values).to all(include(windows_over: 0, starts: be_positive, parked_samples: be_positive))
+    expect(facts[:rates].values).to all(satisfy { |seen| seen[:recorded][:most_in_period] <= seen[:limit] })
+    expect(facts[:rates].values).to all(satisfy { |seen| seen[:longest_wait_s] <= seen[:stall_after_s] })
     expect(facts[:chaos][:kills]).to be >= 2, story
     expect(facts[:chaos][:redis_restart]).to include(down_s: be >= LimitFetchChaos::Plan::REDIS_DOWN)
     expect(facts[:chaos][:redis_restart][:survived].size).to be >= LimitFetchChaos::Plan::PROCESSES
@@ -45,7 +50,7 @@ RSpec.describe "bin/chaos --quick", :e2e do
     expect(facts[:chaos][:freeze]).to include(seconds: be >= LimitFetchChaos::Plan::FREEZE, held: be_any)
     expect(facts[:booked_after_jobs].values).to all(eq({}))
     expect(facts[:redis_after_stop]).to include(busy: {}, in_progress: {}, capsule_keys: [], capsules: [],
-      job_limit_keys: {}, parked: [], strays: {})
+      job_limit_keys: {}, parked: [], rate_keys: {}, strays: {})
   end
 end
 
@@ -149,6 +154,49 @@ RSpec.describe "bin/chaos's accounting" do
     expect([lost.unlogged, lost.jids]).to eq([[], %w[d1 d2]])
     expect(lost.problems(tenants))
       .to eq(["DiscardChaosJob: 3 discards counted in sidekiq:limit_fetch:discarded, 2 logged"])
+  end
+
+  it "holds a rate's starts to its limit in any window of its period less RATE_SLACK, and the gem's count exactly" do
+    rated = LimitFetchChaos::RatedLimit.all.find { _1.id == "key:TenantRatedChaosJob#t1" } # 5 per 1 s
+    ms = 1_000_000
+    starts = lambda do |*at, tenant: "t1", job_class: "TenantRatedChaosJob"|
+      at.each_with_index.map do |t, i|
+        run("#{tenant}-#{t}-#{i}", "w1", t * ms, (t + 10) * ms, queue: "r", tenant:).with(job_class:)
+      end
+    end
+    others = starts.call(0, 1, 2, tenant: "t2") + starts.call(0, 1, 2, tenant: nil, job_class: "RatedChaosJob")
+    # Two windows' bursts, fetched 1 s apart, one of the first begun 236 ms late: 6 within 1 s, allowed.
+    late = starts.call(1, 2, 3, 4, 240, 1000, 1001, 1002, 1003, 1004)
+    fetched = [0, 1, 2, 3, 4, 1000, 1001, 1002, 1003, 1004].map { _1 * ms }
+    seen = LimitFetchChaos::RateWindows.of(rated, late + others, fetched)
+    expect(seen.to_h).to include(starts: 10, most_in_period: 6, shortest_span_ms: 764.0, checked_ms: 750.0,
+      windows_over: 0, recorded: {starts: 10, most_in_period: 5, lag_ms: be_within(1).of(236)})
+    expect(seen.violations).to eq([])
+    expect(LimitFetchChaos::RateWindows.of(rated, late, fetched.first(6)).lag).to be_nil
+    # The starts fetched from 900 ms on were never read (Redis went down): their runs are left out.
+    unread = LimitFetchChaos::RateWindows.of(rated, late, fetched.first(5), unsampled: (900 * ms)..(2000 * ms))
+    expect(unread.lag).to be_within(ms).of(236 * ms)
+
+    crowded = LimitFetchChaos::RateWindows.of(rated, starts.call(0, 1, 2, 3, 4, 700, 1000), [0, 999].map { _1 * ms })
+    expect(crowded.to_h).to include(windows_over: 1, shortest_span_ms: 700.0,
+      recorded: {starts: 2, most_in_period: 2, lag_ms: nil})
+    described = crowded.runs.first(6).map { "#{_1.jid} in w1 at #{_1.start}" }.join("; ")
+    expect(crowded.violations).to eq(["rate key:TenantRatedChaosJob#t1: 6 jobs started within 700.0 ms, limit 5 in " \
+                                      "any 1 s (checked over 750 ms, the rest the lag from fetch to start) (1 such " \
+                                      "windows) (#{described})"])
+    gem_over = LimitFetchChaos::RateWindows.of(rated, [], [0, 1, 2, 3, 4, 999].map { _1 * ms })
+    expect(gem_over.violations).to eq(["rate key:TenantRatedChaosJob#t1: the gem counted 6 starts within 1 s (its " \
+                                       "starts set, on Redis's clock), limit 5"])
+  end
+
+  it "finds a rate's parked jobs waiting while none of its runs began within a period" do
+    line = LimitFetchChaos::Stalls::Line.new(name: "rate r", keys: ["parked"], runs: ->(runs) { runs }, recent: second)
+    stalls = LimitFetchChaos::Stalls.new([line], limit: 5)
+    (0..40).each { stalls.samples << [_1 * second / 4, [3]] } # 0-10 s, 3 parked
+    ran = [0, 1, 2, 9].map { run("j#{_1}", "w1", _1 * second, (_1 * second) + 10_000_000, queue: "r") }
+    expect(stalls.found(ran)).to eq([{from: 3.25, seconds: 5.5, waiting: 3, line: "rate r"}])
+    expect(stalls.longest(ran)).to eq("rate r" => {seconds: 5.5, waiting: 41, samples: 41})
+    expect(stalls.found([*ran, run("j5", "w1", 5 * second, (5 * second) + 1, queue: "r")])).to eq([])
   end
 
   it "counts runs that merely touch as overlapping, and an unfinished run until its process was seen gone" do
@@ -290,7 +338,25 @@ RSpec.describe "bin/chaos's leftovers" do
     redis.call("RPUSH", "#{prefix}limit:key:KeyedChaosJob#t1:busy", "uuid")
     booked = LimitFetchChaos::Booked.read(redis)
     expect(booked.to_h).to eq(busy: {"#{prefix}queue:a:busy" => 2}, in_progress: {},
-      job_limits: {"#{prefix}limit:key:KeyedChaosJob#t1:busy" => 1})
+      job_limits: {"#{prefix}limit:key:KeyedChaosJob#t1:busy" => 1}, rates: {})
     expect(booked.problems.size).to eq(2)
+  end
+
+  it "finds what the rates keep once their windows have passed: starts, released counts, rate-parked limits" do
+    prefix = LimitFetchChaos::PREFIX
+    starts = Sidekiq::LimitFetch::Keys.job_starts("class:RatedChaosJob")
+    redis.call("ZADD", starts, "5", "uuid:5")
+    redis.call("SET", "#{prefix}limit:class:RatedChaosJob:released", "2")
+    redis.call("ZADD", Sidekiq::LimitFetch::Keys::RATE_PARKED, "7", "class:RatedChaosJob")
+    redis.call("RPUSH", Sidekiq::LimitFetch::Keys.parked("class:RatedChaosJob"), "{}")
+
+    left = LimitFetchChaos::Leftovers.read(redis, %w[r])
+    expect(left.rate_keys).to eq(starts => '["uuid:5"], TTL -1 ms',
+      "#{prefix}limit:class:RatedChaosJob:released" => '"2", TTL -1 ms',
+      Sidekiq::LimitFetch::Keys::RATE_PARKED => '["class:RatedChaosJob"], TTL -1 ms')
+    expect(left.job_limit_keys).to eq(Sidekiq::LimitFetch::Keys.parked("class:RatedChaosJob") => 1)
+    expect(left.strays).to eq({})
+    expect(left.problems.size).to eq(2)
+    expect(LimitFetchChaos::Booked.read(redis).rates).to eq(left.rate_keys)
   end
 end

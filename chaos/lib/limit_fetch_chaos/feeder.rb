@@ -5,10 +5,11 @@ module LimitFetchChaos
   # the classes with job limits (LIMITED) one of them (the queue's, chosen
   # at random) with perform(queue, millis, tenant) for a random tenant of
   # its own: keeps BACKLOG (Plan#backlog) jobs waiting in each queue (counting the jobs
-  # parked at their job limits), so that every thread is busy, the limited
-  # queues stay at their limits and jobs are parked (or, on queue d,
-  # discarded), until every queue had its share of --jobs or --duration is
-  # over.
+  # parked at their job limits and rates), so that every thread is busy, the
+  # limited queues stay at their limits and jobs are parked (or, on queue d,
+  # discarded), until every queue had its share of --jobs (the rated
+  # classes' queue has none: it is fed as long as the others are) or
+  # --duration is over.
   #
   # The LIMITED classes are pushed by class, so that the gem's client
   # middleware computes the limits their jobs carry; Carried counts the
@@ -37,9 +38,10 @@ module LimitFetchChaos
       end
     end
 
-    # The parked lists of the job limits of each queue's jobs.
-    PARKED = WatchedLimit.parking.flat_map { |limit| limit.queues.product([limit.parked_key]) }
-                         .group_by(&:first).transform_values { |pairs| pairs.map(&:last) }.freeze
+    # The parked lists of the job limits (and rates) of each queue's jobs.
+    PARKED = [*WatchedLimit.parking, *RatedLimit.all]
+             .flat_map { |limit| limit.queues.product([limit.parked_key]) }
+             .group_by(&:first).transform_values { |pairs| pairs.map(&:last) }.freeze
 
     PACED = GroupedChaosJob::QUEUES
 
@@ -77,9 +79,11 @@ module LimitFetchChaos
       (queues - PACED).filter_map { |queue| @plan.quota(queue)&.then { @pushed[queue].fdiv([_1, 1].max) } }.min
     end
 
+    # --duration is over, or every queue with a share of --jobs had it.
     def done?(elapsed)
       over = @plan.options.duration && elapsed >= @plan.options.duration
-      over || queues.all? { left(_1)&.zero? }
+      shares = queues.filter_map { left(_1) }
+      over || (shares.any? && shares.all?(&:zero?))
     end
 
     # How many jobs a parked list held at the last tick.

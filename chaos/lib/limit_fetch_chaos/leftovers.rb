@@ -5,12 +5,13 @@ module LimitFetchChaos
   # all of it should be empty: busy lists and in-progress lists (key =>
   # length), any key of a capsule, the registered capsules, any key of a job
   # limit (busy and parked lists: key => length), the set of job limits with
-  # parked jobs, jobs still queued (queue => count), the dead set's size,
-  # and any other key of the gem's but those it keeps by design (`strays`,
-  # key => type; see KEPT and OUTAGE).
-  Leftovers = Data.define(:busy, :in_progress, :capsule_keys, :capsules, :job_limit_keys, :parked, :queued, :dead,
-    :strays) do
-    def initialize(strays: {}, **)
+  # parked jobs, what the rates keep (`rate_keys`: RATES), jobs still queued
+  # (queue => count), the dead set's size, and any other key of the gem's
+  # but those it keeps by design (`strays`, key => type; see KEPT and
+  # OUTAGE).
+  Leftovers = Data.define(:busy, :in_progress, :capsule_keys, :capsules, :job_limit_keys, :parked, :rate_keys,
+    :queued, :dead, :strays) do
+    def initialize(strays: {}, rate_keys: {}, **)
       super
     end
   end
@@ -20,6 +21,8 @@ module LimitFetchChaos
                 capsule_keys: "keys of capsules left", capsules: "capsules still registered",
                 job_limit_keys: "keys of job limits left (busy slots, parked jobs)",
                 parked: "job limits still listed as having parked jobs",
+                rate_keys: "keys of rates left (starts in a window, jobs released and not started, limits noted " \
+                           "as parked behind their rate)",
                 queued: "jobs still queued", dead: "jobs in the dead set",
                 strays: "other keys of the gem's left"}.freeze
     # The gem's keys that outlive its processes by design: the configured
@@ -34,16 +37,24 @@ module LimitFetchChaos
     # Likewise the last beat's key (see src/keys.rs): a capsule killed
     # while it was the last to beat leaves it until its TTL runs out.
     EXPIRING = [OUTAGE, KEYS::LAST_BEAT].freeze
+    # What the rates keep while they work, none of it once their windows
+    # have passed: a window's starts (a job limit's, a queue's; they expire
+    # a period after the last), a job limit's count of jobs released for
+    # its rate and not started yet (a period after the last release), and
+    # the job limits whose jobs are parked behind their rate (until the
+    # first fetch after their window opens).
+    RATES = [/\Alimit:.+:(starts|released)\z/, /\Aqueue:[^:]+:starts\z/, /\Arate_parked\z/].freeze
     # The other kinds of keys, each checked as its own field above.
-    CHECKED = [/\Aqueue:[^:]+:busy\z/, /\Acapsule:/, /\Acapsules\z/, /\Aregistered\z/, /\Alimit:/, /\Aparked\z/].freeze
+    CHECKED = [/\Aqueue:[^:]+:busy\z/, /\Acapsule:/, /\Acapsules\z/, /\Aregistered\z/, /\Alimit:/, /\Aparked\z/,
+               *RATES].freeze
 
     # `expiry`: a heartbeat's, in seconds (the outage key's longest TTL).
     def self.read(conn, queues, expiry: Plan::EXPIRY)
       new(busy: lengths(conn, KEYS::BUSY_PATTERN), in_progress: lengths(conn, KEYS.in_progress("*", "*")),
         capsule_keys: conn.call("KEYS", "#{PREFIX}capsule:*").sort,
         capsules: conn.call("SUNION", KEYS::CAPSULES, KEYS::REGISTERED).sort,
-        job_limit_keys: sizes(conn, "#{PREFIX}limit:*"), parked: conn.call("SMEMBERS", KEYS::PARKED).sort,
-        queued: queued(conn, queues),
+        job_limit_keys: sizes(conn, "#{PREFIX}limit:*").reject { rate_key?(_1) },
+        parked: conn.call("SMEMBERS", KEYS::PARKED).sort, rate_keys: rate_keys(conn), queued: queued(conn, queues),
         dead: conn.call("ZCARD", "dead"), strays: strays(conn, expiry))
     end
 
@@ -60,6 +71,17 @@ module LimitFetchChaos
       conn.call("KEYS", pattern).sort.to_h do |key|
         type = conn.call("TYPE", key)
         [key, type == "list" ? conn.call("LLEN", key) : type]
+      end
+    end
+
+    def self.rate_key?(key) = RATES.any? { key.delete_prefix(PREFIX).match?(_1) }
+
+    # key => what each of RATES holds: the members of a sorted set, else
+    # the value, with its TTL (ms).
+    def self.rate_keys(conn)
+      conn.call("KEYS", "#{PREFIX}*").select { rate_key?(_1) }.sort.to_h do |key|
+        value = conn.call("TYPE", key) == "zset" ? conn.call("ZRANGE", key, 0, -1) : conn.call("GET", key)
+        [key, "#{value.inspect}, TTL #{conn.call("PTTL", key)} ms"]
       end
     end
 
@@ -85,16 +107,26 @@ module LimitFetchChaos
 
   # What the gem still books while its processes run, once every job has
   # ended, the dead capsules were reaped and two heartbeat periods passed
-  # (so that every live capsule's beat has healed its own lists): busy
+  # (so that every live capsule's beat has healed its own lists, and every
+  # rate's window has passed: RatedLimit.longest_period is shorter): busy
   # slots, in-progress entries, job limits' busy slots and parked jobs (key
-  # => length). All of it should be empty: a slot booked then is a slot
-  # leaked, which keeps a job that waits from running.
-  Booked = Data.define(:busy, :in_progress, :job_limits) do
+  # => length), and what the rates keep (Leftovers::RATES, key => what).
+  # All of it should be empty: a slot booked then is a slot leaked, which
+  # keeps a job that waits from running; a rate's key left is one an idle
+  # rate keeps for good (its live fetchers wake as a window opens, and the
+  # first fetch after sends back and forgets what was parked behind it).
+  Booked = Data.define(:busy, :in_progress, :job_limits, :rates) do
+    def initialize(rates: {}, **)
+      super
+    end
+
     # Waits until two heartbeat periods (`period`) after the last job ended
-    # (by the ledger; `ended`: as Fleet#ended), then reads.
+    # (by the ledger; `ended`: as Fleet#ended), and the longest rate's
+    # period, then reads.
     def self.after_jobs(sidekiq, ended, period)
       last = sidekiq.redis { Run.read(_1, ended) }.map(&:end_ns).select(&:finite?).max
-      wait = last ? ((last - LimitFetchChaos.now_ns) / 1e9) + (2 * period) : 0
+      after = [2 * period, RatedLimit.longest_period].max
+      wait = last ? ((last - LimitFetchChaos.now_ns) / 1e9) + after : 0
       sleep wait if wait.positive?
       sidekiq.redis { read(_1) }
     end
@@ -103,7 +135,8 @@ module LimitFetchChaos
       new(busy: Leftovers.lengths(conn, "#{PREFIX}queue:*:busy"),
         in_progress: Leftovers.lengths(conn, "#{PREFIX}capsule:*:inprogress:*"),
         job_limits: Leftovers.lengths(conn, "#{PREFIX}limit:*:busy")
-                             .merge(Leftovers.lengths(conn, "#{PREFIX}limit:*:parked")))
+                             .merge(Leftovers.lengths(conn, "#{PREFIX}limit:*:parked")),
+        rates: Leftovers.rate_keys(conn))
     end
 
     def problems

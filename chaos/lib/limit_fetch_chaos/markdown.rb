@@ -15,6 +15,7 @@ module LimitFetchChaos
       [*table(["", ""], facts(report)), "",
        *table(["queue", "most at once / limit", "most in one process / limit"], concurrency(report)), "",
        *table(["job limit", "queues", "most at once / limit", "most in one process"], job_limits(report)), "",
+       *RatesMarkdown.table(report[:rates], report[:plan]), "",
        *RepeatsMarkdown.table(report[:jobs][:repeated_jobs])]
     end
 
@@ -37,9 +38,10 @@ module LimitFetchChaos
         "Redis `#{plan[:redis]}`; seed #{plan[:seed]}."
     end
 
+    # With --jobs, the rated queue's besides, pushed while those are.
     def jobs(plan)
-      [("#{plan[:jobs]} jobs" if plan[:jobs]), ("jobs pushed for #{plan[:duration]} s" if plan[:duration])]
-        .compact.join(" or ")
+      [("#{plan[:jobs]} jobs (and #{RatedLimit.queues.join(", ")}'s meanwhile)" if plan[:jobs]),
+       ("jobs pushed for #{plan[:duration]} s" if plan[:duration])].compact.join(" or ")
     end
 
     def facts(report)
@@ -123,7 +125,7 @@ module LimitFetchChaos
       return "see the failures" unless left[:clean]
 
       "nothing (busy lists, in-progress lists, capsule keys, capsules set, job limits' busy and parked lists, " \
-        "parked set, queues, dead set)"
+        "parked set, rates' windows, released counts and rate-parked set, queues, dead set)"
     end
   end
 end

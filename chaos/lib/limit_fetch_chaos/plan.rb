@@ -78,12 +78,16 @@ module LimitFetchChaos
     # Jobs kept waiting in each queue (Feeder).
     def backlog = Feeder::BACKLOG
 
-    # Jobs each queue gets in all (nil: no cap, --duration decides).
+    # Jobs each queue gets in all (nil: no cap, --duration decides). The
+    # rated classes' queues (RatedLimit.queues) have no share of --jobs:
+    # their rates let only so many start, so they are kept Plan#backlog deep
+    # for as long as the others are fed, and their rates bind throughout.
     def quota(queue)
-      return nil unless options.jobs
+      return nil unless options.jobs && !RatedLimit.queues.include?(queue)
 
-      share, rest = options.jobs.divmod(queues.size)
-      share + (queue == queues.first ? rest : 0)
+      shared = queues - RatedLimit.queues
+      share, rest = options.jobs.divmod(shared.size)
+      share + (queue == shared.first ? rest : 0)
     end
 
     def job_millis(tenant = nil) = @job_random.rand(tenant == GroupedChaosJob::TUNED ? TUNED_MILLIS : JOB_MILLIS)
@@ -91,7 +95,7 @@ module LimitFetchChaos
     # The class of a job pushed to a queue that +classes+ share.
     def pick(classes) = classes.sample(random: @job_random)
 
-    # A tenant of +job_class+ (a LIMITED class) for a job.
+    # A tenant of +job_class+ (a LIMITED class) for a job; nil if it has none.
     def tenant(job_class) = job_class::TENANTS.sample(random: @job_random)
 
     def kill_interval = @kill_random.rand(KILL_EVERY)
@@ -124,7 +128,9 @@ module LimitFetchChaos
 
     def job_limits_h
       {job_limits: WatchedLimit.all.to_h { [_1.id, {queues: _1.queues, limit: _1.limit}] },
-       limited: LIMITED.to_h { [_1.name, {queues: _1::QUEUES, tenants: _1::TENANTS}] }, fetch_lag_s: FETCH_LAG / 1e9}
+       rates: RatedLimit.all.to_h { [_1.id, {queues: _1.queues, limit: _1.limit, period_s: _1.period}] },
+       limited: LIMITED.to_h { [_1.name, {queues: _1::QUEUES, tenants: _1::TENANTS}] }, fetch_lag_s: FETCH_LAG / 1e9,
+       rate_slack_s: RATE_SLACK / 1e9}
     end
 
     def describe
@@ -133,7 +139,14 @@ module LimitFetchChaos
         "on queues #{queues.join(", ")}, limits #{limits}, process limits #{process_limits}, and an idle capsule " \
         "of 1 thread each; job limits (1 per tenant): on k KeyedChaosJob (and 3 of the class), on g " \
         "GroupedChaosJob and CoGroupedChaosJob sharing their group's (#{Tuner::ID}'s changed at run time), " \
-        "on p and q PerQueueChaosJob (per queue), on d DiscardChaosJob (the rest discarded); seed #{options.seed}"
+        "on p and q PerQueueChaosJob (per queue), on d DiscardChaosJob (the rest discarded); #{rates}; " \
+        "seed #{options.seed}"
+    end
+
+    def rates
+      "rates on #{RatedLimit.queues.join(", ")}: RatedChaosJob #{RatedChaosJob::LIMIT} starts per " \
+        "#{RatedChaosJob::PERIOD} s of the class, TenantRatedChaosJob #{TenantRatedChaosJob::LIMIT} per " \
+        "#{TenantRatedChaosJob::PERIOD} s per tenant (#{TenantRatedChaosJob::TENANTS.size})"
     end
   end
 end

@@ -12,10 +12,12 @@ module LimitFetchChaos
     # `outcome`: jids (pushed), completed (jids), runs, leftovers, feeder (the
     # Feeder: the LIMITED classes' jids and tenants, what their pushes
     # carried, the parked jobs it saw), discards (Discards), reaped (as
-    # Fleet#reaped), unclean (processes TERM did not stop), unsettled (nil, or
-    # the capsules still registered when dead ones should have been reaped),
-    # booked (Booked, once the jobs had ended), seconds (until every job had
-    # completed or was discarded), environment.
+    # Fleet#reaped), rate_stalls (Stalls of the rates' parked jobs), recorded
+    # (RecordedStarts: the starts the gem counted for each rate), unclean
+    # (processes TERM did not stop), unsettled (nil, or the capsules still
+    # registered when dead ones should have been reaped), booked (Booked,
+    # once the jobs had ended), seconds (until every job had completed or
+    # was discarded), environment.
     def initialize(plan, fleet, mayhem, tuner, **outcome)
       @plan = plan
       @fleet = fleet
@@ -38,8 +40,8 @@ module LimitFetchChaos
     private
 
     def find_failures
-      [*job_failures, *limited.problems, *(concurrency + job_limits).flat_map(&:violations), *@tuner.problems,
-       *chaos_failures, *freeze_failures, *@outcome.fetch(:booked).problems, *leftovers.problems]
+      [*job_failures, *limited.problems, *(concurrency + job_limits).flat_map(&:violations), *rates.problems,
+       *@tuner.problems, *chaos_failures, *freeze_failures, *@outcome.fetch(:booked).problems, *leftovers.problems]
     end
 
     def jids = @outcome.fetch(:jids)
@@ -74,13 +76,17 @@ module LimitFetchChaos
       end
     end
 
+    def rates
+      @rates ||= RatesReport.new(counted, runs, @outcome.fetch(:rate_stalls), @outcome.fetch(:recorded), @restart)
+    end
+
     def limited
       @limited ||= LimitedReport.new(@outcome.merge(runs: counted), lost, job_limits.find { _1.id == Tuner::ID })
     end
 
     def limits_h
       {concurrency: concurrency.to_h { [_1.queue, _1.to_h.except(:queue)] },
-       job_limits: job_limits.to_h { [_1.id, _1.to_h.except(:id)] }}
+       job_limits: job_limits.to_h { [_1.id, _1.to_h.except(:id)] }, rates: rates.to_h}
     end
 
     def duplicates

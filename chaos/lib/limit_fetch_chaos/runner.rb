@@ -18,6 +18,8 @@ module LimitFetchChaos
     def start_chaos(app)
       @mayhem = Mayhem.new(@plan, @fleet, @redis, @sidekiq, say: method(:say_at))
       @tuner = Tuner.new(app, @redis.url, say: method(:say_at))
+      @rate_stalls = Stalls.new(Stalls.rate_lines, limit: Stalls::RATE_STALL)
+      @recorded = RecordedStarts.new
     end
 
     # Feeds, changes a limit, kills, restarts and freezes until every job
@@ -46,12 +48,17 @@ module LimitFetchChaos
       @mayhem.act(elapsed, progress, outage_ok: !@tuner.busy?)
     end
 
-    # Checks the processes and feeds them; returns how many jobs have
-    # completed or were discarded.
+    # Checks the processes and feeds them, samples the rates' parked jobs
+    # (Stalls.rate_lines) and the starts the gem counted (RecordedStarts);
+    # returns how many jobs have completed or were discarded.
     def tick(elapsed)
       @fleet.check!
       @feeder.feed(elapsed)
-      redis { Discards.settled(_1) }
+      redis do |conn|
+        @rate_stalls.sample(conn)
+        @recorded.sample(conn)
+        Discards.settled(conn)
+      end
     end
 
     def over?(elapsed, clock, completed)
@@ -68,7 +75,8 @@ module LimitFetchChaos
         Report.new(@plan, @fleet, @mayhem, @tuner,
           jids: @feeder.jids, completed:, runs: Run.read(conn, @fleet.ended),
           leftovers: Leftovers.read(conn, @plan.queues), booked:, feeder: @feeder, discards:, reaped: @fleet.reaped,
-          unclean:, unsettled:, seconds:, environment: Environment.read(conn))
+          rate_stalls: @rate_stalls, recorded: @recorded, unclean:, unsettled:, seconds:,
+          environment: Environment.read(conn))
       end
     end
 

@@ -29,7 +29,9 @@ module LimitFetchChaos
     def parked_key = KEYS.parked(id)
   end
 
-  # The classes whose jobs carry job limits, each pushed by class to its
-  # QUEUES with one of its TENANTS.
-  LIMITED = [KeyedChaosJob, GroupedChaosJob, CoGroupedChaosJob, PerQueueChaosJob, DiscardChaosJob].freeze
+  # The classes whose jobs carry job limits (concurrency, or a rate:
+  # RatedLimit), each pushed by class to its QUEUES with one of its TENANTS
+  # (none if it has none).
+  LIMITED = [KeyedChaosJob, GroupedChaosJob, CoGroupedChaosJob, PerQueueChaosJob, DiscardChaosJob, RatedChaosJob,
+             TenantRatedChaosJob].freeze
 end
