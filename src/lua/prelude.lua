@@ -303,23 +303,24 @@ local function rate_parks(id, opens)
 end
 
 -- Counts a start of job limit `id` under its rate now, and one fewer of
--- its jobs sent back but not started. The last of those to start notes the
--- limit due at once if it has more parked (release holds the next ones back
--- until then) and returns true. A job taken from another queue than the
--- one they wait at the front of may be counted for one of them: the next
--- release may then come before that one starts, and go ahead of it.
+-- its jobs sent back but not started. The last of those to start, if the
+-- limit has more parked (release holds them back until then), notes it due
+-- when its window next has room: now (then returns true), or as it opens.
+-- A job taken from another queue than the one they wait at the front of
+-- may be counted for one of them: the next release may then come before
+-- that one starts, and go ahead of it.
 local function book_start(id, rate, who)
-  record_start(job_starts_key(id), rate, who)
+  local starts = job_starts_key(id)
+  record_start(starts, rate, who)
   local released = job_released_key(id)
   if redis.call('EXISTS', released) == 0 then return false end
   local left = redis.call('DECR', released)
   if left > 0 then return false end
   redis.call('DEL', released)
-  if left == 0 and redis.call('EXISTS', parked_key(id)) == 1 then
-    rate_parks(id, now())
-    return true
-  end
-  return false
+  if left < 0 or redis.call('EXISTS', parked_key(id)) == 0 then return false end
+  local room, opens = rate_room(starts, rate)
+  rate_parks(id, room > 0 and now() or opens)
+  return room > 0
 end
 
 -- When the window of `starts` ({limit, period} `rate`), whose room is
