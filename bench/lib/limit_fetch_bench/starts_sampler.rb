@@ -1,42 +1,17 @@
 # frozen_string_literal: true
 
+require "limit_fetch_bench/sampler"
+
 module LimitFetchBench
-  # Collects every start the gem counts in a rate's window (its starts
-  # sorted set, scored by Redis's clock in µs, a member per start): reads
-  # the whole set every `period` seconds, on a thread and a connection of
-  # its own. A start stays in the set for the rate's period at least, so a
-  # sampling period well under it misses none. Counts its own ZRANGE calls,
-  # which the run takes out of the Redis commands it reports.
-  class StartsSampler
-    attr_reader :calls
-
+  # Every start the gem counts in a rate's window (its starts sorted set,
+  # scored by Redis's clock in µs, a member per start), read whole. A start
+  # stays in the set for the rate's period at least, so a sampling period
+  # well under it misses none.
+  class StartsSampler < Sampler
     def initialize(url, key, period: 0.2)
-      @client = RedisClient.new(url: url)
+      super(url, period)
       @key = key
-      @period = period
-      @calls = 0
       @starts = {}
-      @stop = Thread::Queue.new
-    end
-
-    def start
-      @thread = Thread.new do
-        loop do
-          sample
-          break if @stop.pop(timeout: @period)
-        end
-      end
-      self
-    end
-
-    # Stops the sampling, then samples once more: the starts since the
-    # thread's last sample are in.
-    def stop
-      @stop << true
-      @thread&.join
-      sample
-      @client.close
-      self
     end
 
     # The starts seen, in seconds by Redis's clock, in order.
@@ -44,10 +19,9 @@ module LimitFetchBench
 
     private
 
-    def sample
-      @calls += 1
+    def read(client)
       # RESP3 gives [[member, score], ...], RESP2 [member, score, ...].
-      @client.call("ZRANGE", @key, 0, -1, "WITHSCORES").flatten.each_slice(2) do |member, score|
+      client.call("ZRANGE", @key, 0, -1, "WITHSCORES").flatten.each_slice(2) do |member, score|
         @starts[member] = Float(score) / 1e6
       end
     end
