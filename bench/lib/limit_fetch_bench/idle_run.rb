@@ -48,15 +48,7 @@ module LimitFetchBench
        "max_running" => @recorder.max_running, "max_in_flight" => @recorder.max_in_flight, "limit" => @variant.limit}
     end
 
-    def idle_cost
-      window = Window.new(@probe).open
-      sleep @spec["seconds"]
-      measured = window.close
-      rates = {"commands_per_s" => measured["commands"].values.sum,
-               "process_cpu_percent" => measured["process_cpu_s"] * 100,
-               "redis_cpu_percent" => measured["redis_cpu_s"] * 100}
-      measured.merge(rates.transform_values { _1 / measured["seconds"] })
-    end
+    def idle_cost = Window.idle_cost(@probe, @spec["seconds"])
 
     def converse
       Child.protocol.puts "READY"

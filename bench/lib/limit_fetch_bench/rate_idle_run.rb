@@ -62,15 +62,7 @@ module LimitFetchBench
 
     def parked_jobs = @probe.call("LLEN", GemKeys.parked(RateJobs.class_id(ParkedJob)))
 
-    def idle_cost
-      window = Window.new(@probe).open
-      sleep @seconds
-      measured = window.close
-      rates = {"commands_per_s" => measured["commands"].values.sum,
-               "process_cpu_percent" => measured["process_cpu_s"] * 100,
-               "redis_cpu_percent" => measured["redis_cpu_s"] * 100}
-      measured.merge(rates.transform_values { _1 / measured["seconds"] })
-    end
+    def idle_cost = Window.idle_cost(@probe, @seconds)
 
     def pace
       log = PacedJob.log = pace_log

@@ -5,6 +5,19 @@ module LimitFetchBench
   # Ruby's and the Rust core's; LimitFetchBench.cpu_time), round trips, and
   # what Redis did (commands, CPU), from open to close.
   class Window
+    # What being idle for `seconds` costs, measured over a window of
+    # them: the window's figures, and Redis commands, process CPU and
+    # Redis CPU per second.
+    def self.idle_cost(probe, seconds)
+      window = new(probe).open
+      sleep seconds
+      measured = window.close
+      rates = {"commands_per_s" => measured["commands"].values.sum,
+               "process_cpu_percent" => measured["process_cpu_s"] * 100,
+               "redis_cpu_percent" => measured["redis_cpu_s"] * 100}
+      measured.merge(rates.transform_values { _1 / measured["seconds"] })
+    end
+
     def initialize(probe)
       @probe = probe
     end
