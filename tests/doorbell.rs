@@ -249,6 +249,39 @@ fn a_burst_wakes_as_many_waiters_as_it_feeds() {
     }
 }
 
+/// A ring disarms the bell: the fetcher it wakes arms it again (alongside
+/// the job it took), or those still asleep would hear nothing more.
+#[test]
+fn the_waiters_a_push_did_not_wake_hear_the_next() {
+    let q = queue("bell-next");
+    let a = capsule();
+    let mut waiters: Vec<_> = (0..3).map(|_| waiting(&a, &q, LONG)).collect();
+    for round in 0..2 {
+        push(&q, 1);
+        let pushed = Instant::now();
+        let woken = loop {
+            if let Some(i) = waiters.iter().position(|w| w.is_finished()) {
+                break waiters.swap_remove(i);
+            }
+            assert!(pushed.elapsed() < PROMPT, "round {round}: no waiter woke");
+            thread::sleep(Duration::from_millis(5));
+        };
+        assert!(woken.join().unwrap().1.is_some());
+        // The arming after the take is done: the next push must ring.
+        thread::sleep(Duration::from_millis(300));
+        assert!(waiters.iter().all(|w| !w.is_finished()), "round {round}");
+    }
+    let last = waiters.pop().expect("a waiter left");
+    push(&q, 1);
+    let pushed = Instant::now();
+    assert!(last.join().unwrap().1.is_some());
+    assert!(
+        pushed.elapsed() < PROMPT,
+        "woke {:?} after the push",
+        pushed.elapsed()
+    );
+}
+
 #[test]
 fn idle_waiters_send_nothing_to_redis() {
     let q = queue("bell-idle");

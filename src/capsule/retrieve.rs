@@ -102,9 +102,10 @@ pub struct Fetch {
     /// The last look found nothing only because it set aside as many jobs
     /// as it may (see fetch.lua): the next looks at once.
     again: bool,
-    /// The current look runs ahead of the arming it follows (see
-    /// [`Fetch::wait`]): if it finds nothing, one more look, once armed.
-    ahead: bool,
+    /// The current look follows a ring that disarmed the bell (see
+    /// [`Fetch::wait`]): if it takes a job, the bell is armed again
+    /// alongside the job; if not, before the next look.
+    arm_after: bool,
 }
 
 impl Fetch {
@@ -120,7 +121,7 @@ impl Fetch {
             begun: false,
             pending: None,
             again: false,
-            ahead: false,
+            arm_after: false,
         }
     }
 
@@ -144,19 +145,16 @@ impl Fetch {
                     Err(_) => Step::Poll,
                 },
                 Step::Wait(ticket) => match self.sleep(Some(ticket), interrupt)? {
-                    Woken::Rang => match self.bell_ticket() {
-                        Some(_) => Step::Look,
+                    Woken::Rang => {
                         // The bell must be armed before a look that may end
                         // in sleep: whatever changes after that look then
-                        // rings again. Arming runs alongside this look, which
-                        // the job that rang is most often there for; if it
-                        // finds nothing, the next look follows the arming.
-                        None => {
-                            self.arm_alongside();
-                            self.ahead = true;
-                            Step::Look
-                        }
-                    },
+                        // rings again. A ring disarmed it; this look goes
+                        // first, for the job that rang is most often there,
+                        // and its round trip is not queued behind the
+                        // arming's. See `look` for the arming.
+                        self.arm_after = self.bell_ticket().is_none();
+                        Step::Look
+                    }
                     Woken::TimedOut | Woken::Closed => return Ok(None),
                 },
                 Step::Poll => match self.sleep(None, interrupt)? {
@@ -211,6 +209,12 @@ impl Fetch {
         self.capsule.ring_as_rates_open(&look);
         match look.fetched {
             Some(fetched) => {
+                // After a ring: armed again alongside the job, for those
+                // still asleep (with no job, before the next look: see
+                // after_empty_look).
+                if std::mem::take(&mut self.arm_after) {
+                    self.arm_alongside();
+                }
                 // This capsule's own writes do not ring: wake a waiter for
                 // the next job.
                 if look.more {
@@ -262,21 +266,16 @@ impl Fetch {
     }
 
     fn after_empty_look(&mut self) -> Step {
+        self.arm_after = false;
         match self.bell_ticket() {
-            // Armed since the look started: look again, under the ticket.
-            Some(_) if std::mem::take(&mut self.ahead) => Step::Look,
             Some(ticket) => Step::Wait(ticket),
-            None => {
-                self.ahead = false;
-                Step::Arm
-            }
+            None => Step::Arm,
         }
     }
 
-    /// Arms the bell on the runtime while this thread looks; if an eligible
-    /// queue held a job when it read them, wakes a waiter (this look may
-    /// not have taken it: a job pushed after the look and before the read
-    /// rings nobody).
+    /// Arms the bell on the runtime while this thread runs the job it took;
+    /// if an eligible queue held a job when it read them, wakes a waiter (a
+    /// job pushed after the look and before the read rings nobody).
     fn arm_alongside(&self) {
         let Ok(handle) = handle() else {
             return;

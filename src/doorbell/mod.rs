@@ -19,8 +19,8 @@
 //! wakes a waiter too.
 //!
 //! A key stays tracked only until its first write, so each message disarms
-//! the bell; the fetcher it wakes looks at once while the bell is armed
-//! again alongside, and the next fetcher that needs to wait arms it again
+//! the bell; the fetcher it wakes looks at once, then arms it again
+//! alongside the job it took, or before it looks again if it took none
 //! (capsule/retrieve.rs). Two counts
 //! order it all: `rings` (invalidations: arming is valid while it has not
 //! moved) and `changes` (rings and in-process changes: a waiter sleeps
