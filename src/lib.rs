@@ -12,6 +12,9 @@
 
 mod admin;
 mod capsule;
+// Public only for the tests that hold it to the payloads' fixture.
+#[doc(hidden)]
+pub mod carried;
 mod connection;
 mod direct;
 mod doorbell;

@@ -14,6 +14,17 @@
 //! and, while fetchers sleep on the doorbell, `LLEN` of the queue: whether
 //! another job may be eligible, to wake one (the script's `more`).
 //!
+//! A job that carries job limits (a class's, a key's) passes their slots
+//! too, to a next job that carries the same ([`Carried::head`]: the same
+//! limits and queue), where the last two jobs this thread finished carried
+//! the same (a run of them: a class's jobs, a hot key's). The pipeline then
+//! also reads each limit's stored value (in the `MGET`) and count
+//! (`LLEN`), and whether it has parked jobs (one `EXISTS`), which go first:
+//! once a hand-over from the queue finds some, the next ones take them,
+//! oldest first, from the limit's parked list instead of the queue (a
+//! job of one limit only: a job parked by one of several limits may be
+//! behind the parked jobs of another).
+//!
 //! Sidekiq Pro's super_fetch (LMOVE, LREM) and three reads, without the
 //! script's call: Redis spends about a third of what the script costs it
 //! (bench/results/profile.md).
@@ -21,13 +32,16 @@
 //! Why no limit is exceeded: the job is handed to Sidekiq only if what was
 //! read after the move says the queue is not paused, has no process limit
 //! and no rate (whose starts the script counts), and holds no more slots
-//! than its limit (the passed slot counted). Then
+//! than its limit (the passed slot counted), and the same of each job
+//! limit the job carries (no rate: [`Carried`] reads none). Then
 //! it starts within the limit: since the read, every other capsule booked
 //! a slot only below it. Anything else (a pause, a process limit, a queue
 //! over a lowered limit, an empty queue, a finished job no longer in the
 //! in-progress list because it was reaped, a new job carrying job limits,
-//! an error reply) is left to the fetch script on the same connection, which
-//! decides the moved job as a fetch would (fetch.lua's ARGV[5..7]).
+//! an error reply, a job limit's parked jobs the job would overtake) is left
+//! to the fetch script on the same connection, which decides the moved job
+//! as a fetch would, and frees the job limits' slots the acknowledged job
+//! passed, sending their parked jobs first (fetch.lua's ARGV[5..9]).
 //!
 //! Jobs parked behind a rate go back only with a script (fetch.lua's
 //! `release_opened`): a hand-over leaves it to the script once their window
@@ -56,14 +70,14 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use redis::Value;
 
+use crate::carried::Carried;
 use crate::keys;
 use crate::ledger::Ack;
 use crate::limits::parse_stored;
 use crate::script::fetch::{carries_job_limits, Handed, Look, Mode};
 
-/// The replies of a hand-over's pipeline, and with the report of `more`.
+/// The replies of a hand-over's pipeline before the job limits' reads.
 const PLAIN: usize = 5;
-const REPORT: usize = 6;
 
 /// How soon before jobs parked behind a rate may go (by Redis's clock, as
 /// this host's reads it) a hand-over leaves the fetch to the script.
@@ -80,8 +94,51 @@ struct Hint {
     more: bool,
 }
 
+/// The job limits of the last job this thread acknowledged for a capsule,
+/// and whether the last hand-over of them found parked jobs left.
+struct Run {
+    capsule: u64,
+    head: Vec<u8>,
+    parked: bool,
+}
+
 thread_local! {
     static HINTS: RefCell<Vec<Hint>> = const { RefCell::new(Vec::new()) };
+    static RUNS: RefCell<Vec<Run>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Whether `carried` continues a run: the job this thread acknowledged
+/// before for `capsule` carried the same. Then `Some` of whether parked
+/// jobs were left; else `None`, and `carried` starts a run.
+fn continues_run(capsule: u64, carried: &Carried) -> Option<bool> {
+    RUNS.with(|runs| {
+        let mut runs = runs.borrow_mut();
+        match runs.iter_mut().find(|r| r.capsule == capsule) {
+            Some(run) if run.head == carried.head => Some(run.parked),
+            Some(run) => {
+                run.head.clone_from(&carried.head);
+                run.parked = false;
+                None
+            }
+            None => {
+                runs.push(Run {
+                    capsule,
+                    head: carried.head.clone(),
+                    parked: false,
+                });
+                None
+            }
+        }
+    })
+}
+
+/// Notes whether the run of `capsule` has parked jobs left.
+fn note_parked(capsule: u64, parked: bool) {
+    RUNS.with(|runs| {
+        if let Some(run) = runs.borrow_mut().iter_mut().find(|r| r.capsule == capsule) {
+            run.parked = parked;
+        }
+    });
 }
 
 /// Records what a fetch script on this thread's connection found.
@@ -121,8 +178,14 @@ pub(super) fn forget(capsule: u64) {
 /// A hand-over under way: the queue it takes from.
 pub(super) struct HandOver {
     pub(super) queue: String,
+    capsule: u64,
     /// Fetchers sleep on the doorbell: say whether more is eligible.
     report: bool,
+    /// The job limits of the acknowledged job, whose slots pass too, and
+    /// that job (for the script, if it decides).
+    limits: Option<(Carried, Vec<u8>)>,
+    /// The next job comes from the parked jobs of the one job limit.
+    from_parked: bool,
 }
 
 /// What a hand-over's replies say.
@@ -137,11 +200,12 @@ pub(super) enum Outcome {
 
 impl HandOver {
     /// The hand-over a look can be: the one acknowledgement it carries is
-    /// of the first queue of this fetch and carries no job limits (whose
-    /// slots and parked jobs the script handles), the queue was noted on
-    /// this thread for this master, and, if fetchers sleep on the doorbell,
-    /// it is the fetch's only queue (whether another queue has a job for
-    /// them is the script's to say) and the last look left a job in it.
+    /// of the first queue of this fetch and carries no job limits, or
+    /// continues a run of them (see the module's documentation), the queue
+    /// was noted on this thread for this master, and, if fetchers sleep on
+    /// the doorbell, it is the fetch's only queue (whether another queue
+    /// has a job for them is the script's to say) and the last look left a
+    /// job in it.
     pub(super) fn of(
         capsule: u64,
         generation: u64,
@@ -157,9 +221,17 @@ impl HandOver {
         let ([ack], Some(first)) = (acks, queues.first()) else {
             return None;
         };
-        if ack.queue != *first || carries_job_limits(&ack.job) {
+        if ack.queue != *first {
             return None;
         }
+        let (limits, from_parked) = if carries_job_limits(&ack.job) {
+            let carried = Carried::read(&ack.job)?;
+            let parked = continues_run(capsule, &carried)?;
+            let one = carried.limits.len() == 1;
+            (Some((carried, ack.job.clone())), parked && one)
+        } else {
+            (None, false)
+        };
         let noted = HINTS.with(|hints| {
             hints.borrow().iter().any(|h| {
                 h.capsule == capsule
@@ -170,8 +242,16 @@ impl HandOver {
         });
         noted.then(|| HandOver {
             queue: first.clone(),
+            capsule,
             report,
+            limits,
+            from_parked,
         })
+    }
+
+    /// The job limits whose slots pass, if any.
+    fn carried(&self) -> &[crate::carried::CarriedLimit] {
+        self.limits.as_ref().map_or(&[], |(c, _)| &c.limits)
     }
 
     /// The pipeline, encoded.
@@ -181,18 +261,36 @@ impl HandOver {
         let mut pipe = redis::pipe();
         pipe.cmd("LREM").arg(&in_progress).arg(1).arg(&ack.job);
         pipe.cmd("HDEL").arg(keys::RECOVERIES).arg(ack.digest.hex());
+        let limits = self.carried();
+        let source = match limits.first() {
+            Some(limit) if self.from_parked => keys::parked(&limit.id),
+            _ => keys::queue(name),
+        };
         pipe.cmd("LMOVE")
-            .arg(keys::queue(name))
+            .arg(source)
             .arg(&in_progress)
             .arg("RIGHT")
             .arg("LEFT");
-        pipe.cmd("MGET")
+        let state = pipe
+            .cmd("MGET")
             .arg(keys::limit(name))
             .arg(keys::process_limit(name))
             .arg(keys::paused(name))
             .arg(keys::rate(name))
             .arg(keys::RATE_DUE);
+        for limit in limits {
+            state.arg(keys::job_limit(&limit.id));
+        }
         pipe.cmd("LLEN").arg(keys::busy(name));
+        if !limits.is_empty() {
+            for limit in limits {
+                pipe.cmd("LLEN").arg(keys::job_busy(&limit.id));
+            }
+            let parked = pipe.cmd("EXISTS");
+            for limit in limits {
+                parked.arg(keys::parked(&limit.id));
+            }
+        }
         if self.report {
             pipe.cmd("LLEN").arg(keys::queue(name));
         }
@@ -201,39 +299,64 @@ impl HandOver {
 
     /// How many replies its pipeline gets.
     pub(super) fn replies(&self) -> usize {
-        if self.report {
-            REPORT
-        } else {
-            PLAIN
-        }
+        let limits = self.carried().len();
+        PLAIN + if limits > 0 { limits + 1 } else { 0 } + usize::from(self.report)
     }
 
     /// The job taken, if the replies (an array of [`HandOver::replies`])
-    /// say the slot passed to it and it may start; whether another may be
+    /// say the slots passed to it and it may start; whether another may be
     /// eligible; whether the queue holds another.
     pub(super) fn taken(&self, replies: &Value) -> Option<(Vec<u8>, bool, bool)> {
         let Value::Array(replies) = replies else {
             return None;
         };
+        if replies.len() != self.replies() {
+            return None;
+        }
         let [Value::Int(1), _, Value::BulkString(job), Value::Array(state), Value::Int(busy), rest @ ..] =
             replies.as_slice()
         else {
             return None;
         };
-        let [limit, Value::Nil, Value::Nil, Value::Nil, rate_due] = state.as_slice() else {
+        let [limit, Value::Nil, Value::Nil, Value::Nil, rate_due, stored @ ..] = state.as_slice()
+        else {
             return None;
         };
-        if rate_release_due(rate_due) {
+        let limits = self.carried();
+        if stored.len() != limits.len() || rate_release_due(rate_due) {
             return None;
         }
-        let limit = match limit {
-            Value::Nil => None,
-            Value::BulkString(raw) => Some(limit_value(raw)),
-            _ => return None,
-        };
-        let busy = u64::try_from(*busy).unwrap_or(u64::MAX);
-        if limit.is_some_and(|limit| busy > limit) || carries_job_limits(job) {
+        let limit = stored_limit(limit)?;
+        let busy = count(*busy);
+        if limit.is_some_and(|limit| busy > limit) {
             return None;
+        }
+        let same = match &self.limits {
+            Some((carried, _)) => job.starts_with(&carried.head),
+            None => !carries_job_limits(job),
+        };
+        if !same {
+            return None;
+        }
+        let (counts, rest) = rest.split_at(if limits.is_empty() {
+            0
+        } else {
+            limits.len() + 1
+        });
+        if let [busy @ .., Value::Int(parked)] = counts {
+            // From the queue, a job would overtake the parked ones.
+            if *parked > 0 && !self.from_parked {
+                return None;
+            }
+            for ((carried, stored), busy) in limits.iter().zip(stored).zip(busy) {
+                let Value::Int(busy) = busy else {
+                    return None;
+                };
+                let limit = stored_limit(stored)?.unwrap_or(carried.concurrency);
+                if count(*busy) > limit {
+                    return None;
+                }
+            }
         }
         let (more, queued) = match rest {
             [Value::Int(queued)] => (
@@ -245,11 +368,23 @@ impl HandOver {
         Some((job.clone(), more, queued))
     }
 
+    /// Notes, for the next hand-over of the run, whether its job limit has
+    /// parked jobs left (the `EXISTS` after the move).
+    fn note_parked(&self, replies: &Value) {
+        let n = self.carried().len();
+        if let Value::Array(replies) = replies {
+            if let (true, Some(Value::Int(parked))) = (n > 0, replies.get(PLAIN + n)) {
+                note_parked(self.capsule, *parked > 0);
+            }
+        }
+    }
+
     /// What the replies say. Replies that do not say the acknowledgement
     /// freed the slot hand in none: a busy entry left over lowers the limit
     /// until the capsule next reconciles, where a slot freed twice would let
     /// one job too many run.
     pub(super) fn outcome(&self, replies: Value) -> Outcome {
+        self.note_parked(&replies);
         if let Some((job, more, queued)) = self.taken(&replies) {
             return Outcome::Taken(job, more, queued);
         }
@@ -263,12 +398,33 @@ impl HandOver {
             ),
             _ => (false, None),
         };
+        let parked = match self.carried() {
+            [limit] if self.from_parked => Some(limit.id.clone()),
+            _ => None,
+        };
         Outcome::Decide(Handed {
             queue: self.queue.clone(),
             slot,
             job,
+            acked: self.limits.as_ref().map(|(_, job)| job.clone()),
+            parked,
         })
     }
+}
+
+/// A stored limit as read: `Some(None)` for none, `None` for a reply that
+/// is neither.
+fn stored_limit(value: &Value) -> Option<Option<u64>> {
+    match value {
+        Value::Nil => Some(None),
+        Value::BulkString(raw) => Some(Some(limit_value(raw))),
+        _ => None,
+    }
+}
+
+/// A list's length (never negative).
+fn count(n: i64) -> u64 {
+    u64::try_from(n).unwrap_or(u64::MAX)
 }
 
 /// Whether jobs parked behind a rate may go soon, by `RATE_DUE` (the

@@ -37,13 +37,16 @@
 --                  Returns 1 if an eligible queue holds a job, else nil; or,
 --                  when a rate holds something back, {1 or 0, opens in}.
 -- ARGV[3]     how many jobs the fetch may set aside at most (>= 1)
--- ARGV[4]     n, the number of acknowledgements that follow ARGV[7]
--- ARGV[5..7]  what a hand-over left to decide (see src/capsule/hand_over.rs),
---             else '', '0', '': the name of the queue it took from; '1' if
---             its acknowledgement freed a slot of that queue (which counts as
---             freed here, while the capsule's heartbeat key exists), else
---             '0'; the job it moved from the queue into the capsule's
---             in-progress list unchecked, or '' (none was queued)
+-- ARGV[4]     n, the number of acknowledgements that follow ARGV[9]
+-- ARGV[5..9]  what a hand-over left to decide (see src/capsule/hand_over.rs),
+--             else '', '0', '', '', '': the name of the queue it took from;
+--             '1' if its acknowledgement freed a slot of that queue (which
+--             counts as freed here, while the capsule's heartbeat key
+--             exists), else '0'; the job it moved into the capsule's
+--             in-progress list unchecked, or '' (none was there); the job
+--             it acknowledged if that carries job limits, whose slots count
+--             as freed too (on the same terms), else ''; the job limit id
+--             whose parked jobs it moved the job from, else '' (its queue)
 -- then n triples: queue name, job, SHA1 of the job (hex)
 -- then        queue names, in Sidekiq's order for this fetch (no "queue:" prefix)
 -- Returns nil if it took and set aside nothing and no rate holds anything
@@ -411,21 +414,26 @@ local function park_front(name, queue, batch)
   return n == room
 end
 
+-- Takes back out of the capsule's in-progress list of queue `name` the
+-- job a hand-over moved there; false if it is no longer there: a reaper
+-- took the capsule for dead since the hand-over, pushed the job back and
+-- freed the slot the hand-over passed, which is then not freed here again.
+local function unmove(name, job)
+  if redis.call('LREM', in_progress_key(uuid, name), 1, job) == 1 then return true end
+  if (freed[name] or 0) > 0 then freed[name] = freed[name] - 1 end
+  return false
+end
+
 -- Decides the job a hand-over moved from queue `name` into the capsule's
 -- in-progress list without the checks a fetch makes: the queue's state
 -- changed under it, or the job carries job limits. Taken as a fetch would
 -- take it (the reply), else sent back to the front of its queue, or set
--- aside at its full job limit. If it is no longer there, a reaper took the
--- capsule for dead since the hand-over: it pushed the job back and freed
--- the slot the hand-over passed, which is then not freed here again. `at`:
+-- aside at its full job limit (see unmove for a job no longer there). `at`:
 -- the queue's place among the arguments, if it is one of this fetch's (for
 -- `more`).
 local function adopt(name, job, at)
+  if not unmove(name, job) then return nil end
   local inprogress = in_progress_key(uuid, name)
-  if redis.call('LREM', inprogress, 1, job) == 0 then
-    if (freed[name] or 0) > 0 then freed[name] = freed[name] - 1 end
-    return nil
-  end
   local busy = busy_key(name)
   if not eligible(name, busy) then
     push_back(name, job)
@@ -458,7 +466,7 @@ return function(KEYS, ARGV)
   lookahead = tonumber(ARGV[3])
   local acks = tonumber(ARGV[4])
   local handed = ARGV[5]
-  local first_ack = 8
+  local first_ack = 10
   local first_queue = first_ack + 3 * acks
   written = watch and {} or NONE
   moved = watch and {} or NONE
@@ -498,18 +506,43 @@ return function(KEYS, ARGV)
 
   if handed ~= '' then
     -- A reaper frees the slots of a capsule whose heartbeat expired: one
-    -- without its heartbeat key may have lost the slot since the hand-over
-    -- passed it. Kept then (its beat, which reconciles, sets it right).
-    if ARGV[6] == '1' and redis.call('EXISTS', heartbeat_key(uuid)) == 1 then
-      freed[handed] = (freed[handed] or 0) + 1
-    end
-    if ARGV[7] ~= '' then
-      local at = #ARGV + 1
-      for i = first_queue, #ARGV do
-        if ARGV[i] == handed then at = i break end
+    -- without its heartbeat key may have lost the slots since the hand-over
+    -- passed them. Kept then (its beat, which reconciles, sets it right).
+    local passed = ARGV[6] == '1' and redis.call('EXISTS', heartbeat_key(uuid)) == 1
+    if passed then freed[handed] = (freed[handed] or 0) + 1 end
+    local job = ARGV[7]
+    if job ~= '' and ARGV[9] ~= '' then
+      -- Moved from a job limit's parked jobs, the oldest: back where it
+      -- was, for the releases below to send as they would have.
+      if unmove(handed, job) then
+        redis.call('RPUSH', parked_key(ARGV[9]), job)
+        redis.call('SADD', PARKED_KEY, ARGV[9])
       end
-      local reply = adopt(handed, ARGV[7], at)
-      if reply then return reply end
+      job = ''
+    end
+    if passed and ARGV[8] ~= '' then
+      for _, limit in ipairs(job_limits(ARGV[8]) or NONE) do
+        local id = limit.id
+        vacated[id] = (vacated[id] or 0) + 1
+        release(id, 1, held, vacated[id], limit)
+      end
+    end
+    if job ~= '' then
+      if held[handed] and #held[handed] > 0 then
+        -- Parked jobs sent back go first: the moved job goes back behind
+        -- them (push_held pushes them in front of it).
+        if unmove(handed, job) then
+          push_back(handed, job)
+          wrote(queue_key(handed))
+        end
+      else
+        local at = #ARGV + 1
+        for i = first_queue, #ARGV do
+          if ARGV[i] == handed then at = i break end
+        end
+        local reply = adopt(handed, job, at)
+        if reply then return reply end
+      end
     end
   end
 

@@ -61,13 +61,18 @@ pub(crate) struct Look {
 }
 
 /// What a hand-over left the fetch script to decide (fetch.lua's
-/// ARGV[5..7]): the queue it took from, whether its acknowledgement freed a
-/// slot of that queue, and the job it moved unchecked, if any.
+/// ARGV[5..9]): the queue it took from, whether its acknowledgement freed a
+/// slot of that queue, the job it moved unchecked, if any, and where from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Handed {
     pub(crate) queue: String,
     pub(crate) slot: bool,
     pub(crate) job: Option<Vec<u8>>,
+    /// The acknowledged job, when it carries job limits whose slots were
+    /// passed too.
+    pub(crate) acked: Option<Vec<u8>>,
+    /// The job limit whose parked jobs `job` was moved from, else its queue.
+    pub(crate) parked: Option<String>,
 }
 
 type Reply = (
@@ -215,7 +220,7 @@ impl FetchScript {
         handed: Option<&Handed>,
         queues: &[String],
     ) -> Vec<Vec<u8>> {
-        let mut args: Vec<Vec<u8>> = Vec::with_capacity(7 + acks.len() * 3 + queues.len());
+        let mut args: Vec<Vec<u8>> = Vec::with_capacity(9 + acks.len() * 3 + queues.len());
         args.push(uuid.as_bytes().to_vec());
         args.push(mode.arg().to_vec());
         args.push(self.lookahead.clone());
@@ -225,8 +230,16 @@ impl FetchScript {
                 args.push(handed.queue.as_bytes().to_vec());
                 args.push(if handed.slot { b"1" } else { b"0" }.to_vec());
                 args.push(handed.job.clone().unwrap_or_default());
+                args.push(handed.acked.clone().unwrap_or_default());
+                args.push(handed.parked.clone().unwrap_or_default().into_bytes());
             }
-            None => args.extend([Vec::new(), b"0".to_vec(), Vec::new()]),
+            None => args.extend([
+                Vec::new(),
+                b"0".to_vec(),
+                Vec::new(),
+                Vec::new(),
+                Vec::new(),
+            ]),
         }
         for ack in acks {
             args.push(ack.queue.as_bytes().to_vec());

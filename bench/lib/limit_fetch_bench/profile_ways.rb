@@ -54,7 +54,7 @@ module LimitFetchBench
     # fetch.lua's arguments: no hand-over to decide, one acknowledgement.
     def script(client, thread, last)
       acks = last ? [QUEUE, last, DIGEST] : []
-      reply = client.call("FCALL", @fetch, 0, "#{UUID}#{thread}", "0", 100, acks.size / 3, "", "0", "", *acks, QUEUE)
+      reply = client.call("FCALL", @fetch, 0, "#{UUID}#{thread}", "0", 100, acks.size / 3, "", "0", "", "", "", *acks, QUEUE)
       reply && reply[1]
     end
 

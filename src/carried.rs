@@ -1,0 +1,137 @@
+//! The job limits a payload carries, read by the core only where the
+//! hand-over (capsule/hand_over.rs) may pass their slots from one job to
+//! the next without the fetch script.
+//!
+//! The client middleware writes the field first, then the queue:
+//! `{"limit_fetch":[{"id":"class:Sync","concurrency":3}],"queue":"default",...`
+//! (spec/fixtures/job_limit_payloads.json). Only that plain shape is read
+//! here: ids and queue names without quote or backslash, a concurrency of
+//! decimal digits, an optional `"discard":true`. Anything else (a rate, an
+//! escape, another order) reads as `None`, and the script, whose reading
+//! is the rule (prelude.lua's `job_limits`), decides. So this reader can
+//! only make the hand-over rarer, never read a limit differently: two jobs
+//! whose [`Carried::head`] bytes are equal carry the same limits to the
+//! script too.
+
+use crate::limits::MAX_LIMIT;
+
+const FIRST: &[u8] = b"{\"limit_fetch\":[";
+
+/// One job limit of a payload: its id and the concurrency it declares.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CarriedLimit {
+    pub id: String,
+    pub concurrency: u64,
+}
+
+/// What the head of a payload carries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Carried {
+    /// The payload's bytes up to the end of its queue's name: the limits
+    /// and the queue. Jobs with equal heads share both.
+    pub head: Vec<u8>,
+    pub limits: Vec<CarriedLimit>,
+}
+
+impl Carried {
+    /// The limits and queue at the head of `job`, if it has the plain
+    /// shape above and carries at least one limit.
+    pub fn read(job: &[u8]) -> Option<Carried> {
+        let mut at = FIRST.len();
+        if !job.starts_with(FIRST) {
+            return None;
+        }
+        let mut limits = Vec::new();
+        loop {
+            let (limit, next) = limit_at(job, at)?;
+            limits.push(limit);
+            at = next;
+            match job.get(at)? {
+                b',' => at += 1,
+                b']' => break,
+                _ => return None,
+            }
+        }
+        let rest = job.get(at + 1..)?.strip_prefix(b",\"queue\":\"")?;
+        let name = plain_string(rest)?;
+        let end = job.len() - rest.len() + name.len() + 1;
+        Some(Carried {
+            head: job[..end].to_vec(),
+            limits,
+        })
+    }
+}
+
+/// `{"id":"...","concurrency":N}` or with `,"discard":true`, at `at`; and
+/// where it ends.
+fn limit_at(job: &[u8], at: usize) -> Option<(CarriedLimit, usize)> {
+    let rest = job.get(at..)?.strip_prefix(b"{\"id\":\"")?;
+    let id = plain_string(rest)?;
+    let rest = rest[id.len() + 1..].strip_prefix(b",\"concurrency\":")?;
+    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+    let concurrency: u64 = std::str::from_utf8(&rest[..digits]).ok()?.parse().ok()?;
+    if concurrency > MAX_LIMIT {
+        return None;
+    }
+    let rest = &rest[digits..];
+    let rest = rest.strip_prefix(b",\"discard\":true").unwrap_or(rest);
+    let rest = rest.strip_prefix(b"}")?;
+    let limit = CarriedLimit {
+        id: String::from_utf8(id.to_vec()).ok()?,
+        concurrency,
+    };
+    Some((limit, job.len() - rest.len()))
+}
+
+/// The bytes of a JSON string's body up to its closing quote, if it has
+/// neither backslash nor control character (so they are its value).
+fn plain_string(body: &[u8]) -> Option<&[u8]> {
+    let end = body.iter().position(|&b| b == b'"')?;
+    let value = &body[..end];
+    (!value.is_empty() && value.iter().all(|&b| b != b'\\' && b >= 0x20)).then_some(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids(job: &str) -> Option<Vec<(String, u64)>> {
+        Carried::read(job.as_bytes()).map(|c| {
+            c.limits
+                .into_iter()
+                .map(|l| (l.id, l.concurrency))
+                .collect()
+        })
+    }
+
+    #[test]
+    fn reads_the_middlewares_plain_shape() {
+        let job = r#"{"limit_fetch":[{"id":"class:A","concurrency":3},{"id":"key:A#t1","concurrency":1,"discard":true}],"queue":"default","class":"A"}"#;
+        assert_eq!(
+            ids(job),
+            Some(vec![("class:A".into(), 3), ("key:A#t1".into(), 1)])
+        );
+        let head = Carried::read(job.as_bytes()).unwrap().head;
+        assert!(job.as_bytes().starts_with(&head));
+        assert!(head.ends_with(br#""queue":"default""#));
+    }
+
+    #[test]
+    fn anything_else_is_left_to_the_script() {
+        for job in [
+            r#"{"retry":true,"queue":"default"}"#,
+            r#"{"limit_fetch":[],"queue":"q"}"#,
+            r#"{"limit_fetch":[{"id":"k","concurrency":2,"rate":[5,1]}],"queue":"q"}"#,
+            r#"{"limit_fetch":[{"id":"k\"x","concurrency":2}],"queue":"q"}"#,
+            r#"{"limit_fetch":[{"id":"k","concurrency":2}],"queue":"q\"uo"}"#,
+            r#"{"limit_fetch":[{"id":"k","concurrency":-1}],"queue":"q"}"#,
+            r#"{"limit_fetch":[{"id":"k","concurrency":9007199254740992}],"queue":"q"}"#,
+            r#"{"limit_fetch":[{"concurrency":2,"id":"k"}],"queue":"q"}"#,
+            r#"{"limit_fetch":[{"id":"k","concurrency":2}],"class":"A","queue":"q"}"#,
+            r#"{"limit_fetch":[{"id":"k","concurrency":2}"#,
+            r#"{"limit_fetch":[{"id":"k","concurrency":2}],"queue":"q"#,
+        ] {
+            assert_eq!(ids(job), None, "{job}");
+        }
+    }
+}

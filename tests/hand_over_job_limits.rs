@@ -1,0 +1,226 @@
+//! The hand-over of jobs that carry job limits (src/capsule/hand_over.rs),
+//! against a real Redis: in a run of jobs carrying the same limits (a
+//! class's, a hot key's), a processor's next job takes the finished job's
+//! slots without the fetch script, from the queue or, once the limit has
+//! parked jobs, from those, oldest first; anything else is left to the
+//! script, which frees the passed slots and decides as a fetch would.
+
+mod support;
+
+use limit_fetch_core::{keys, Capsule, Fetched, Interrupt};
+use redis::Commands;
+use support::{capsule, capsule_whose_acks_ride, jid_of, push_jobs, queue, redis};
+
+/// Redis's command counts are the server's: one test at a time.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn turn() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// How many HDELs Redis ran: one per hand-over (the script sends its own
+/// only while recoveries are counted, which no test here does).
+fn hand_overs() -> u64 {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut redis())
+        .unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix("cmdstat_hdel:calls="))
+        .and_then(|rest| rest.split(',').next())
+        .map_or(0, |n| n.parse().unwrap())
+}
+
+/// A job of queue `q` carrying job limit `id` of `concurrency`, as the
+/// client middleware writes it.
+fn limited(q: &str, jid: &str, id: &str, concurrency: u64) -> String {
+    format!(
+        r#"{{"limit_fetch":[{{"id":"{id}","concurrency":{concurrency}}}],"queue":"{q}","class":"Sync","args":[1],"jid":"{jid}"}}"#
+    )
+}
+
+fn jid(fetched: &Fetched) -> String {
+    jid_of(&String::from_utf8_lossy(&fetched.job))
+}
+
+/// What a Sidekiq processor does: acknowledges the job it held, then fetches.
+fn next(capsule: &Capsule, q: &str, held: Option<Fetched>) -> Option<Fetched> {
+    if let Some(done) = held {
+        capsule.acknowledge(q, done.job);
+    }
+    capsule.fetch(&[q], &Interrupt::new()).unwrap()
+}
+
+/// A registered capsule (a hand-over passes slots only while its heartbeat
+/// key exists) whose acknowledgements ride on its fetches.
+fn processor() -> Capsule {
+    let capsule = capsule_whose_acks_ride();
+    capsule.register(&Interrupt::new()).unwrap();
+    capsule
+}
+
+fn len(key: &str) -> usize {
+    redis().llen(key).unwrap()
+}
+
+/// A run of a job limit's jobs: after the first two (the script's, which
+/// start the run), each next job takes the slots of the one before.
+#[test]
+fn a_run_of_jobs_of_one_job_limit_is_handed_over() {
+    let _turn = turn();
+    let q = queue("run");
+    let id = format!("class:Run-{q}");
+    let jobs: Vec<String> = (0..6)
+        .map(|i| limited(&q, &format!("r{i}"), &id, 2))
+        .collect();
+    push_jobs(&q, &jobs);
+    let c = processor();
+    let mut held = next(&c, &q, None);
+    held = next(&c, &q, held);
+    let before = hand_overs();
+    for i in 2..6 {
+        held = next(&c, &q, held);
+        assert_eq!(jid(held.as_ref().expect("a job")), format!("r{i}"));
+        assert_eq!(len(&keys::job_busy(&id)), 1, "one slot, passed on");
+        assert_eq!(len(&keys::busy(&q)), 1);
+    }
+    assert_eq!(hand_overs() - before, 4);
+    assert!(next(&c, &q, held).is_none());
+    assert_eq!(len(&keys::job_busy(&id)), 0);
+    assert_eq!(len(&keys::busy(&q)), 0);
+    assert!(!redis()
+        .exists::<_, bool>(keys::capsule_limits(c.uuid()))
+        .unwrap());
+}
+
+/// A hot key: its jobs wait parked while one runs. The processor that
+/// finishes one takes the next parked job, oldest first, by hand-over once
+/// the run has found them parked.
+#[test]
+fn a_hot_keys_parked_jobs_go_oldest_first_to_the_processor_that_frees_the_slot() {
+    let _turn = turn();
+    let q = queue("hot");
+    let id = format!("key:Hot#{q}");
+    let jobs: Vec<String> = (0..6)
+        .map(|i| limited(&q, &format!("h{i}"), &id, 1))
+        .collect();
+    push_jobs(&q, &jobs);
+    let a = processor();
+    let mut held = next(&a, &q, None);
+    assert_eq!(jid(held.as_ref().unwrap()), "h0");
+    // Another capsule finds the key full and parks the rest.
+    assert!(capsule()
+        .fetch(&[q.as_str()], &Interrupt::new())
+        .unwrap()
+        .is_none());
+    assert_eq!(len(&keys::parked(&id)), 5);
+    // Younger jobs of the key, queued behind the parked ones.
+    push_jobs(&q, &[limited(&q, "h6", &id, 1), limited(&q, "h7", &id, 1)]);
+    let before = hand_overs();
+    for i in 1..8 {
+        held = next(&a, &q, held);
+        assert_eq!(jid(held.as_ref().expect("a job")), format!("h{i}"));
+        assert_eq!(len(&keys::job_busy(&id)), 1);
+        assert_eq!(len(&keys::parked(&id)), 5_usize.saturating_sub(i));
+    }
+    // h1: the script (no run yet); h2: a hand-over from the queue, which
+    // finds the parked ones (the script decides: h6 goes back); h3, h4,
+    // h5 from them; h6, h7 from the queue again.
+    assert_eq!(hand_overs() - before, 6);
+    assert!(next(&a, &q, held).is_none());
+    assert_eq!(len(&keys::job_busy(&id)), 0);
+    let parked: Vec<String> = redis().smembers(keys::PARKED).unwrap();
+    assert!(!parked.contains(&id), "{id} still noted parked");
+}
+
+/// A next job carrying other limits: the script decides it, and frees the
+/// slot the finished job passed.
+#[test]
+fn a_next_job_of_other_limits_is_left_to_the_script_which_frees_the_passed_slot() {
+    let _turn = turn();
+    let q = queue("other");
+    let (a, b) = (format!("key:A#{q}"), format!("key:B#{q}"));
+    push_jobs(
+        &q,
+        &[
+            limited(&q, "a0", &a, 1),
+            limited(&q, "a1", &a, 1),
+            limited(&q, "b0", &b, 1),
+        ],
+    );
+    let c = processor();
+    let held = next(&c, &q, None);
+    let held = next(&c, &q, held);
+    let before = hand_overs();
+    let third = next(&c, &q, held).expect("b0");
+    assert_eq!(jid(&third), "b0");
+    assert_eq!(hand_overs() - before, 1, "tried");
+    assert_eq!(len(&keys::job_busy(&a)), 0, "a's slot freed");
+    assert_eq!(len(&keys::job_busy(&b)), 1);
+    assert_eq!(len(&keys::busy(&q)), 1);
+    assert_eq!(len(&keys::in_progress(c.uuid(), &q)), 1);
+}
+
+/// A job limit lowered at run time below the jobs it has running: the
+/// hand-over does not keep its slot, and the script parks the next job.
+#[test]
+fn a_job_limit_lowered_by_hand_stops_the_hand_over() {
+    let _turn = turn();
+    let q = queue("lowered");
+    let id = format!("class:Lowered-{q}");
+    let jobs: Vec<String> = (0..4)
+        .map(|i| limited(&q, &format!("l{i}"), &id, 3))
+        .collect();
+    push_jobs(&q, &jobs);
+    let c = processor();
+    let held = next(&c, &q, None);
+    let held = next(&c, &q, held);
+    let _: () = redis().set(keys::job_limit(&id), 0).unwrap();
+    let before = hand_overs();
+    assert!(next(&c, &q, held).is_none());
+    assert_eq!(hand_overs() - before, 1, "tried");
+    assert_eq!(len(&keys::job_busy(&id)), 0);
+    assert_eq!(len(&keys::busy(&q)), 0);
+    assert_eq!(len(&keys::in_progress(c.uuid(), &q)), 0);
+    let parked: Vec<String> = redis().lrange(keys::parked(&id), 0, -1).unwrap();
+    let parked: Vec<String> = parked.iter().map(|j| jid_of(j)).collect();
+    assert_eq!(parked, ["l3", "l2"], "parked in order, the oldest last");
+}
+
+/// A parked job the hand-over took but may not start goes back where it
+/// was, the oldest parked, and nothing overtakes it.
+#[test]
+fn a_parked_job_the_hand_over_may_not_start_goes_back_first_in_line() {
+    let _turn = turn();
+    let q = queue("parked-back");
+    let id = format!("key:Back#{q}");
+    let jobs: Vec<String> = (0..6)
+        .map(|i| limited(&q, &format!("p{i}"), &id, 1))
+        .collect();
+    push_jobs(&q, &jobs);
+    let a = processor();
+    let mut held = next(&a, &q, None);
+    assert!(capsule()
+        .fetch(&[q.as_str()], &Interrupt::new())
+        .unwrap()
+        .is_none());
+    for _ in 1..3 {
+        held = next(&a, &q, held);
+    }
+    assert_eq!(jid(held.as_ref().unwrap()), "p2");
+    // The run now takes from the parked jobs: p3 is next.
+    let _: () = redis().set(keys::job_limit(&id), 0).unwrap();
+    let before = hand_overs();
+    assert!(next(&a, &q, held).is_none());
+    assert_eq!(hand_overs() - before, 1, "tried");
+    let parked: Vec<String> = redis().lrange(keys::parked(&id), 0, -1).unwrap();
+    let parked: Vec<String> = parked.iter().map(|j| jid_of(j)).collect();
+    assert_eq!(parked, ["p5", "p4", "p3"]);
+    assert_eq!(len(&keys::job_busy(&id)), 0);
+    assert_eq!(len(&keys::in_progress(a.uuid(), &q)), 0);
+    // Room again: a beat sends the oldest back, first.
+    let _: () = redis().del(keys::job_limit(&id)).unwrap();
+    assert_eq!(a.beat(&Interrupt::new()).unwrap().released, 1);
+    let fetched = a.fetch(&[q.as_str()], &Interrupt::new()).unwrap();
+    assert_eq!(jid(&fetched.expect("p3")), "p3");
+}
