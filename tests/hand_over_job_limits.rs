@@ -123,9 +123,9 @@ fn a_hot_keys_parked_jobs_go_oldest_first_to_the_processor_that_frees_the_slot()
         assert_eq!(len(&keys::job_busy(&id)), 1);
         assert_eq!(len(&keys::parked(&id)), 5_usize.saturating_sub(i));
     }
-    // h1: the script (no run yet); h2: a hand-over from the queue, which
-    // finds the parked ones (the script decides: h6 goes back); h3, h4,
-    // h5 from them; h6, h7 from the queue again.
+    // h1: the script (no run yet), which says it took a parked job; h2,
+    // h3, h4, h5: hand-overs from the parked ones; h6, h7 from the queue
+    // again.
     assert_eq!(hand_overs() - before, 6);
     assert!(next(&a, &q, held).is_none());
     assert_eq!(len(&keys::job_busy(&id)), 0);

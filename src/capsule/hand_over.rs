@@ -143,6 +143,9 @@ fn note_parked(capsule: u64, parked: bool) {
 
 /// Records what a fetch script on this thread's connection found.
 pub(super) fn note(capsule: u64, generation: u64, look: &Look) {
+    if look.parked {
+        note_parked(capsule, true);
+    }
     HINTS.with(|hints| {
         let mut hints = hints.borrow_mut();
         hints.retain(|h| h.capsule != capsule);
@@ -232,12 +235,13 @@ impl HandOver {
         } else {
             (None, false)
         };
+        // Parked jobs are taken whether or not the queue holds any.
         let noted = HINTS.with(|hints| {
             hints.borrow().iter().any(|h| {
                 h.capsule == capsule
                     && h.generation == generation
                     && h.queue == *first
-                    && (h.more || !report)
+                    && (h.more || !report || from_parked)
             })
         });
         noted.then(|| HandOver {

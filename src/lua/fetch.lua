@@ -51,14 +51,16 @@
 -- then        queue names, in Sidekiq's order for this fetch (no "queue:" prefix)
 -- Returns nil if it took and set aside nothing and no rate holds anything
 -- back, else {queue name or false, job or false, more, discarded, process
--- limited, queued, opens in} (the last three may be missing): more is 1 if
+-- limited, queued, opens in, parked} (the last four may be missing): more is 1 if
 -- another job is eligible after this one, or, with no job, if it stopped at
 -- ARGV[3]; discarded lists {jid, class, job limit id} of each job it
 -- discarded; with a job, 1 if its queue has a process limit or a rate (a
 -- hand-over is tried only without either), else false, and, when it reports (ARGV[2]
 -- '1' or '2'), how many jobs its queue still holds (else false); opens in:
 -- microseconds until a rate may let something go that it holds back now
--- (a queue's window, or jobs parked behind a job limit's), else false.
+-- (a queue's window, or jobs parked behind a job limit's), else false;
+-- parked: with a job, 1 if it was a parked job this fetch sent back (its
+-- limits may have more: see src/capsule/hand_over.rs), else false.
 
 -- The chunk above `return` runs once, when Redis loads the library; the
 -- function it returns runs at every fetch. Helpers are defined once, here,
@@ -82,6 +84,8 @@ local rate_full
 -- limits found full, and those that parked a job; jobs set aside and
 -- discarded.
 local freed, vacated, held, written, moved, full, parked, aside, discarded
+-- The job taken was held: a parked job sent back by this call.
+local took_held
 
 local function wrote(key)
   if watch then written[#written + 1] = key end
@@ -318,7 +322,8 @@ local function taken(name, job, i)
   local state = seen
   local more, queued = 0, false
   if report then more, queued = more_from(i) end
-  return done({name, job, more, discarded, (state[2] or state[4]) and 1 or false, queued, opens_in()})
+  return done({name, job, more, discarded, (state[2] or state[4]) and 1 or false, queued, opens_in(),
+    took_held and 1 or false})
 end
 
 -- A queue's key, written by this fetch: the doorbell's reads of it end.
@@ -337,6 +342,7 @@ local function take(name, queue, inprogress)
   if waiting and #waiting > 0 then
     local job = table.remove(waiting)
     redis.call('LPUSH', inprogress, job)
+    took_held = true
     return job
   end
   local job = redis.call('LMOVE', queue, inprogress, 'RIGHT', 'LEFT')
@@ -471,6 +477,7 @@ return function(KEYS, ARGV)
   written = watch and {} or NONE
   moved = watch and {} or NONE
   full, parked, discarded, aside, rate_full, opens = NONE, NONE, NONE, 0, NONE, nil
+  took_held = false
 
   -- Idempotent: an acknowledgement sent again (its reply was lost) finds its
   -- job gone and frees no second slot. The slots freed, per queue and per

@@ -50,6 +50,9 @@ pub(crate) struct Look {
     /// With a job: its queue has a process limit or a rate (such a queue
     /// is left to the script: see capsule/hand_over.rs).
     pub(crate) scripted: bool,
+    /// With a job: it was parked, sent back by this fetch (its job limits
+    /// may have more parked).
+    pub(crate) parked: bool,
     /// With a job, in the modes that report: how many jobs its queue still
     /// holds.
     pub(crate) queued: Option<i64>,
@@ -83,6 +86,7 @@ type Reply = (
     Option<i64>,
     Option<i64>,
     Option<i64>,
+    Option<i64>,
 );
 
 /// A reply's "opens in" (microseconds, or nil) as a duration.
@@ -92,17 +96,17 @@ fn opens_in(micros: Option<i64>) -> Option<Duration> {
 
 impl Look {
     /// The script's reply: `{queue or false, job or false, more, discarded,
-    /// process limited or rated, queued, opens in}` (the last three may be missing)
-    /// or nil (see fetch.lua).
+    /// process limited or rated, queued, opens in, parked}` (the last four
+    /// may be missing) or nil (see fetch.lua).
     pub(crate) fn from_value(value: Value) -> Result<Self> {
         let value = match value {
-            Value::Array(mut items) if items.len() < 7 => {
-                items.resize(7, Value::Nil);
+            Value::Array(mut items) if items.len() < 8 => {
+                items.resize(8, Value::Nil);
                 Value::Array(items)
             }
             other => other,
         };
-        let Some((queue, job, more, discarded, scripted, queued, opens)) =
+        let Some((queue, job, more, discarded, scripted, queued, opens, parked)) =
             decode::<Option<Reply>>(value)?
         else {
             return Ok(Look::default());
@@ -110,6 +114,7 @@ impl Look {
         let fetched = queue.zip(job).map(|(queue, job)| Fetched { queue, job });
         Ok(Look {
             scripted: scripted == Some(1),
+            parked: parked == Some(1),
             queued,
             opens_in: opens_in(opens),
             fetched,
