@@ -30,6 +30,18 @@ fn hand_overs() -> u64 {
         .map_or(0, |n| n.parse().unwrap())
 }
 
+/// How many LLENs Redis ran.
+fn llens() -> u64 {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut redis())
+        .unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix("cmdstat_llen:calls="))
+        .and_then(|rest| rest.split(',').next())
+        .map_or(0, |n| n.parse().unwrap())
+}
+
 /// What a Sidekiq processor does: acknowledges the job it held, then fetches.
 fn next(capsule: &Capsule, q: &str, held: Option<Fetched>) -> Option<Fetched> {
     if let Some(done) = held {
@@ -226,4 +238,32 @@ fn a_capsule_without_its_heartbeat_frees_no_passed_slot_twice() {
     assert_eq!(len(&keys::busy(&q)), 1, "kept, for the beat to reconcile");
     capsule.beat(&Interrupt::new()).unwrap();
     assert_eq!(len(&keys::busy(&q)), 0, "the beat reconciled it");
+}
+
+/// A queue found without a limit is not counted by the next hand-overs;
+/// a limit set since sends the job to the script, which counts.
+#[test]
+fn a_limit_set_on_a_queue_without_one_sends_the_hand_over_to_the_script() {
+    let _turn = turn();
+    let q = queue("unlimited");
+    push_unique(&q, 8);
+    let (a, mut held) = holding_the_second(&q);
+    held = next(&a, &q, held);
+    let counted = llens();
+    for _ in 0..2 {
+        held = next(&a, &q, held);
+        assert!(held.is_some());
+    }
+    assert_eq!(llens() - counted, 0, "no count of a queue without a limit");
+    assert!(capsule()
+        .fetch(&[q.as_str()], &Interrupt::new())
+        .unwrap()
+        .is_some());
+    let _: () = redis().set(keys::limit(&q), 1).unwrap();
+    let before = hand_overs();
+    assert!(next(&a, &q, held).is_none(), "2 hold slots of 1");
+    assert_eq!(hand_overs() - before, 1, "it was tried");
+    assert_eq!(len(&keys::busy(&q)), 1, "its slot freed, the other kept");
+    assert_eq!(len(&keys::in_progress(a.uuid(), &q)), 0);
+    assert_eq!(front_jid(&q), format!("{q}-6"), "back first in line");
 }

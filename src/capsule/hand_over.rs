@@ -8,7 +8,8 @@
 //! LMOVE queue in-progress RIGHT LEFT   the next job, under the same slot
 //! MGET  limit process_limit paused     the queue's state after the move,
 //!       rate rate_due                  its rate, when parked rates are due,
-//! LLEN  busy                           and its count (the slot included)
+//! LLEN  busy                           and its count (the slot included),
+//!                                      while it has a limit
 //! ```
 //!
 //! and, while fetchers sleep on the doorbell, `LLEN` of the queue: whether
@@ -32,7 +33,9 @@
 //! Why no limit is exceeded: the job is handed to Sidekiq only if what was
 //! read after the move says the queue is not paused, has no process limit
 //! and no rate (whose starts the script counts), and holds no more slots
-//! than its limit (the passed slot counted), and the same of each job
+//! than its limit (the passed slot counted; a queue that had no limit at
+//! the last hand-over is not counted, and a limit read after the move
+//! sends the job to the script, which counts), and the same of each job
 //! limit the job carries (no rate: [`Carried`] reads none). Then
 //! it starts within the limit: since the read, every other capsule booked
 //! a slot only below it. Anything else (a pause, a process limit, a queue
@@ -92,6 +95,9 @@ struct Hint {
     generation: u64,
     queue: String,
     more: bool,
+    /// The queue had a limit when a hand-over last read it (unknown after
+    /// a script: yes). Without one, its busy list is not counted.
+    limited: bool,
 }
 
 /// The job limits of the last job this thread acknowledged for a capsule,
@@ -155,6 +161,7 @@ pub(super) fn note(capsule: u64, generation: u64, look: &Look) {
                 generation,
                 queue: fetched.queue.clone(),
                 more: look.queued.map_or(true, |n| n > 0),
+                limited: true,
             });
         }
     });
@@ -169,6 +176,19 @@ pub(super) fn note_more(capsule: u64, more: bool) {
             .filter(|h| h.capsule == capsule)
         {
             hint.more = more;
+        }
+    });
+}
+
+/// Records whether a hand-over found its queue with a limit.
+fn note_limited(capsule: u64, limited: bool) {
+    HINTS.with(|hints| {
+        for hint in hints
+            .borrow_mut()
+            .iter_mut()
+            .filter(|h| h.capsule == capsule)
+        {
+            hint.limited = limited;
         }
     });
 }
@@ -189,6 +209,8 @@ pub(super) struct HandOver {
     limits: Option<(Carried, Vec<u8>)>,
     /// The next job comes from the parked jobs of the one job limit.
     from_parked: bool,
+    /// The queue's busy list is counted (it had a limit lately).
+    count_busy: bool,
 }
 
 /// What a hand-over's replies say.
@@ -237,19 +259,24 @@ impl HandOver {
         };
         // Parked jobs are taken whether or not the queue holds any.
         let noted = HINTS.with(|hints| {
-            hints.borrow().iter().any(|h| {
-                h.capsule == capsule
-                    && h.generation == generation
-                    && h.queue == *first
-                    && (h.more || !report || from_parked)
-            })
+            hints
+                .borrow()
+                .iter()
+                .find(|h| {
+                    h.capsule == capsule
+                        && h.generation == generation
+                        && h.queue == *first
+                        && (h.more || !report || from_parked)
+                })
+                .map(|h| h.limited)
         });
-        noted.then(|| HandOver {
+        noted.map(|count_busy| HandOver {
             queue: first.clone(),
             capsule,
             report,
             limits,
             from_parked,
+            count_busy,
         })
     }
 
@@ -285,7 +312,9 @@ impl HandOver {
         for limit in limits {
             state.arg(keys::job_limit(&limit.id));
         }
-        pipe.cmd("LLEN").arg(keys::busy(name));
+        if self.count_busy {
+            pipe.cmd("LLEN").arg(keys::busy(name));
+        }
         if !limits.is_empty() {
             for limit in limits {
                 pipe.cmd("LLEN").arg(keys::job_busy(&limit.id));
@@ -304,7 +333,9 @@ impl HandOver {
     /// How many replies its pipeline gets.
     pub(super) fn replies(&self) -> usize {
         let limits = self.carried().len();
-        PLAIN + if limits > 0 { limits + 1 } else { 0 } + usize::from(self.report)
+        PLAIN - usize::from(!self.count_busy)
+            + if limits > 0 { limits + 1 } else { 0 }
+            + usize::from(self.report)
     }
 
     /// The job taken, if the replies (an array of [`HandOver::replies`])
@@ -317,7 +348,7 @@ impl HandOver {
         if replies.len() != self.replies() {
             return None;
         }
-        let [Value::Int(1), _, Value::BulkString(job), Value::Array(state), Value::Int(busy), rest @ ..] =
+        let [Value::Int(1), _, Value::BulkString(job), Value::Array(state), rest @ ..] =
             replies.as_slice()
         else {
             return None;
@@ -331,7 +362,12 @@ impl HandOver {
             return None;
         }
         let limit = stored_limit(limit)?;
-        let busy = count(*busy);
+        // Uncounted, a limit set since sends the job to the script.
+        let (busy, rest) = match (self.count_busy, rest) {
+            (true, [Value::Int(busy), rest @ ..]) => (count(*busy), rest),
+            (false, rest) if limit.is_none() => (0, rest),
+            _ => return None,
+        };
         if limit.is_some_and(|limit| busy > limit) {
             return None;
         }
@@ -372,14 +408,20 @@ impl HandOver {
         Some((job.clone(), more, queued))
     }
 
-    /// Notes, for the next hand-over of the run, whether its job limit has
-    /// parked jobs left (the `EXISTS` after the move).
-    fn note_parked(&self, replies: &Value) {
+    /// Notes, for the next hand-over, whether the queue had a limit, and
+    /// whether the run's job limit has parked jobs left (the `EXISTS`
+    /// after the move).
+    fn note_found(&self, replies: &Value) {
+        let Value::Array(replies) = replies else {
+            return;
+        };
+        if let Some(Value::Array(state)) = replies.get(3) {
+            note_limited(self.capsule, !matches!(state.first(), Some(Value::Nil)));
+        }
         let n = self.carried().len();
-        if let Value::Array(replies) = replies {
-            if let (true, Some(Value::Int(parked))) = (n > 0, replies.get(PLAIN + n)) {
-                note_parked(self.capsule, *parked > 0);
-            }
+        let at = PLAIN - usize::from(!self.count_busy) + n;
+        if let (true, Some(Value::Int(parked))) = (n > 0, replies.get(at)) {
+            note_parked(self.capsule, *parked > 0);
         }
     }
 
@@ -388,7 +430,7 @@ impl HandOver {
     /// until the capsule next reconciles, where a slot freed twice would let
     /// one job too many run.
     pub(super) fn outcome(&self, replies: Value) -> Outcome {
-        self.note_parked(&replies);
+        self.note_found(&replies);
         if let Some((job, more, queued)) = self.taken(&replies) {
             return Outcome::Taken(job, more, queued);
         }
