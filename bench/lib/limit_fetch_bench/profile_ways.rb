@@ -52,9 +52,11 @@ module LimitFetchBench
     end
 
     # fetch.lua's arguments: no hand-over to decide, one acknowledgement.
+    NO_HAND_OVER = ["", "0", "", "", ""].freeze
+
     def script(client, thread, last)
       acks = last ? [QUEUE, last, DIGEST] : []
-      reply = client.call("FCALL", @fetch, 0, "#{UUID}#{thread}", "0", 100, acks.size / 3, "", "0", "", "", "", *acks, QUEUE)
+      reply = client.call("FCALL", @fetch, 0, "#{UUID}#{thread}", "0", 100, acks.size / 3, *NO_HAND_OVER, *acks, QUEUE)
       reply && reply[1]
     end
 
