@@ -140,6 +140,11 @@ pub fn capsule_queues(uuid: &str) -> String {
 /// Times each job (by SHA1 of its payload) was recovered from a dead capsule.
 pub const RECOVERIES: &str = "sidekiq:limit_fetch:recoveries";
 
+/// How many reaps counted a recovery, expiring with [`RECOVERIES`]: a
+/// hand-over that read it unchanged since it found [`RECOVERIES`] gone
+/// leaves out the acknowledgement's `HDEL` (capsule/hand_over.rs).
+pub const RECOVERED: &str = "sidekiq:limit_fetch:recovered";
+
 /// Sidekiq's dead set, where a job recovered too many times goes.
 pub const DEAD: &str = "dead";
 

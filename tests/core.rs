@@ -637,6 +637,55 @@ fn a_job_recovered_more_than_max_recoveries_times_goes_to_the_dead_set() {
     let _: () = conn.zrem(keys::DEAD, &payload).unwrap();
 }
 
+/// A hand-over leaves out the acknowledgement's HDEL once it found no
+/// recoveries counted; a job a reaper recovers after that, and a hand-over
+/// then takes, still has its count forgotten when it is acknowledged.
+#[test]
+fn a_recovered_job_taken_by_a_hand_over_is_forgotten_when_acknowledged() {
+    let _turn = BEATING.lock().unwrap_or_else(|e| e.into_inner());
+    let q = queue("forgotten");
+    support::push_unique(&q, 8);
+    let none = Interrupt::new();
+    let a = support::capsule_whose_acks_ride();
+    a.register(&none).unwrap();
+    let next = |held: Option<Fetched>| {
+        if let Some(done) = held {
+            a.acknowledge(&q, done.job);
+        }
+        a.fetch(&[q.as_str()], &none).unwrap()
+    };
+    let mut held = next(None);
+    for _ in 0..3 {
+        held = next(held);
+    }
+    let victim = capsule();
+    victim.register(&none).unwrap();
+    let lost = victim.fetch(&[q.as_str()], &none).unwrap().expect("a job");
+    kill(&victim);
+    let reaper = capsule();
+    let report = reaper.beat(&none).unwrap();
+    assert!(report.reaped.iter().any(|r| r.uuid == victim.uuid()));
+    let digest = sha1_smol::Sha1::from(&lost.job).digest().to_string();
+    let mut conn = redis();
+    assert!(conn
+        .hexists::<_, _, bool>(keys::RECOVERIES, &digest)
+        .unwrap());
+    let before = a.hand_overs();
+    held = next(held);
+    assert_eq!(held.as_ref().map(|f| &f.job), Some(&lost.job), "back first");
+    held = next(held);
+    assert!(held.is_some());
+    assert_eq!(a.hand_overs() - before, 2, "both hand-overs");
+    assert!(
+        !conn
+            .hexists::<_, _, bool>(keys::RECOVERIES, &digest)
+            .unwrap(),
+        "its recovery count forgotten"
+    );
+    reaper.deregister(&[q.as_str()], &none).unwrap();
+    a.deregister(&[q.as_str()], &none).unwrap();
+}
+
 #[test]
 fn a_beat_pushes_back_a_job_whose_fetch_reply_was_lost() {
     let _turn = BEATING.lock().unwrap_or_else(|e| e.into_inner());

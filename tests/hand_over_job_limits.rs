@@ -11,26 +11,6 @@ use limit_fetch_core::{keys, Capsule, Fetched, Interrupt};
 use redis::Commands;
 use support::{capsule, capsule_whose_acks_ride, jid_of, push_jobs, queue, redis};
 
-/// Redis's command counts are the server's: one test at a time.
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn turn() -> std::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// How many HDELs Redis ran: one per hand-over (the script sends its own
-/// only while recoveries are counted, which no test here does).
-fn hand_overs() -> u64 {
-    let info: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query(&mut redis())
-        .unwrap();
-    info.lines()
-        .find_map(|l| l.strip_prefix("cmdstat_hdel:calls="))
-        .and_then(|rest| rest.split(',').next())
-        .map_or(0, |n| n.parse().unwrap())
-}
-
 /// A job of queue `q` carrying job limit `id` of `concurrency`, as the
 /// client middleware writes it.
 fn limited(q: &str, jid: &str, id: &str, concurrency: u64) -> String {
@@ -67,7 +47,6 @@ fn len(key: &str) -> usize {
 /// start the run), each next job takes the slots of the one before.
 #[test]
 fn a_run_of_jobs_of_one_job_limit_is_handed_over() {
-    let _turn = turn();
     let q = queue("run");
     let id = format!("class:Run-{q}");
     let jobs: Vec<String> = (0..6)
@@ -77,14 +56,14 @@ fn a_run_of_jobs_of_one_job_limit_is_handed_over() {
     let c = processor();
     let mut held = next(&c, &q, None);
     held = next(&c, &q, held);
-    let before = hand_overs();
+    let before = c.hand_overs();
     for i in 2..6 {
         held = next(&c, &q, held);
         assert_eq!(jid(held.as_ref().expect("a job")), format!("r{i}"));
         assert_eq!(len(&keys::job_busy(&id)), 1, "one slot, passed on");
         assert_eq!(len(&keys::busy(&q)), 1);
     }
-    assert_eq!(hand_overs() - before, 4);
+    assert_eq!(c.hand_overs() - before, 4);
     assert!(next(&c, &q, held).is_none());
     assert_eq!(len(&keys::job_busy(&id)), 0);
     assert_eq!(len(&keys::busy(&q)), 0);
@@ -98,7 +77,6 @@ fn a_run_of_jobs_of_one_job_limit_is_handed_over() {
 /// the run has found them parked.
 #[test]
 fn a_hot_keys_parked_jobs_go_oldest_first_to_the_processor_that_frees_the_slot() {
-    let _turn = turn();
     let q = queue("hot");
     let id = format!("key:Hot#{q}");
     let jobs: Vec<String> = (0..6)
@@ -116,7 +94,7 @@ fn a_hot_keys_parked_jobs_go_oldest_first_to_the_processor_that_frees_the_slot()
     assert_eq!(len(&keys::parked(&id)), 5);
     // Younger jobs of the key, queued behind the parked ones.
     push_jobs(&q, &[limited(&q, "h6", &id, 1), limited(&q, "h7", &id, 1)]);
-    let before = hand_overs();
+    let before = a.hand_overs();
     for i in 1..8 {
         held = next(&a, &q, held);
         assert_eq!(jid(held.as_ref().expect("a job")), format!("h{i}"));
@@ -126,7 +104,7 @@ fn a_hot_keys_parked_jobs_go_oldest_first_to_the_processor_that_frees_the_slot()
     // h1: the script (no run yet), which says it took a parked job; h2,
     // h3, h4, h5: hand-overs from the parked ones; h6, h7 from the queue
     // again.
-    assert_eq!(hand_overs() - before, 6);
+    assert_eq!(a.hand_overs() - before, 6);
     assert!(next(&a, &q, held).is_none());
     assert_eq!(len(&keys::job_busy(&id)), 0);
     let parked: Vec<String> = redis().smembers(keys::PARKED).unwrap();
@@ -137,7 +115,6 @@ fn a_hot_keys_parked_jobs_go_oldest_first_to_the_processor_that_frees_the_slot()
 /// slot the finished job passed.
 #[test]
 fn a_next_job_of_other_limits_is_left_to_the_script_which_frees_the_passed_slot() {
-    let _turn = turn();
     let q = queue("other");
     let (a, b) = (format!("key:A#{q}"), format!("key:B#{q}"));
     push_jobs(
@@ -151,10 +128,10 @@ fn a_next_job_of_other_limits_is_left_to_the_script_which_frees_the_passed_slot(
     let c = processor();
     let held = next(&c, &q, None);
     let held = next(&c, &q, held);
-    let before = hand_overs();
+    let before = c.hand_overs();
     let third = next(&c, &q, held).expect("b0");
     assert_eq!(jid(&third), "b0");
-    assert_eq!(hand_overs() - before, 1, "tried");
+    assert_eq!(c.hand_overs() - before, 1, "tried");
     assert_eq!(len(&keys::job_busy(&a)), 0, "a's slot freed");
     assert_eq!(len(&keys::job_busy(&b)), 1);
     assert_eq!(len(&keys::busy(&q)), 1);
@@ -165,7 +142,6 @@ fn a_next_job_of_other_limits_is_left_to_the_script_which_frees_the_passed_slot(
 /// hand-over does not keep its slot, and the script parks the next job.
 #[test]
 fn a_job_limit_lowered_by_hand_stops_the_hand_over() {
-    let _turn = turn();
     let q = queue("lowered");
     let id = format!("class:Lowered-{q}");
     let jobs: Vec<String> = (0..4)
@@ -176,9 +152,9 @@ fn a_job_limit_lowered_by_hand_stops_the_hand_over() {
     let held = next(&c, &q, None);
     let held = next(&c, &q, held);
     let _: () = redis().set(keys::job_limit(&id), 0).unwrap();
-    let before = hand_overs();
+    let before = c.hand_overs();
     assert!(next(&c, &q, held).is_none());
-    assert_eq!(hand_overs() - before, 1, "tried");
+    assert_eq!(c.hand_overs() - before, 1, "tried");
     assert_eq!(len(&keys::job_busy(&id)), 0);
     assert_eq!(len(&keys::busy(&q)), 0);
     assert_eq!(len(&keys::in_progress(c.uuid(), &q)), 0);
@@ -191,7 +167,6 @@ fn a_job_limit_lowered_by_hand_stops_the_hand_over() {
 /// was, the oldest parked, and nothing overtakes it.
 #[test]
 fn a_parked_job_the_hand_over_may_not_start_goes_back_first_in_line() {
-    let _turn = turn();
     let q = queue("parked-back");
     let id = format!("key:Back#{q}");
     let jobs: Vec<String> = (0..6)
@@ -210,9 +185,9 @@ fn a_parked_job_the_hand_over_may_not_start_goes_back_first_in_line() {
     assert_eq!(jid(held.as_ref().unwrap()), "p2");
     // The run now takes from the parked jobs: p3 is next.
     let _: () = redis().set(keys::job_limit(&id), 0).unwrap();
-    let before = hand_overs();
+    let before = a.hand_overs();
     assert!(next(&a, &q, held).is_none());
-    assert_eq!(hand_overs() - before, 1, "tried");
+    assert_eq!(a.hand_overs() - before, 1, "tried");
     let parked: Vec<String> = redis().lrange(keys::parked(&id), 0, -1).unwrap();
     let parked: Vec<String> = parked.iter().map(|j| jid_of(j)).collect();
     assert_eq!(parked, ["p5", "p4", "p3"]);

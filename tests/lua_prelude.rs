@@ -34,7 +34,7 @@ fn the_preludes_key_names_are_the_data_models() {
                          capsule_info_key(ARGV[2]), CAPSULES_KEY, REGISTERED_KEY, UNREGISTERED_KEY, OUTAGE_KEY, LAST_BEAT_KEY,
                          heartbeat_key(ARGV[2]), rate_key(ARGV[1]), starts_key(ARGV[1]),
                          job_rate_key(ARGV[1]), job_starts_key(ARGV[1]), RATE_PARKED_KEY,
-                         job_released_key(ARGV[1]), RATE_DUE_KEY}",
+                         job_released_key(ARGV[1]), RATE_DUE_KEY, RECOVERED_KEY}",
                 &[],
                 &[name, uuid],
             );
@@ -69,6 +69,7 @@ fn the_preludes_key_names_are_the_data_models() {
                 keys::RATE_PARKED.to_owned(),
                 keys::job_released(name),
                 keys::RATE_DUE.to_owned(),
+                keys::RECOVERED.to_owned(),
             ];
             assert_eq!(got, want, "queue {name:?}, capsule {uuid:?}");
         }

@@ -89,6 +89,9 @@ impl DirectLook {
         let mode = Mode::of_look(watch, true);
         let hand_over = HandOver::of(inner.id, generation, mode, &acks, queues);
         inner.redis.trips.add(1);
+        if hand_over.is_some() {
+            inner.hand_overs.add(1);
+        }
         let mut look = DirectLook {
             inner: inner.clone(),
             queues: queues.clone(),

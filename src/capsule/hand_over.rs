@@ -4,13 +4,23 @@
 //!
 //! ```text
 //! LREM  in-progress 1 <finished job>   the acknowledgement
-//! HDEL  recoveries <its digest>        as the script's acknowledgement does
+//! HDEL  recoveries <its digest>        as the script's acknowledgement does,
+//!                                      unless recoveries are known gone
 //! LMOVE queue in-progress RIGHT LEFT   the next job, under the same slot
 //! MGET  limit process_limit paused     the queue's state after the move,
-//!       rate rate_due                  its rate, when parked rates are due,
+//!       rate rate_due recovered        its rate, when parked rates are due,
+//!                                      the count of reaps that recovered jobs,
 //! LLEN  busy                           and its count (the slot included),
 //!                                      while it has a limit
+//! EXISTS recoveries                    with the HDEL: whether any are left
 //! ```
+//!
+//! The `HDEL` forgets the finished job's recovery count (if a reaper
+//! recovered it). It is left out where this thread read `recovered`
+//! unchanged, in the pipeline that moved the job, since a pipeline found
+//! `recoveries` gone: a reaper that recovers a job (and counts it) changes
+//! `recovered` in the same script, before the job is back in its queue to
+//! be moved.
 //!
 //! and, while fetchers sleep on the doorbell, `LLEN` of the queue: whether
 //! another job may be eligible, to wake one (the script's `more`).
@@ -79,8 +89,8 @@ use crate::ledger::Ack;
 use crate::limits::parse_stored;
 use crate::script::fetch::{carries_job_limits, Handed, Look, Mode};
 
-/// The replies of a hand-over's pipeline before the job limits' reads.
-const PLAIN: usize = 5;
+/// The replies a hand-over's pipeline always gets: `LREM`, `LMOVE`, `MGET`.
+const ALWAYS: usize = 3;
 
 /// How soon before jobs parked behind a rate may go (by Redis's clock, as
 /// this host's reads it) a hand-over leaves the fetch to the script.
@@ -98,6 +108,10 @@ struct Hint {
     /// The queue had a limit when a hand-over last read it (unknown after
     /// a script: yes). Without one, its busy list is not counted.
     limited: bool,
+    /// `recovered` as the last hand-over read it, and as read where
+    /// `recoveries` was then found gone (unknown after a script).
+    recovered: Option<Vec<u8>>,
+    clean_at: Option<Option<Vec<u8>>>,
 }
 
 /// The job limits of the last job this thread acknowledged for a capsule,
@@ -162,6 +176,8 @@ pub(super) fn note(capsule: u64, generation: u64, look: &Look) {
                 queue: fetched.queue.clone(),
                 more: look.queued.map_or(true, |n| n > 0),
                 limited: true,
+                recovered: None,
+                clean_at: None,
             });
         }
     });
@@ -180,8 +196,9 @@ pub(super) fn note_more(capsule: u64, more: bool) {
     });
 }
 
-/// Records whether a hand-over found its queue with a limit.
-fn note_limited(capsule: u64, limited: bool) {
+/// Records what a hand-over read of its queue: whether it has a limit;
+/// `recovered`; and, if it asked, whether `recoveries` was gone after that.
+fn note_read(capsule: u64, limited: bool, recovered: Option<Vec<u8>>, gone: Option<bool>) {
     HINTS.with(|hints| {
         for hint in hints
             .borrow_mut()
@@ -189,6 +206,10 @@ fn note_limited(capsule: u64, limited: bool) {
             .filter(|h| h.capsule == capsule)
         {
             hint.limited = limited;
+            if gone == Some(true) {
+                hint.clean_at = Some(recovered.clone());
+            }
+            hint.recovered = recovered.clone();
         }
     });
 }
@@ -211,6 +232,8 @@ pub(super) struct HandOver {
     from_parked: bool,
     /// The queue's busy list is counted (it had a limit lately).
     count_busy: bool,
+    /// The acknowledgement's `HDEL` is sent (recoveries may be counted).
+    forget: bool,
 }
 
 /// What a hand-over's replies say.
@@ -268,16 +291,22 @@ impl HandOver {
                         && h.queue == *first
                         && (h.more || !report || from_parked)
                 })
-                .map(|h| h.limited)
+                .map(|h| (h.limited, h.clean_at.as_ref() != Some(&h.recovered)))
         });
-        noted.map(|count_busy| HandOver {
+        noted.map(|(count_busy, forget)| HandOver {
             queue: first.clone(),
             capsule,
             report,
             limits,
             from_parked,
             count_busy,
+            forget,
         })
+    }
+
+    /// Where the moved job's reply is: after the `LREM`, and the `HDEL`.
+    fn at_move(&self) -> usize {
+        1 + usize::from(self.forget)
     }
 
     /// The job limits whose slots pass, if any.
@@ -291,7 +320,9 @@ impl HandOver {
         let in_progress = keys::in_progress(uuid, name);
         let mut pipe = redis::pipe();
         pipe.cmd("LREM").arg(&in_progress).arg(1).arg(&ack.job);
-        pipe.cmd("HDEL").arg(keys::RECOVERIES).arg(ack.digest.hex());
+        if self.forget {
+            pipe.cmd("HDEL").arg(keys::RECOVERIES).arg(ack.digest.hex());
+        }
         let limits = self.carried();
         let source = match limits.first() {
             Some(limit) if self.from_parked => keys::parked(&limit.id),
@@ -308,7 +339,8 @@ impl HandOver {
             .arg(keys::process_limit(name))
             .arg(keys::paused(name))
             .arg(keys::rate(name))
-            .arg(keys::RATE_DUE);
+            .arg(keys::RATE_DUE)
+            .arg(keys::RECOVERED);
         for limit in limits {
             state.arg(keys::job_limit(&limit.id));
         }
@@ -327,13 +359,18 @@ impl HandOver {
         if self.report {
             pipe.cmd("LLEN").arg(keys::queue(name));
         }
+        if self.forget {
+            pipe.cmd("EXISTS").arg(keys::RECOVERIES);
+        }
         pipe.get_packed_pipeline()
     }
 
     /// How many replies its pipeline gets.
     pub(super) fn replies(&self) -> usize {
         let limits = self.carried().len();
-        PLAIN - usize::from(!self.count_busy)
+        ALWAYS
+            + 2 * usize::from(self.forget)
+            + usize::from(self.count_busy)
             + if limits > 0 { limits + 1 } else { 0 }
             + usize::from(self.report)
     }
@@ -348,12 +385,16 @@ impl HandOver {
         if replies.len() != self.replies() {
             return None;
         }
-        let [Value::Int(1), _, Value::BulkString(job), Value::Array(state), rest @ ..] =
-            replies.as_slice()
-        else {
+        let (Value::Int(1), replies) = (&replies[0], &replies[self.at_move()..]) else {
             return None;
         };
-        let [limit, Value::Nil, Value::Nil, Value::Nil, rate_due, stored @ ..] = state.as_slice()
+        // The last reply, with the HDEL, is the EXISTS of recoveries.
+        let replies = &replies[..replies.len() - usize::from(self.forget)];
+        let [Value::BulkString(job), Value::Array(state), rest @ ..] = replies else {
+            return None;
+        };
+        let [limit, Value::Nil, Value::Nil, Value::Nil, rate_due, _, stored @ ..] =
+            state.as_slice()
         else {
             return None;
         };
@@ -408,19 +449,32 @@ impl HandOver {
         Some((job.clone(), more, queued))
     }
 
-    /// Notes, for the next hand-over, whether the queue had a limit, and
-    /// whether the run's job limit has parked jobs left (the `EXISTS`
-    /// after the move).
+    /// Notes, for the next hand-over, what it read of the queue (see
+    /// [`note_read`]), and whether the run's job limit has parked jobs
+    /// left (the `EXISTS` after the move).
     fn note_found(&self, replies: &Value) {
         let Value::Array(replies) = replies else {
             return;
         };
-        if let Some(Value::Array(state)) = replies.get(3) {
-            note_limited(self.capsule, !matches!(state.first(), Some(Value::Nil)));
+        if replies.len() != self.replies() {
+            return;
+        }
+        let at = self.at_move();
+        if let Value::Array(state) = &replies[at + 1] {
+            let recovered = match state.get(5) {
+                Some(Value::BulkString(raw)) => Some(raw.clone()),
+                _ => None,
+            };
+            let gone = match (self.forget, replies.last()) {
+                (true, Some(Value::Int(n))) => Some(*n == 0),
+                _ => None,
+            };
+            let limited = !matches!(state.first(), Some(Value::Nil));
+            note_read(self.capsule, limited, recovered, gone);
         }
         let n = self.carried().len();
-        let at = PLAIN - usize::from(!self.count_busy) + n;
-        if let (true, Some(Value::Int(parked))) = (n > 0, replies.get(at)) {
+        let parked = at + 2 + usize::from(self.count_busy) + n;
+        if let (true, Some(Value::Int(parked))) = (n > 0, replies.get(parked)) {
             note_parked(self.capsule, *parked > 0);
         }
     }
@@ -437,7 +491,7 @@ impl HandOver {
         let (slot, job) = match &replies {
             Value::Array(r) if r.len() == self.replies() => (
                 matches!(r[0], Value::Int(1)),
-                match &r[2] {
+                match &r[self.at_move()] {
                     Value::BulkString(job) => Some(job.clone()),
                     _ => None,
                 },

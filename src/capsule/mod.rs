@@ -34,7 +34,7 @@ use parking_lot::{MappedMutexGuard, Mutex, MutexGuard};
 use tokio::sync::RwLock;
 
 use crate::admin::{Limits, StoredLimit};
-use crate::connection::Redis;
+use crate::connection::{Redis, RoundTrips};
 use crate::doorbell::Doorbell;
 use crate::ledger::Ledger;
 use crate::process::{ForkLocal, Stale};
@@ -122,6 +122,8 @@ struct Inner {
     /// Where the next beat goes on with its sweep of parked jobs' limits
     /// (`SSCAN` cursor).
     sweep: Mutex<u64>,
+    /// Hand-overs sent (see hand_over.rs).
+    hand_overs: RoundTrips,
 }
 
 impl Inner {
@@ -185,6 +187,7 @@ impl Capsule {
                 reaper: Reaper::new(options.max_recoveries),
                 discarded: Mutex::default(),
                 sweep: Mutex::default(),
+                hand_overs: RoundTrips::default(),
             }
         });
         Self { inner }
@@ -207,6 +210,12 @@ impl Capsule {
     /// Round trips this capsule made to Redis so far, the doorbell's included.
     pub fn round_trips(&self) -> u64 {
         self.inner.redis.trips.get()
+    }
+
+    /// Of those, the hand-overs (fetches without the script, which may
+    /// still have left the job to it).
+    pub fn hand_overs(&self) -> u64 {
+        self.inner.hand_overs.get()
     }
 
     pub(crate) fn timeout(&self) -> Duration {

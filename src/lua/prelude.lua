@@ -12,6 +12,8 @@
 
 local PREFIX = 'sidekiq:limit_fetch:'
 local RECOVERIES_KEY = 'sidekiq:limit_fetch:recoveries'
+-- How many reaps counted a recovery (src/keys.rs's RECOVERED).
+local RECOVERED_KEY = 'sidekiq:limit_fetch:recovered'
 local DEAD_KEY = 'dead'
 local CAPSULES_KEY = 'sidekiq:limit_fetch:capsules'
 local REGISTERED_KEY = 'sidekiq:limit_fetch:registered'

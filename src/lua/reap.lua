@@ -71,7 +71,7 @@ return function(KEYS, ARGV)
   end
   redis.call('DEL', limits)
 
-  local pushed, dead = 0, {}
+  local pushed, dead, counted = 0, {}, false
   for _, name in ipairs(redis.call('SMEMBERS', capsule_queues_key(uuid))) do
     local inprogress = in_progress_key(uuid, name)
     -- Newest first, each pushed in front of the last: the oldest ends up first.
@@ -85,6 +85,7 @@ return function(KEYS, ARGV)
           poison = true
         end
         redis.call('EXPIRE', RECOVERIES_KEY, 604800)
+        counted = true
       end
       if poison then
         redis.call('ZADD', DEAD_KEY, now, job)
@@ -98,5 +99,10 @@ return function(KEYS, ARGV)
     end
   end
   redis.call('DEL', capsule_queues_key(uuid))
+  if counted then
+    -- A hand-over that reads it changed acknowledges with HDEL again.
+    redis.call('INCRBY', RECOVERED_KEY, 1)
+    redis.call('EXPIRE', RECOVERED_KEY, 604800)
+  end
   return {freed, pushed, dead}
 end

@@ -47,6 +47,7 @@ fn constants(ruby: &Ruby, module: RModule) -> Result<(), Error> {
         ("DISCARDED", keys::DISCARDED),
         ("RATE_PARKED", keys::RATE_PARKED),
         ("RATE_DUE", keys::RATE_DUE),
+        ("RECOVERED", keys::RECOVERED),
         ("ALIVE", keys::ALIVE),
         ("BUSY_PATTERN", keys::BUSY_PATTERN),
         ("QUEUE_PATTERN", keys::QUEUE_PATTERN),

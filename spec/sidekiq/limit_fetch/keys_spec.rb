@@ -44,7 +44,7 @@ RSpec.describe Sidekiq::LimitFetch::Keys, :binding do
       PARKED: "sidekiq:limit_fetch:parked", PREFIX: "sidekiq:limit_fetch:",
       QUEUE_PATTERN: "sidekiq:limit_fetch:queue:*", RATE_DUE: "sidekiq:limit_fetch:rate_due",
       RATE_PARKED: "sidekiq:limit_fetch:rate_parked",
-      RECOVERIES: "sidekiq:limit_fetch:recoveries",
+      RECOVERIES: "sidekiq:limit_fetch:recoveries", RECOVERED: "sidekiq:limit_fetch:recovered",
       REGISTERED: "sidekiq:limit_fetch:registered", UNREGISTERED: "sidekiq:limit_fetch:unregistered"
     )
     expect(constants.values).to all(be_frozen)
