@@ -320,6 +320,7 @@ RSpec.describe "bin/chaos's leftovers" do
     prefix = LimitFetchChaos::PREFIX
     redis.call("SET", "#{prefix}queue:a:limit", "2")
     redis.call("HSET", "#{prefix}recoveries", "digest", "1")
+    redis.call("SET", "#{prefix}recovered", "3")
     redis.call("SET", "#{prefix}outage", "1", "EX", LimitFetchChaos::Plan::EXPIRY)
     expect(LimitFetchChaos::Leftovers.read(redis, %w[a]).problems).to eq([])
 

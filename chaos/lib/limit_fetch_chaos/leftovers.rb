@@ -27,8 +27,9 @@ module LimitFetchChaos
                 strays: "other keys of the gem's left"}.freeze
     # The gem's keys that outlive its processes by design: the configured
     # queue limits, the counts of each job's recoveries from dead capsules
-    # (kept 7 days: a poison pill is told by them) and of discards.
-    KEPT = [/\Aqueue:[^:]+:(process_)?limit\z/, /\Arecoveries\z/, /\Adiscarded\z/].freeze
+    # (kept 7 days: a poison pill is told by them) and of the reaps that
+    # counted them (as long), and of discards.
+    KEPT = [/\Aqueue:[^:]+:(process_)?limit\z/, /\Arecover(ies|ed)\z/, /\Adiscarded\z/].freeze
     # Set by a capsule that comes back from an outage (or a freeze) longer
     # than its heartbeat's expiry: nobody reaps while it exists. It expires
     # by itself one expiry later, so it may be left while that TTL runs; a
