@@ -39,6 +39,14 @@ fn processor() -> Capsule {
     capsule
 }
 
+/// Pushes `n` jobs of limit `id`, oldest first, jids `<prefix>0`, `<prefix>1`...
+fn push_run(q: &str, prefix: &str, id: &str, n: usize, concurrency: u64) {
+    let jobs: Vec<String> = (0..n)
+        .map(|i| limited(q, &format!("{prefix}{i}"), id, concurrency))
+        .collect();
+    push_jobs(q, &jobs);
+}
+
 fn len(key: &str) -> usize {
     redis().llen(key).unwrap()
 }
@@ -49,10 +57,7 @@ fn len(key: &str) -> usize {
 fn a_run_of_jobs_of_one_job_limit_is_handed_over() {
     let q = queue("run");
     let id = format!("class:Run-{q}");
-    let jobs: Vec<String> = (0..6)
-        .map(|i| limited(&q, &format!("r{i}"), &id, 2))
-        .collect();
-    push_jobs(&q, &jobs);
+    push_run(&q, "r", &id, 6, 2);
     let c = processor();
     let mut held = next(&c, &q, None);
     held = next(&c, &q, held);
@@ -79,10 +84,7 @@ fn a_run_of_jobs_of_one_job_limit_is_handed_over() {
 fn a_hot_keys_parked_jobs_go_oldest_first_to_the_processor_that_frees_the_slot() {
     let q = queue("hot");
     let id = format!("key:Hot#{q}");
-    let jobs: Vec<String> = (0..6)
-        .map(|i| limited(&q, &format!("h{i}"), &id, 1))
-        .collect();
-    push_jobs(&q, &jobs);
+    push_run(&q, "h", &id, 6, 1);
     let a = processor();
     let mut held = next(&a, &q, None);
     assert_eq!(jid(held.as_ref().unwrap()), "h0");
@@ -144,10 +146,7 @@ fn a_next_job_of_other_limits_is_left_to_the_script_which_frees_the_passed_slot(
 fn a_job_limit_lowered_by_hand_stops_the_hand_over() {
     let q = queue("lowered");
     let id = format!("class:Lowered-{q}");
-    let jobs: Vec<String> = (0..4)
-        .map(|i| limited(&q, &format!("l{i}"), &id, 3))
-        .collect();
-    push_jobs(&q, &jobs);
+    push_run(&q, "l", &id, 4, 3);
     let c = processor();
     let held = next(&c, &q, None);
     let held = next(&c, &q, held);
@@ -169,10 +168,7 @@ fn a_job_limit_lowered_by_hand_stops_the_hand_over() {
 fn a_parked_job_the_hand_over_may_not_start_goes_back_first_in_line() {
     let q = queue("parked-back");
     let id = format!("key:Back#{q}");
-    let jobs: Vec<String> = (0..6)
-        .map(|i| limited(&q, &format!("p{i}"), &id, 1))
-        .collect();
-    push_jobs(&q, &jobs);
+    push_run(&q, "p", &id, 6, 1);
     let a = processor();
     let mut held = next(&a, &q, None);
     assert!(capsule()

@@ -183,34 +183,33 @@ pub(super) fn note(capsule: u64, generation: u64, look: &Look) {
     });
 }
 
-/// Records whether a hand-over left a job in its queue.
-pub(super) fn note_more(capsule: u64, more: bool) {
+/// Changes what this thread noted for `capsule`.
+fn update(capsule: u64, mut change: impl FnMut(&mut Hint)) {
     HINTS.with(|hints| {
         for hint in hints
             .borrow_mut()
             .iter_mut()
             .filter(|h| h.capsule == capsule)
         {
-            hint.more = more;
+            change(hint);
         }
     });
+}
+
+/// Records whether a hand-over left a job in its queue.
+pub(super) fn note_more(capsule: u64, more: bool) {
+    update(capsule, |hint| hint.more = more);
 }
 
 /// Records what a hand-over read of its queue: whether it has a limit;
 /// `recovered`; and, if it asked, whether `recoveries` was gone after that.
 fn note_read(capsule: u64, limited: bool, recovered: Option<Vec<u8>>, gone: Option<bool>) {
-    HINTS.with(|hints| {
-        for hint in hints
-            .borrow_mut()
-            .iter_mut()
-            .filter(|h| h.capsule == capsule)
-        {
-            hint.limited = limited;
-            if gone == Some(true) {
-                hint.clean_at = Some(recovered.clone());
-            }
-            hint.recovered = recovered.clone();
+    update(capsule, |hint| {
+        hint.limited = limited;
+        if gone == Some(true) {
+            hint.clean_at = Some(recovered.clone());
         }
+        hint.recovered = recovered.clone();
     });
 }
 
