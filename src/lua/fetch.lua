@@ -420,6 +420,16 @@ local function park_front(name, queue, batch)
   return n == room
 end
 
+-- Counts the slots of the job limits `job` carries as vacated by its end,
+-- and holds for each the oldest parked job it has room for.
+local function vacate(job)
+  for _, limit in ipairs(job_limits(job) or NONE) do
+    local id = limit.id
+    vacated[id] = (vacated[id] or 0) + 1
+    release(id, 1, held, vacated[id], limit)
+  end
+end
+
 -- Takes back out of the capsule's in-progress list of queue `name` the
 -- job a hand-over moved there; false if it is no longer there: a reaper
 -- took the capsule for dead since the hand-over, pushed the job back and
@@ -495,11 +505,7 @@ return function(KEYS, ARGV)
       local name, job = ARGV[i], ARGV[i + 1]
       if redis.call('LREM', in_progress_key(uuid, name), 1, job) == 1 then
         freed[name] = (freed[name] or 0) + 1
-        for _, limit in ipairs(job_limits(job) or NONE) do
-          local id = limit.id
-          vacated[id] = (vacated[id] or 0) + 1
-          release(id, 1, held, vacated[id], limit)
-        end
+        vacate(job)
       end
       if forget then redis.call('HDEL', RECOVERIES_KEY, ARGV[i + 2]) end
     end
@@ -527,13 +533,7 @@ return function(KEYS, ARGV)
       end
       job = ''
     end
-    if passed and ARGV[8] ~= '' then
-      for _, limit in ipairs(job_limits(ARGV[8]) or NONE) do
-        local id = limit.id
-        vacated[id] = (vacated[id] or 0) + 1
-        release(id, 1, held, vacated[id], limit)
-      end
-    end
+    if passed and ARGV[8] ~= '' then vacate(ARGV[8]) end
     if job ~= '' then
       if held[handed] and #held[handed] > 0 then
         -- Parked jobs sent back go first: the moved job goes back behind
