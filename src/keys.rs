@@ -184,7 +184,9 @@ pub fn job_released(id: &str) -> String {
     format!("{PREFIX}limit:{id}:released")
 }
 
-/// The job limits a capsule holds slots of (freed if it dies).
+/// The job limits a capsule's runs pass slots of (src/capsule/hand_over.rs):
+/// freed with the rest if it dies. Its other job-limit slots are found by
+/// the jobs holding them, in its in-progress lists, which carry their limits.
 pub fn capsule_limits(uuid: &str) -> String {
     format!("{PREFIX}capsule:{uuid}:limits")
 }

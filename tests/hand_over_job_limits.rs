@@ -72,6 +72,11 @@ fn a_run_of_jobs_of_one_job_limit_is_handed_over() {
     assert!(next(&c, &q, held).is_none());
     assert_eq!(len(&keys::job_busy(&id)), 0);
     assert_eq!(len(&keys::busy(&q)), 0);
+    // The run named its limit in the capsule's set (reap.lua), until the
+    // next beat finds no job of it held.
+    let named: Vec<String> = redis().smembers(keys::capsule_limits(c.uuid())).unwrap();
+    assert_eq!(named, vec![id.clone()]);
+    c.beat(&Interrupt::new()).unwrap();
     assert!(!redis()
         .exists::<_, bool>(keys::capsule_limits(c.uuid()))
         .unwrap());

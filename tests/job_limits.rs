@@ -488,6 +488,38 @@ fn reaping_a_dead_capsule_frees_its_key_slots_and_sends_parked_jobs_back() {
     assert_eq!((running(&k), parked(&k)), (0, 0));
 }
 
+/// A run's hand-over passes the slots of the job it acknowledges before it
+/// reads the next one, which may carry other limits: if the capsule dies
+/// before its script decides, no job of its holds those slots, and the set
+/// the pipeline named them in is how its reaper finds them.
+#[test]
+fn reaping_frees_the_slots_of_jobs_it_holds_and_of_limits_its_runs_named() {
+    let _turn = turn();
+    let (q, k) = two_jobs_of_one_key("n");
+    let none = Interrupt::new();
+    let (victim, survivor) = (capsule(), capsule());
+    victim.register(&none).unwrap();
+    survivor.register(&none).unwrap();
+    assert_eq!(fetch(&victim, &[&q]).as_deref(), Some("n1"));
+    assert!(!redis()
+        .exists::<_, bool>(keys::capsule_limits(victim.uuid()))
+        .unwrap());
+    // As a run's pipeline leaves it, the job that took the slot unread.
+    let passed = id("n-passed");
+    let _: () = redis()
+        .rpush(keys::job_busy(&passed), victim.uuid())
+        .unwrap();
+    let _: () = redis()
+        .sadd(keys::capsule_limits(victim.uuid()), &passed)
+        .unwrap();
+    let _: () = redis().del(keys::heartbeat(victim.uuid())).unwrap();
+    survivor.beat(&none).unwrap();
+    assert_eq!((running(&k), running(&passed)), (0, 0));
+    let left: bool = redis().exists(keys::capsule_limits(victim.uuid())).unwrap();
+    assert!(!left);
+    survivor.deregister(&[q.as_str()], &none).unwrap();
+}
+
 #[test]
 fn a_beat_restores_a_lost_booking_and_sends_back_parked_jobs_with_room() {
     let _turn = turn();
@@ -552,6 +584,9 @@ fn keys_of_finished_jobs_leave_nothing_behind_in_redis() {
     }
     let parked_ids: Vec<String> = conn.smembers(keys::PARKED).unwrap();
     assert!(ids.iter().all(|k| !parked_ids.contains(k)));
+    // Each key's two jobs were a run, which names its limit in the
+    // capsule's set (reap.lua) until the next beat finds none held.
+    c.beat(&none).unwrap();
     assert!(!conn
         .exists::<_, bool>(keys::capsule_limits(c.uuid()))
         .unwrap());

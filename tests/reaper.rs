@@ -316,8 +316,7 @@ fn a_dead_capsule_is_reaped_once_on_every_queue_and_job_limit_it_held() {
     // The live capsule holds all it held: its jobs, its slot of the key of
     // 4, its registration.
     assert_eq!([&qa, &qb, &qc].map(|q| in_progress(&live, q)), live_held);
-    let live_limits: Vec<String> = redis().smembers(keys::capsule_limits(live.uuid())).unwrap();
-    assert_eq!(live_limits, [k4.as_str()]);
+    assert_eq!(entries(&keys::job_busy(&k4)), [live.uuid()]);
     assert!(registered(live.uuid()));
     let beating: bool = redis().exists(keys::heartbeat(live.uuid())).unwrap();
     assert!(beating);

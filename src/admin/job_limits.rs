@@ -9,12 +9,13 @@ use std::sync::LazyLock;
 
 use crate::connection::Conn;
 use crate::runtime::run_plain;
-use crate::script::{LuaScript, RELEASE};
+use crate::script::{LuaScript, ACTIVE, RELEASE};
 use crate::{keys, Interrupt, LimitValue, Rate, Result};
 
 use super::Limits;
 
 static RELEASE_SCRIPT: LazyLock<LuaScript> = LazyLock::new(|| LuaScript::new(RELEASE));
+static ACTIVE_SCRIPT: LazyLock<LuaScript> = LazyLock::new(|| LuaScript::new(ACTIVE));
 
 /// How many limits with parked jobs one heartbeat checks (`SSCAN` COUNT).
 const SWEEP: u64 = 100;
@@ -96,22 +97,15 @@ impl Limits {
     }
 
     /// The ids of the job limits with running or parked jobs: those some
-    /// registered capsule holds a slot of, and those with parked jobs.
+    /// registered capsule holds a slot of, and those with parked jobs
+    /// (active.lua).
     pub fn active_job_limits(&self, interrupt: &Interrupt) -> Result<Vec<String>> {
         let redis = self.redis().clone();
         run_plain(interrupt, self.timeout(), async move {
             let mut conn = redis.conn().await?;
-            let capsules: Vec<String> = redis::cmd("SUNION")
-                .arg(keys::CAPSULES)
-                .arg(keys::REGISTERED)
-                .query_async(&mut conn)
+            let mut ids: Vec<String> = ACTIVE_SCRIPT
+                .invoke(&mut conn, &[] as &[&str], &[] as &[&str])
                 .await?;
-            let mut sunion = redis::cmd("SUNION");
-            sunion.arg(keys::PARKED);
-            for uuid in &capsules {
-                sunion.arg(keys::capsule_limits(uuid));
-            }
-            let mut ids: Vec<String> = sunion.query_async(&mut conn).await?;
             ids.sort();
             Ok(ids)
         })

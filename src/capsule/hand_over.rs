@@ -34,7 +34,10 @@
 //! once a hand-over from the queue finds some, the next ones take them,
 //! oldest first, from the limit's parked list instead of the queue (a
 //! job of one limit only: a job parked by one of several limits may be
-//! behind the parked jobs of another).
+//! behind the parked jobs of another). It opens with an `SADD` of their
+//! ids to the capsule's set of run limits: a job limit's slot is otherwise
+//! found, if the capsule dies, by the job that holds it, in an in-progress
+//! list (reap.lua), and the job this pipeline moves may carry other limits.
 //!
 //! Sidekiq Pro's super_fetch (LMOVE, LREM) and three reads, without the
 //! script's call: Redis spends about a third of what the script costs it
@@ -318,11 +321,20 @@ impl HandOver {
         let name = self.queue.as_str();
         let in_progress = keys::in_progress(uuid, name);
         let mut pipe = redis::pipe();
+        let limits = self.carried();
+        if !limits.is_empty() {
+            // First: until the script decides a next job that does not
+            // carry them, no job in the capsule's in-progress lists may say
+            // whose the passed slots are (see reap.lua).
+            let named = pipe.cmd("SADD").arg(keys::capsule_limits(uuid));
+            for limit in limits {
+                named.arg(&limit.id);
+            }
+        }
         pipe.cmd("LREM").arg(&in_progress).arg(1).arg(&ack.job);
         if self.forget {
             pipe.cmd("HDEL").arg(keys::RECOVERIES).arg(ack.digest.hex());
         }
-        let limits = self.carried();
         let source = match limits.first() {
             Some(limit) if self.from_parked => keys::parked(&limit.id),
             _ => keys::queue(name),
@@ -366,6 +378,12 @@ impl HandOver {
 
     /// How many replies its pipeline gets.
     pub(super) fn replies(&self) -> usize {
+        self.counted() + usize::from(!self.carried().is_empty())
+    }
+
+    /// How many of them are read: all but the first, the `SADD` of the
+    /// capsule's run limits, when the job limits' slots pass.
+    fn counted(&self) -> usize {
         let limits = self.carried().len();
         ALWAYS
             + 2 * usize::from(self.forget)
@@ -374,14 +392,14 @@ impl HandOver {
             + usize::from(self.report)
     }
 
-    /// The job taken, if the replies (an array of [`HandOver::replies`])
+    /// The job taken, if the replies (an array of [`HandOver::counted`])
     /// say the slots passed to it and it may start; whether another may be
     /// eligible; whether the queue holds another.
     pub(super) fn taken(&self, replies: &Value) -> Option<(Vec<u8>, bool, bool)> {
         let Value::Array(replies) = replies else {
             return None;
         };
-        if replies.len() != self.replies() {
+        if replies.len() != self.counted() {
             return None;
         }
         let (Value::Int(1), replies) = (&replies[0], &replies[self.at_move()..]) else {
@@ -455,7 +473,7 @@ impl HandOver {
         let Value::Array(replies) = replies else {
             return;
         };
-        if replies.len() != self.replies() {
+        if replies.len() != self.counted() {
             return;
         }
         let at = self.at_move();
@@ -483,12 +501,19 @@ impl HandOver {
     /// until the capsule next reconciles, where a slot freed twice would let
     /// one job too many run.
     pub(super) fn outcome(&self, replies: Value) -> Outcome {
+        let replies = match replies {
+            Value::Array(mut all) if all.len() == self.replies() => {
+                all.drain(..self.replies() - self.counted());
+                Value::Array(all)
+            }
+            _ => Value::Nil,
+        };
         self.note_found(&replies);
         if let Some((job, more, queued)) = self.taken(&replies) {
             return Outcome::Taken(job, more, queued);
         }
         let (slot, job) = match &replies {
-            Value::Array(r) if r.len() == self.replies() => (
+            Value::Array(r) if r.len() == self.counted() => (
                 matches!(r[0], Value::Int(1)),
                 match &r[self.at_move()] {
                     Value::BulkString(job) => Some(job.clone()),

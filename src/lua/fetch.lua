@@ -287,7 +287,8 @@ end
 
 -- Books a slot of each of a job's limits for the capsule: one it vacated
 -- above if any (its entry stays), else a new entry; and a start of each
--- one's rate.
+-- one's rate. The job, in the capsule's in-progress list, says whose
+-- entries they are if the capsule dies (reap.lua).
 local function book(limits)
   for _, limit in ipairs(limits) do
     local id = limit.id
@@ -295,7 +296,6 @@ local function book(limits)
       vacated[id] = vacated[id] - 1
     else
       redis.call('RPUSH', job_busy_key(id), uuid)
-      redis.call('SADD', capsule_limits_key(uuid), id)
     end
     local rate = job_rate(limit)
     if rate and book_start(id, rate, uuid) then opens_at(now()) end

@@ -35,6 +35,8 @@ local function capsule_info_key(uuid) return PREFIX .. 'capsule:' .. uuid .. ':i
 local function job_limit_key(id) return PREFIX .. 'limit:' .. id .. ':limit' end
 local function job_busy_key(id) return PREFIX .. 'limit:' .. id .. ':busy' end
 local function parked_key(id) return PREFIX .. 'limit:' .. id .. ':parked' end
+-- The job limits a capsule's runs pass slots of (src/keys.rs): a slot's
+-- other holders carry their limits, in the capsule's in-progress lists.
 local function capsule_limits_key(uuid) return PREFIX .. 'capsule:' .. uuid .. ':limits' end
 local PARKED_KEY = 'sidekiq:limit_fetch:parked'
 -- Rates: a queue's or a job limit's stored rate, its starts (a sorted set
@@ -414,14 +416,10 @@ local function release(id, n, held, vacated, known)
 end
 
 -- Removes `n` of the capsule's entries from a job limit's busy list (slots
--- it freed), and the limit from the capsule's set once it has none left.
+-- it freed). The capsule's set of run limits is left to its beats
+-- (reconcile.lua), which drop those it no longer holds.
 local function unbook_job_limit(uuid, id, n)
-  local busy = job_busy_key(id)
-  local removed = redis.call('LREM', busy, n, uuid)
-  if removed > 0 and not redis.call('LPOS', busy, uuid) then
-    redis.call('SREM', capsule_limits_key(uuid), id)
-  end
-  return removed
+  return redis.call('LREM', job_busy_key(id), n, uuid)
 end
 
 -- Frees the slots of a job's limits that the capsule booked for it (the job

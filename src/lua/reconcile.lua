@@ -16,9 +16,11 @@
 --   still in its queue (or parked), nobody has taken it yet: it is taken
 --   out, and runs once.
 -- * The capsule's busy entries per queue, and per job limit, are set to the
---   number of jobs it holds, and each queue and job limit it holds a slot of
---   is in its sets (whatever it serves now), so that a later reconciliation
---   or reaping finds them.
+--   number of jobs it holds, and each queue it holds a slot of is in its
+--   queues set (whatever it serves now), so that a later reconciliation or
+--   reaping finds them; a job limit's slot is found by the job carrying it,
+--   in an in-progress list. Its set of run limits (src/capsule/hand_over.rs) keeps
+--   only those it still holds jobs of.
 --
 -- ARGV[1]  the capsule's UUID
 -- ARGV[2]  k, the number of queues it holds jobs of
@@ -142,11 +144,9 @@ return function(KEYS, ARGV)
       for _ = entries + 1, count do redis.call('RPUSH', busy, uuid) end
       table.insert(changes, {busy, entries, count})
     end
-    if count > 0 then
-      redis.call('SADD', capsule_limits_key(uuid), id)
-    else
-      redis.call('SREM', capsule_limits_key(uuid), id)
-    end
+    -- A run limit it holds no job of any more leaves its set; those it
+    -- does stay named by its jobs (reap.lua).
+    if count == 0 then redis.call('SREM', capsule_limits_key(uuid), id) end
   end
   return {changes, pushed, rebooked, dropped}
 end

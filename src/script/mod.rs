@@ -25,13 +25,14 @@ const PRELUDE: &str = include_str!("../lua/prelude.lua");
 /// Each script: its name in the library and its file, a chunk that runs
 /// once, when the library loads, and returns the function of `(KEYS, ARGV)`
 /// that Redis calls (what it defines before, it defines once).
-const SCRIPTS: [(&str, &str); 6] = [
+const SCRIPTS: [(&str, &str); 7] = [
     (FETCH, include_str!("../lua/fetch.lua")),
     (REAP, include_str!("../lua/reap.lua")),
     (RECONCILE, include_str!("../lua/reconcile.lua")),
     (REQUEUE, include_str!("../lua/requeue.lua")),
     (RELEASE, include_str!("../lua/release.lua")),
     (ORPHANS, include_str!("../lua/orphans.lua")),
+    (ACTIVE, include_str!("../lua/active.lua")),
 ];
 
 pub(crate) const FETCH: &str = "fetch";
@@ -40,6 +41,7 @@ pub(crate) const RECONCILE: &str = "reconcile";
 pub(crate) const REQUEUE: &str = "requeue";
 pub(crate) const RELEASE: &str = "release";
 pub(crate) const ORPHANS: &str = "orphans";
+pub(crate) const ACTIVE: &str = "active";
 
 /// What stands for the library's version in its source.
 const VERSION: &str = "{version}";
