@@ -350,6 +350,10 @@ end
 -- hand-over; 0 if nil). Jobs left parked behind the rate are noted to go
 -- when its window opens (rate_parks).
 local function release(id, n, held, vacated, known)
+  -- A limit with parked jobs is in PARKED_KEY: every script that parks a
+  -- job adds its limit. Most limits never park: a slot freed (n) of one
+  -- costs this one look.
+  if n and redis.call('SISMEMBER', PARKED_KEY, id) == 0 then return {} end
   local parked = parked_key(id)
   local left = redis.call('LLEN', parked)
   if left == 0 then
