@@ -19,7 +19,7 @@ module LimitFetchBench
       @probe = RedisProbe.new(@server.url)
       ways = ProfileWays.new(load_library)
       @rounds.times do
-        ways.all.each { |label, (way, limit)| puts line(label, measure(way, limit)) }
+        ways.all.each { |label, (way, limit, keyed)| puts line(label, measure(way, limit, keyed)) }
         puts
       end
     ensure
@@ -31,7 +31,10 @@ module LimitFetchBench
 
     # The gem loads its function library on first use (setting a job limit
     # runs its release script); returns the fetch script's function name.
+    # ProfileFloor's library goes in too, before fill's first dump, which
+    # carries every library through its FLUSHALL.
     def load_library
+      @probe.call("FUNCTION", "LOAD", "REPLACE", ProfileFloor::LIBRARY)
       config = RedisClient.config(url: @server.url)
       settings = Sidekiq::LimitFetch::RedisOptions.from_client_config(config)
       Sidekiq::LimitFetch::NativeAdmin.new(settings).set_job_limit("class:Profile", 1)
@@ -39,8 +42,8 @@ module LimitFetchBench
       names.find { _1.start_with?("limit_fetch_fetch_") } or raise "the gem's fetch function is not loaded"
     end
 
-    def measure(way, limit)
-      fill(limit)
+    def measure(way, limit, keyed)
+      fill(limit, keyed)
       @probe.reset
       THREADS.times.map do |thread|
         Thread.new do
@@ -51,21 +54,19 @@ module LimitFetchBench
       @probe.read
     end
 
-    def fill(limit)
+    def fill(limit, keyed)
       library = @probe.call("FUNCTION", "DUMP")
       @probe.call("FLUSHALL")
       @probe.call("FUNCTION", "RESTORE", library, "REPLACE")
       @probe.call("SET", ProfileWays::Keys.limit(ProfileWays::QUEUE), limit) if limit
       JOBS.times.each_slice(1000) do |slice|
-        @probe.call("LPUSH", ProfileWays::LIST, *slice.map { |i| job(i) })
+        @probe.call("LPUSH", ProfileWays::LIST, *slice.map { |i| ProfileWays.job(i, keyed) })
       end
     end
 
-    def job(index) = JSON.generate("class" => "NoopJob", "args" => [], "jid" => format("%024x", index))
-
     def line(label, read)
       commands = read["calls"].except("fcall").values.sum
-      format("%<label>-24s Redis CPU %<cpu>5.1f µs/job, %<commands>4.1f commands/job: %<each>s",
+      format("%<label>-38s Redis CPU %<cpu>5.1f µs/job, %<commands>4.1f commands/job: %<each>s",
         label: label, cpu: read["cpu"] * 1e6 / JOBS, commands: commands.to_f / JOBS, each: each_command(read))
     end
 
