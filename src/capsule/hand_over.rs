@@ -381,6 +381,18 @@ impl HandOver {
         self.counted() + usize::from(!self.carried().is_empty())
     }
 
+    /// The replies past the first, the `SADD` of the capsule's run limits
+    /// (when the job limits' slots pass): [`HandOver::counted`] of them, or
+    /// `None` for anything but the pipeline's replies.
+    fn read<'a>(&self, replies: &'a Value) -> Option<&'a [Value]> {
+        match replies {
+            Value::Array(all) if all.len() == self.replies() => {
+                Some(&all[self.replies() - self.counted()..])
+            }
+            _ => None,
+        }
+    }
+
     /// How many of them are read: all but the first, the `SADD` of the
     /// capsule's run limits, when the job limits' slots pass.
     fn counted(&self) -> usize {
@@ -392,16 +404,11 @@ impl HandOver {
             + usize::from(self.report)
     }
 
-    /// The job taken, if the replies (an array of [`HandOver::counted`])
+    /// The job taken, if the replies (an array of [`HandOver::replies`])
     /// say the slots passed to it and it may start; whether another may be
     /// eligible; whether the queue holds another.
     pub(super) fn taken(&self, replies: &Value) -> Option<(Vec<u8>, bool, bool)> {
-        let Value::Array(replies) = replies else {
-            return None;
-        };
-        if replies.len() != self.counted() {
-            return None;
-        }
+        let replies = self.read(replies)?;
         let (Value::Int(1), replies) = (&replies[0], &replies[self.at_move()..]) else {
             return None;
         };
@@ -470,12 +477,9 @@ impl HandOver {
     /// [`note_read`]), and whether the run's job limit has parked jobs
     /// left (the `EXISTS` after the move).
     fn note_found(&self, replies: &Value) {
-        let Value::Array(replies) = replies else {
+        let Some(replies) = self.read(replies) else {
             return;
         };
-        if replies.len() != self.counted() {
-            return;
-        }
         let at = self.at_move();
         if let Value::Array(state) = &replies[at + 1] {
             let recovered = match state.get(5) {
@@ -501,19 +505,12 @@ impl HandOver {
     /// until the capsule next reconciles, where a slot freed twice would let
     /// one job too many run.
     pub(super) fn outcome(&self, replies: Value) -> Outcome {
-        let replies = match replies {
-            Value::Array(mut all) if all.len() == self.replies() => {
-                all.drain(..self.replies() - self.counted());
-                Value::Array(all)
-            }
-            _ => Value::Nil,
-        };
         self.note_found(&replies);
         if let Some((job, more, queued)) = self.taken(&replies) {
             return Outcome::Taken(job, more, queued);
         }
-        let (slot, job) = match &replies {
-            Value::Array(r) if r.len() == self.counted() => (
+        let (slot, job) = match self.read(&replies) {
+            Some(r) => (
                 matches!(r[0], Value::Int(1)),
                 match &r[self.at_move()] {
                     Value::BulkString(job) => Some(job.clone()),
