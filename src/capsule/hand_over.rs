@@ -325,7 +325,9 @@ impl HandOver {
         if !limits.is_empty() {
             // First: until the script decides a next job that does not
             // carry them, no job in the capsule's in-progress lists may say
-            // whose the passed slots are (see reap.lua).
+            // whose the passed slots are (see reap.lua). From parked jobs
+            // too, each of which carries the limit: the list may be empty
+            // by the move.
             let named = pipe.cmd("SADD").arg(keys::capsule_limits(uuid));
             for limit in limits {
                 named.arg(&limit.id);
