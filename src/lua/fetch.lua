@@ -45,7 +45,8 @@
 --             exists), else '0'; the job it moved into the capsule's
 --             in-progress list unchecked, or '' (none was there); the job
 --             it acknowledged if that carries job limits, whose slots count
---             as freed too (on the same terms), else ''; the job limit id
+--             as freed too (on the same terms: its run ends, and its limits
+--             leave the capsule's set of run limits), else ''; the job limit id
 --             whose parked jobs it moved the job from, else '' (its queue)
 -- then n triples: queue name, job, SHA1 of the job (hex)
 -- then        queue names, in Sidekiq's order for this fetch (no "queue:" prefix)
@@ -86,6 +87,9 @@ local rate_full
 local freed, vacated, held, written, moved, full, parked, aside, discarded
 -- The job taken was held: a parked job sent back by this call.
 local took_held
+-- The job limits of a run that ended here (the acknowledged job whose
+-- slots a hand-over passed, ARGV[8]), or nil.
+local ended
 
 local function wrote(key)
   if watch then written[#written + 1] = key end
@@ -145,6 +149,14 @@ local function done(reply)
   push_held()
   for id, n in pairs(vacated) do
     if n > 0 then unbook_job_limit(uuid, id, n) end
+  end
+  -- A run's limits leave the capsule's set with its last slot of them: a
+  -- run that passes one still holds that slot (src/capsule/hand_over.rs).
+  -- Others its beats drop (reconcile.lua).
+  for _, limit in ipairs(ended or NONE) do
+    if not redis.call('LPOS', job_busy_key(limit.id), uuid) then
+      redis.call('SREM', capsule_limits_key(uuid), limit.id)
+    end
   end
   for name, n in pairs(freed) do
     if n > 0 then
@@ -487,7 +499,7 @@ return function(KEYS, ARGV)
   written = watch and {} or NONE
   moved = watch and {} or NONE
   full, parked, discarded, aside, rate_full, opens = NONE, NONE, NONE, 0, NONE, nil
-  took_held = false
+  took_held, ended = false, nil
 
   -- Idempotent: an acknowledgement sent again (its reply was lost) finds its
   -- job gone and frees no second slot. The slots freed, per queue and per
@@ -533,7 +545,10 @@ return function(KEYS, ARGV)
       end
       job = ''
     end
-    if passed and ARGV[8] ~= '' then vacate(ARGV[8]) end
+    if passed and ARGV[8] ~= '' then
+      vacate(ARGV[8])
+      ended = job_limits(ARGV[8])
+    end
     if job ~= '' then
       if held[handed] and #held[handed] > 0 then
         -- Parked jobs sent back go first: the moved job goes back behind
