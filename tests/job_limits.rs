@@ -458,14 +458,20 @@ fn held_job(c: &Capsule, q: &str, jid: &str) -> Vec<u8> {
         .expect("held")
 }
 
+/// Two registered capsules: one to die, one whose beat reaps it.
+fn victim_and_survivor() -> (Capsule, Capsule) {
+    let (victim, survivor) = (capsule(), capsule());
+    victim.register(&Interrupt::new()).unwrap();
+    survivor.register(&Interrupt::new()).unwrap();
+    (victim, survivor)
+}
+
 #[test]
 fn reaping_a_dead_capsule_frees_its_key_slots_and_sends_parked_jobs_back() {
     let _turn = turn();
     let (q, k) = two_jobs_of_one_key("d");
     let none = Interrupt::new();
-    let (victim, survivor) = (capsule(), capsule());
-    victim.register(&none).unwrap();
-    survivor.register(&none).unwrap();
+    let (victim, survivor) = victim_and_survivor();
     assert_eq!(fetch(&victim, &[&q]).as_deref(), Some("d1"));
     assert_eq!(fetch(&survivor, &[&q]), None);
     assert_eq!(parked(&k), 1);
@@ -497,9 +503,7 @@ fn reaping_frees_the_slots_of_jobs_it_holds_and_of_limits_its_runs_named() {
     let _turn = turn();
     let (q, k) = two_jobs_of_one_key("n");
     let none = Interrupt::new();
-    let (victim, survivor) = (capsule(), capsule());
-    victim.register(&none).unwrap();
-    survivor.register(&none).unwrap();
+    let (victim, survivor) = victim_and_survivor();
     assert_eq!(fetch(&victim, &[&q]).as_deref(), Some("n1"));
     assert!(!redis()
         .exists::<_, bool>(keys::capsule_limits(victim.uuid()))
