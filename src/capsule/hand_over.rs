@@ -38,6 +38,8 @@
 //! ids to the capsule's set of run limits: a job limit's slot is otherwise
 //! found, if the capsule dies, by the job that holds it, in an in-progress
 //! list (reap.lua), and the job this pipeline moves may carry other limits.
+//! The script that ends the run takes them out once the capsule holds no
+//! slot of them.
 //!
 //! Sidekiq Pro's super_fetch (LMOVE, LREM) and three reads, without the
 //! script's call: Redis spends about a third of what the script costs it

@@ -420,8 +420,8 @@ local function release(id, n, held, vacated, known)
 end
 
 -- Removes `n` of the capsule's entries from a job limit's busy list (slots
--- it freed). The capsule's set of run limits is left to its beats
--- (reconcile.lua), which drop those it no longer holds.
+-- it freed). The capsule's set of run limits is kept by the fetch script
+-- that ends a run, and by its beats (reconcile.lua).
 local function unbook_job_limit(uuid, id, n)
   return redis.call('LREM', job_busy_key(id), n, uuid)
 end

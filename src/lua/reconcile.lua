@@ -18,9 +18,9 @@
 -- * The capsule's busy entries per queue, and per job limit, are set to the
 --   number of jobs it holds, and each queue it holds a slot of is in its
 --   queues set (whatever it serves now), so that a later reconciliation or
---   reaping finds them; a job limit's slot is found by the job carrying it,
---   in an in-progress list. Its set of run limits (src/capsule/hand_over.rs) keeps
---   only those it still holds jobs of.
+--   reaping finds them; a job limit's slot is found by the job carrying
+--   it, in an in-progress list. Its set of run limits (see
+--   src/capsule/hand_over.rs) keeps only those it still holds jobs of.
 --
 -- ARGV[1]  the capsule's UUID
 -- ARGV[2]  k, the number of queues it holds jobs of
