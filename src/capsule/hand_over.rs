@@ -324,7 +324,7 @@ impl HandOver {
         let in_progress = keys::in_progress(uuid, name);
         let mut pipe = redis::pipe();
         let limits = self.carried();
-        if !limits.is_empty() {
+        if self.names() {
             // First: until the script decides a next job that does not
             // carry them, no job in the capsule's in-progress lists may say
             // whose the passed slots are (see reap.lua). From parked jobs
@@ -382,7 +382,13 @@ impl HandOver {
 
     /// How many replies its pipeline gets.
     pub(super) fn replies(&self) -> usize {
-        self.counted() + usize::from(!self.carried().is_empty())
+        self.counted() + usize::from(self.names())
+    }
+
+    /// Whether the pipeline opens with the `SADD` of the capsule's run
+    /// limits: whenever job limits' slots pass.
+    fn names(&self) -> bool {
+        !self.carried().is_empty()
     }
 
     /// The replies past the first, the `SADD` of the capsule's run limits

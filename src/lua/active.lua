@@ -17,13 +17,7 @@ return function(KEYS, ARGV)
   end
   for _, id in ipairs(redis.call('SMEMBERS', PARKED_KEY)) do add(id) end
   for _, uuid in ipairs(redis.call('SUNION', CAPSULES_KEY, REGISTERED_KEY)) do
-    for _, id in ipairs(redis.call('SMEMBERS', capsule_limits_key(uuid))) do add(id) end
-    for _, name in ipairs(redis.call('SMEMBERS', capsule_queues_key(uuid))) do
-      -- One job per thread at most: bounded by the capsule's concurrency.
-      for _, job in ipairs(redis.call('LRANGE', in_progress_key(uuid, name), 0, -1)) do
-        for _, limit in ipairs(job_limits(job) or {}) do add(limit.id) end
-      end
-    end
+    for _, id in ipairs(capsule_job_limits(uuid)) do add(id) end
   end
   return ids
 end

@@ -437,6 +437,28 @@ local function free_job_limits(uuid, limits, written)
   end
 end
 
+-- The ids of the job limits capsule `uuid` may hold slots of, each once:
+-- those its in-progress jobs carry (a slot is booked with its job, in one
+-- step), and those its runs name (a run's hand-over passes a slot before
+-- it reads the job that takes it: see src/capsule/hand_over.rs).
+local function capsule_job_limits(uuid)
+  local ids, seen = {}, {}
+  local function add(id)
+    if not seen[id] then
+      seen[id] = true
+      ids[#ids + 1] = id
+    end
+  end
+  for _, id in ipairs(redis.call('SMEMBERS', capsule_limits_key(uuid))) do add(id) end
+  for _, name in ipairs(redis.call('SMEMBERS', capsule_queues_key(uuid))) do
+    -- One job per thread at most: bounded by the capsule's concurrency.
+    for _, job in ipairs(redis.call('LRANGE', in_progress_key(uuid, name), 0, -1)) do
+      for _, limit in ipairs(job_limits(job) or {}) do add(limit.id) end
+    end
+  end
+  return ids
+end
+
 -- The jid and class of a job, for logs: '?' for what its payload lacks, or
 -- for all of it when it is not a JSON object.
 local function describe_job(job)

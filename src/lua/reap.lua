@@ -63,29 +63,13 @@ return function(KEYS, ARGV)
   for busy in pairs(lists) do
     freed = freed + redis.call('LREM', busy, 0, uuid)
   end
-  -- Its job limits' slots, each sending parked jobs it has room for back:
-  -- those its in-progress jobs carry (a slot is booked with its job, and
-  -- both go in one step), and those its runs passed (a run's hand-over
-  -- passes a slot before the job that takes it is read: its set names them).
-  local limits = capsule_limits_key(uuid)
-  local ids, order = {}, {}
-  local function hold(id)
-    if not ids[id] then
-      ids[id] = true
-      order[#order + 1] = id
-    end
-  end
-  for _, id in ipairs(redis.call('SMEMBERS', limits)) do hold(id) end
-  for _, name in ipairs(redis.call('SMEMBERS', capsule_queues_key(uuid))) do
-    for _, job in ipairs(redis.call('LRANGE', in_progress_key(uuid, name), 0, -1)) do
-      for _, limit in ipairs(job_limits(job) or {}) do hold(limit.id) end
-    end
-  end
-  for _, id in ipairs(order) do
+  -- Its job limits' slots (found before its jobs go back), each sending
+  -- parked jobs it has room for back.
+  for _, id in ipairs(capsule_job_limits(uuid)) do
     freed = freed + redis.call('LREM', job_busy_key(id), 0, uuid)
     release(id)
   end
-  redis.call('DEL', limits)
+  redis.call('DEL', capsule_limits_key(uuid))
 
   local pushed, dead, counted = 0, {}, false
   for _, name in ipairs(redis.call('SMEMBERS', capsule_queues_key(uuid))) do
