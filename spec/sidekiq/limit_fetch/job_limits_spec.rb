@@ -55,6 +55,9 @@ RSpec.describe Sidekiq::LimitFetch, "job limits" do
     wait_for_done(slow + others)
     expect(max_running(key_label("premium"))).to eq(3)
     expect(max_running(key_label("basic"))).to eq(1)
+    # The last job records itself done before Sidekiq acknowledges it and
+    # frees its slot: a slot that leaked would never free.
+    wait_until(message: "the last premium slot to be freed") { premium.running.zero? }
     expect(premium.to_h).to include(limit: 3, stored: 3, running: 0, parked: 0)
     premium.reset
     expect([premium.stored, premium.limit]).to eq([nil, 1])
