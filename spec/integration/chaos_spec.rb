@@ -18,7 +18,8 @@ RSpec.describe "bin/chaos --quick", :e2e do
     options = LimitFetchChaos::Options.parse(["--quick", "--no-results", "--seed", RSpec.configuration.seed.to_s])
     report = LimitFetchChaos::Runner.new(options, out: out).run
     facts = report.to_h
-    story = "#{out.string}\n#{LimitFetchChaos::Markdown.render(facts)}"
+    # What failed comes last too: a CI log keeps the end of a long message.
+    story = "#{out.string}\n#{LimitFetchChaos::Markdown.render(facts)}\n\nFAILED: #{report.failures.join("\n")}"
 
     expect(report.failures).to eq([]), story
     expect(facts[:jobs]).to include(lost: 0, repeated_unexplained: [])
@@ -239,6 +240,11 @@ RSpec.describe "bin/chaos's accounting" do
                 "the kill")
     expect(why["acknowledged"][:evidence]).to eq("not in w1's in-progress lists when it was killed")
     expect(why["not_killed"][:evidence]).to eq("w3 was not killed")
+    failure = duplicates.unexplained_failure(shown: 1)
+    expect(failure).to start_with("4 jobs ran more than once unexplained: acknowledged (")
+      .and include("UNEXPLAINED: not in w1's in-progress lists when it was killed")
+    expect(failure).not_to include("w3 was not killed")
+    expect(LimitFetchChaos::Duplicates.new(runs.first(2), killed, held, restart).unexplained_failure).to be_nil
   end
 
   describe "faults" do

@@ -49,6 +49,20 @@ module LimitFetchChaos
 
     def unexplained = jobs.reject { |job| job[:repeats].all? { _1[:category] } }
 
+    # The failure, nil if none: how many ran again unexplained, and the first
+    # few with their runs and why each ran again, in one line (a CI log may
+    # keep no more).
+    def unexplained_failure(shown: 3)
+      return if unexplained.empty?
+
+      told = unexplained.first(shown).map do |job|
+        "#{job[:jid]} (#{job[:runs].join(", ")}: #{job[:repeats].map { Duplicates.why(_1) }.join("; ")})"
+      end
+      "#{unexplained.size} jobs ran more than once unexplained: #{told.join(" | ")}"
+    end
+
+    def self.why(repeat) = "#{repeat[:category] || "UNEXPLAINED"}: #{repeat[:evidence]}"
+
     private
 
     def job(runs)

@@ -22,7 +22,7 @@ module LimitFetchChaos
       return [] if jobs.empty?
 
       rows = jobs.first(SHOWN).map do |job|
-        why = job[:repeats].map { "#{_1[:category] || "UNEXPLAINED"}: #{_1[:evidence]}" }.join("; ")
+        why = job[:repeats].map { Duplicates.why(_1) }.join("; ")
         [job[:jid], job[:runs].size, why]
       end
       more = jobs.size > SHOWN ? ["", "#{jobs.size - SHOWN} more in the JSON report (results/latest.json)."] : []

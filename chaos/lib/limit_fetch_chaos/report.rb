@@ -101,9 +101,8 @@ module LimitFetchChaos
     def unexpected = ran - jids
 
     def job_failures
-      unexplained = duplicates.unexplained.size
       [("#{lost.size} jobs never completed (lost): #{lost.first(SHOWN).join(", ")}" if lost.any?),
-       ("#{unexplained} jobs ran more than once unexplained" if unexplained.positive?),
+       duplicates.unexplained_failure,
        ("#{unexpected.size} jobs ran that were never pushed" if unexpected.any?)].compact
     end
 
