@@ -82,59 +82,6 @@ fn a_run_of_jobs_of_one_job_limit_is_handed_over() {
         .unwrap());
 }
 
-/// A run names its limits in the capsule's set (for reap.lua) at its first
-/// hand-over; the hand-overs that go on from one that passed the slots
-/// send no `SADD`, the set naming them still. A run that goes on after a
-/// script took a job (which ends a run, and may take the names out) names
-/// them again.
-#[test]
-fn a_run_names_its_limits_at_its_first_hand_over_and_again_after_a_script() {
-    let q = queue("named");
-    let elsewhere = queue("named-elsewhere");
-    let id = format!("class:Named-{q}");
-    push_run(&q, "n", &id, 6, 2);
-    let c = processor();
-    let set = keys::capsule_limits(c.uuid());
-    let named = || -> Vec<String> { redis().smembers(&set).unwrap() };
-    let mut held = next(&c, &q, None);
-    held = next(&c, &q, held);
-    let before = c.hand_overs();
-    held = next(&c, &q, held);
-    assert_eq!(
-        named(),
-        vec![id.clone()],
-        "named by the run's first hand-over"
-    );
-    // Nothing else takes a name out while the run holds the slot: gone,
-    // it stays gone while the run goes on.
-    let _: () = redis().del(&set).unwrap();
-    held = next(&c, &q, held);
-    assert_eq!(jid(held.as_ref().expect("a job")), "n3");
-    assert_eq!(c.hand_overs() - before, 2);
-    assert!(
-        named().is_empty(),
-        "a hand-over going on from a passed slot named again"
-    );
-    // Another queue first: the script takes the acknowledgement, and n4.
-    let done = held.expect("n3");
-    c.acknowledge(&q, done.job);
-    held = c
-        .fetch(&[elsewhere.as_str(), q.as_str()], &Interrupt::new())
-        .unwrap();
-    assert_eq!(jid(held.as_ref().expect("a job")), "n4");
-    assert_eq!(c.hand_overs() - before, 2);
-    held = next(&c, &q, held);
-    assert_eq!(jid(held.as_ref().expect("a job")), "n5");
-    assert_eq!(c.hand_overs() - before, 3);
-    assert_eq!(
-        named(),
-        vec![id.clone()],
-        "not named again after the script"
-    );
-    assert!(next(&c, &q, held).is_none());
-    assert_eq!(len(&keys::job_busy(&id)), 0);
-}
-
 /// A hot key: its jobs wait parked while one runs. The processor that
 /// finishes one takes the next parked job, oldest first, by hand-over once
 /// the run has found them parked.

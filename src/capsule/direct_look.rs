@@ -201,9 +201,6 @@ impl DirectLook {
                             direct::put(self.inner.id, conn);
                         }
                         hand_over::note_more(self.inner.id, queued);
-                        if hand_over.passes_job_limits() {
-                            hand_over::note_passed(self.inner.id, self.generation, &job);
-                        }
                         let fetched = Fetched {
                             queue: hand_over.queue,
                             job,

@@ -34,14 +34,12 @@
 //! once a hand-over from the queue finds some, the next ones take them,
 //! oldest first, from the limit's parked list instead of the queue (a
 //! job of one limit only: a job parked by one of several limits may be
-//! behind the parked jobs of another). The run's first hand-over opens
-//! with an `SADD` of their ids to the capsule's set of run limits: a job
-//! limit's slot is otherwise found, if the capsule dies, by the job that
-//! holds it, in an in-progress list (reap.lua), and the job this pipeline
-//! moves may carry other limits. The set names them until the script that
-//! ends the run takes them out, once the capsule holds no slot of them; so
-//! the hand-overs that follow one that passed the slots send no `SADD`
-//! ([`HandOver::names`]).
+//! behind the parked jobs of another). It opens with an `SADD` of their
+//! ids to the capsule's set of run limits: a job limit's slot is otherwise
+//! found, if the capsule dies, by the job that holds it, in an in-progress
+//! list (reap.lua), and the job this pipeline moves may carry other limits.
+//! The script that ends the run takes them out once the capsule holds no
+//! slot of them.
 //!
 //! Sidekiq Pro's super_fetch (LMOVE, LREM) and three reads, without the
 //! script's call: Redis spends about a third of what the script costs it
@@ -122,21 +120,11 @@ struct Hint {
 }
 
 /// The job limits of the last job this thread acknowledged for a capsule,
-/// whether the last hand-over of them found parked jobs left, and the job
-/// the last hand-over passed their slots to, with its master's generation
-/// (see [`HandOver::names`]).
+/// and whether the last hand-over of them found parked jobs left.
 struct Run {
     capsule: u64,
     head: Vec<u8>,
     parked: bool,
-    passed: Option<Passed>,
-}
-
-/// A job a hand-over passed job limits' slots to, on the master of
-/// `generation`.
-struct Passed {
-    generation: u64,
-    job: Vec<u8>,
 }
 
 thread_local! {
@@ -146,18 +134,15 @@ thread_local! {
 
 /// Whether `carried` continues a run: the job this thread acknowledged
 /// before for `capsule` carried the same. Then `Some` of whether parked
-/// jobs were left, and the job the last hand-over passed their slots to
-/// (taken out: only a hand-over that passes them again notes one); else
-/// `None`, and `carried` starts a run.
-fn continues_run(capsule: u64, carried: &Carried) -> Option<(bool, Option<Passed>)> {
+/// jobs were left; else `None`, and `carried` starts a run.
+fn continues_run(capsule: u64, carried: &Carried) -> Option<bool> {
     RUNS.with(|runs| {
         let mut runs = runs.borrow_mut();
         match runs.iter_mut().find(|r| r.capsule == capsule) {
-            Some(run) if run.head == carried.head => Some((run.parked, run.passed.take())),
+            Some(run) if run.head == carried.head => Some(run.parked),
             Some(run) => {
                 run.head.clone_from(&carried.head);
                 run.parked = false;
-                run.passed = None;
                 None
             }
             None => {
@@ -165,25 +150,11 @@ fn continues_run(capsule: u64, carried: &Carried) -> Option<(bool, Option<Passed
                     capsule,
                     head: carried.head.clone(),
                     parked: false,
-                    passed: None,
                 });
                 None
             }
         }
     })
-}
-
-/// Notes that a hand-over on the master of `generation` passed the slots
-/// of the run of `capsule` to `job`.
-pub(super) fn note_passed(capsule: u64, generation: u64, job: &[u8]) {
-    RUNS.with(|runs| {
-        if let Some(run) = runs.borrow_mut().iter_mut().find(|r| r.capsule == capsule) {
-            run.passed = Some(Passed {
-                generation,
-                job: job.to_vec(),
-            });
-        }
-    });
 }
 
 /// Notes whether the run of `capsule` has parked jobs left.
@@ -261,9 +232,6 @@ pub(super) struct HandOver {
     /// The job limits of the acknowledged job, whose slots pass too, and
     /// that job (for the script, if it decides).
     limits: Option<(Carried, Vec<u8>)>,
-    /// The pipeline opens with the `SADD` of their ids (see
-    /// [`HandOver::names`]).
-    name: bool,
     /// The next job comes from the parked jobs of the one job limit.
     from_parked: bool,
     /// The queue's busy list is counted (it had a limit lately).
@@ -308,14 +276,13 @@ impl HandOver {
         if ack.queue != *first {
             return None;
         }
-        let (limits, from_parked, name) = if carries_job_limits(&ack.job) {
+        let (limits, from_parked) = if carries_job_limits(&ack.job) {
             let carried = Carried::read(&ack.job)?;
-            let (parked, passed) = continues_run(capsule, &carried)?;
+            let parked = continues_run(capsule, &carried)?;
             let one = carried.limits.len() == 1;
-            let name = !passed.is_some_and(|p| p.generation == generation && p.job == ack.job);
-            (Some((carried, ack.job.clone())), parked && one, name)
+            (Some((carried, ack.job.clone())), parked && one)
         } else {
-            (None, false, false)
+            (None, false)
         };
         // Parked jobs are taken whether or not the queue holds any.
         let noted = HINTS.with(|hints| {
@@ -335,7 +302,6 @@ impl HandOver {
             capsule,
             report,
             limits,
-            name,
             from_parked,
             count_busy,
             forget,
@@ -345,11 +311,6 @@ impl HandOver {
     /// Where the moved job's reply is: after the `LREM`, and the `HDEL`.
     fn at_move(&self) -> usize {
         1 + usize::from(self.forget)
-    }
-
-    /// Whether job limits' slots pass.
-    pub(super) fn passes_job_limits(&self) -> bool {
-        !self.carried().is_empty()
     }
 
     /// The job limits whose slots pass, if any.
@@ -425,17 +386,9 @@ impl HandOver {
     }
 
     /// Whether the pipeline opens with the `SADD` of the capsule's run
-    /// limits: where job limits' slots pass, unless the job acknowledged
-    /// is the one the last hand-over passed them to, on the same master.
-    /// Its hand-over, or one before, named them, and the set names them
-    /// still: from that hand-over until this acknowledgement the job holds
-    /// their slots, and the script that ends a run (on any thread) takes an
-    /// id out only once the capsule holds no slot of it; a reconciliation
-    /// (with no look in flight) only once it holds no job carrying it. A
-    /// reaper takes the whole set, and the acknowledgement then finds the
-    /// job gone, which leaves the slots to the script.
+    /// limits: whenever job limits' slots pass.
     fn names(&self) -> bool {
-        self.name && !self.carried().is_empty()
+        !self.carried().is_empty()
     }
 
     /// The replies past the first, the `SADD` of the capsule's run limits
