@@ -152,14 +152,16 @@ impl Reaper {
         ];
         type Reply = (i64, i64, Vec<JobRef>, Vec<(String, i64)>);
         let reply: Option<Reply> = self.script.invoke(conn, &keys, &args[..]).await?;
-        Ok(reply.map(|(freed, requeued, dead, requeued_by_queue)| Reaped {
-            uuid: uuid.to_owned(),
-            freed,
-            requeued,
-            requeued_by_queue,
-            dead,
-            unregistered: matches!(why, Reap::Unregistered { .. }),
-        }))
+        Ok(
+            reply.map(|(freed, requeued, dead, requeued_by_queue)| Reaped {
+                uuid: uuid.to_owned(),
+                freed,
+                requeued,
+                requeued_by_queue,
+                dead,
+                unregistered: matches!(why, Reap::Unregistered { .. }),
+            }),
+        )
     }
 }
 

@@ -153,7 +153,11 @@ fn parked_jobs_and_those_of_capsules_not_alive_go_back_once_oldest_first() {
     expected.sort_by(|a, b| a.queue.cmp(&b.queue));
     assert_eq!(released.queues, expected);
     assert_eq!(
-        (released.capsules, released.dead.len(), released.outage_left_ms),
+        (
+            released.capsules,
+            released.dead.len(),
+            released.outage_left_ms
+        ),
         (2, 0, None)
     );
 
@@ -213,10 +217,17 @@ fn nothing_is_done_while_a_capsule_lives_unless_forced_and_its_jobs_stay_its_own
     let refused = release(false);
     assert!(refused.refused);
     assert_eq!(
-        refused.live.iter().map(|c| c.uuid.as_str()).collect::<Vec<_>>(),
+        refused
+            .live
+            .iter()
+            .map(|c| c.uuid.as_str())
+            .collect::<Vec<_>>(),
         [live.uuid()]
     );
-    assert_eq!(refused.live[0].info.as_deref(), Some(r#"{"identity":"host:1:live"}"#));
+    assert_eq!(
+        refused.live[0].info.as_deref(),
+        Some(r#"{"identity":"host:1:live"}"#)
+    );
     assert!(refused.queues.is_empty());
     assert_eq!(parked(&key), ["k1", "k2"], "nothing moved");
     assert_eq!(queued(&q), Vec::<String>::new());
@@ -303,7 +314,10 @@ fn while_the_outage_key_stands_no_capsule_is_reaped() {
 
     let held = release(false);
     let _: () = conn.del(keys::OUTAGE).unwrap();
-    assert!(held.outage_left_ms.is_some_and(|ms| ms > 25_000), "{held:?}");
+    assert!(
+        held.outage_left_ms.is_some_and(|ms| ms > 25_000),
+        "{held:?}"
+    );
     assert_eq!(held.capsules, 0);
     assert_eq!(queued(&q), ["o1"]);
 

@@ -139,16 +139,17 @@ impl Limits {
         let mut cursor: u64 = 0;
         loop {
             let pattern = pattern.to_owned();
-            let (next, batch): (u64, Vec<String>) = self.on_runtime(interrupt, |redis| async move {
-                Ok(redis::cmd("SCAN")
-                    .arg(cursor)
-                    .arg("MATCH")
-                    .arg(pattern)
-                    .arg("COUNT")
-                    .arg(SCAN_COUNT)
-                    .query_async(&mut redis.conn().await?)
-                    .await?)
-            })?;
+            let (next, batch): (u64, Vec<String>) =
+                self.on_runtime(interrupt, |redis| async move {
+                    Ok(redis::cmd("SCAN")
+                        .arg(cursor)
+                        .arg("MATCH")
+                        .arg(pattern)
+                        .arg("COUNT")
+                        .arg(SCAN_COUNT)
+                        .query_async(&mut redis.conn().await?)
+                        .await?)
+                })?;
             found.extend(batch);
             if next == 0 {
                 return Ok(found);
@@ -170,15 +171,16 @@ impl Limits {
             .collect();
         let mut cursor: u64 = 0;
         loop {
-            let (next, batch): (u64, Vec<String>) = self.on_runtime(interrupt, |redis| async move {
-                Ok(redis::cmd("SSCAN")
-                    .arg(keys::PARKED)
-                    .arg(cursor)
-                    .arg("COUNT")
-                    .arg(SCAN_COUNT)
-                    .query_async(&mut redis.conn().await?)
-                    .await?)
-            })?;
+            let (next, batch): (u64, Vec<String>) =
+                self.on_runtime(interrupt, |redis| async move {
+                    Ok(redis::cmd("SSCAN")
+                        .arg(keys::PARKED)
+                        .arg(cursor)
+                        .arg("COUNT")
+                        .arg(SCAN_COUNT)
+                        .query_async(&mut redis.conn().await?)
+                        .await?)
+                })?;
             ids.extend(batch);
             if next == 0 {
                 break;
@@ -208,14 +210,21 @@ impl Limits {
         loop {
             let args = [id.to_owned(), BATCH.to_string()];
             type Reply = (u64, Vec<(String, u64)>, Vec<(String, String)>);
-            let (left, queues, unqueued): Reply = self.on_runtime(interrupt, |redis| async move {
-                let mut conn = redis.writer().await?;
-                UNPARK_SCRIPT.invoke(&mut conn, &[] as &[&str], &args[..]).await
-            })?;
+            let (left, queues, unqueued): Reply =
+                self.on_runtime(interrupt, |redis| async move {
+                    let mut conn = redis.writer().await?;
+                    UNPARK_SCRIPT
+                        .invoke(&mut conn, &[] as &[&str], &args[..])
+                        .await
+                })?;
             for (queue, n) in queues {
                 entry(by_queue, &queue).parked += n;
             }
-            dead.extend(unqueued.into_iter().map(|(jid, class)| (String::new(), jid, class)));
+            dead.extend(
+                unqueued
+                    .into_iter()
+                    .map(|(jid, class)| (String::new(), jid, class)),
+            );
             if left == 0 {
                 return Ok(());
             }
@@ -294,7 +303,9 @@ impl Limits {
                     .await?;
             }
             let reaper = Reaper::new(max_recoveries);
-            let reaped = reaper.reap_one(&mut conn, &uuid, busy.into_iter(), why).await?;
+            let reaped = reaper
+                .reap_one(&mut conn, &uuid, busy.into_iter(), why)
+                .await?;
             if reaped.is_none() && matches!(why, Reap::Unregistered { .. }) {
                 // Not reaped (the outage key came, or it came back): the
                 // note must not stand for a grace that never passed.
@@ -315,7 +326,10 @@ fn keys_around(pattern: &str) -> (&str, &str) {
     pattern.split_once('*').unwrap_or((pattern, ""))
 }
 
-fn entry<'a>(by_queue: &'a mut BTreeMap<String, QueueReleased>, queue: &str) -> &'a mut QueueReleased {
+fn entry<'a>(
+    by_queue: &'a mut BTreeMap<String, QueueReleased>,
+    queue: &str,
+) -> &'a mut QueueReleased {
     by_queue
         .entry(queue.to_owned())
         .or_insert_with(|| QueueReleased {
