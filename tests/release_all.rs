@@ -328,3 +328,25 @@ fn while_the_outage_key_stands_no_capsule_is_reaped() {
     );
     assert_eq!(queued(&q), ["o0", "o1"]);
 }
+
+#[test]
+fn a_parked_job_naming_no_queue_goes_to_the_dead_set_and_is_named() {
+    let _turn = turn();
+    let q = queue("named");
+    let key = format!("key:ReleaseJob#{}", uuid::Uuid::new_v4());
+    let nameless = format!(
+        r#"{{"limit_fetch":[{{"id":"{key}","concurrency":1}}],"class":"HandWritten","jid":"n0"}}"#
+    );
+    park(&key, &[job(&q, "q0", None), nameless.clone()]);
+
+    let released = release(false);
+    assert_eq!(released.queues, [moved(&q, 1, 0)]);
+    assert_eq!(
+        released.dead,
+        [(String::new(), "n0".to_owned(), "HandWritten".to_owned())]
+    );
+    assert_eq!(queued(&q), ["q0"]);
+    let dead: Option<f64> = redis().zscore(keys::DEAD, &nameless).unwrap();
+    assert!(dead.is_some(), "in Sidekiq's dead set");
+    assert_eq!(parked(&key), Vec::<String>::new());
+}

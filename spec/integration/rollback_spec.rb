@@ -45,6 +45,13 @@ RSpec.describe "rolling back to Sidekiq's BasicFetch", :e2e do
 
   def jid_of(entry) = entry.split.last
 
+  # The command docs/production.md gives to delete the gem's keys.
+  def purge_command
+    commands = File.read(File.join(root, "docs/production.md")).lines.grep(/\Aredis-cli .*sidekiq:limit_fetch:\*/)
+    expect(commands.size).to eq(1), "one purge command in docs/production.md: #{commands}"
+    commands.first
+  end
+
   def parked(id) = Sidekiq::LimitFetch::JobLimit.new(id).parked
 
   it "puts every parked and stranded job back in its queue, and plain processes run each once" do
@@ -101,13 +108,14 @@ RSpec.describe "rolling back to Sidekiq's BasicFetch", :e2e do
     plain = %w[plain1 plain2].map do |name|
       app.spawn(name, config: config, require: File.expand_path("../support/plain_sidekiq.rb", __dir__))
     end
+    # Each booted (its signals trapped), whichever runs the jobs.
+    wait_until(timeout: 30, message: -> { "the plain processes to start: #{plain.map(&:log_tail)}" }) do
+      plain.all? { |process| process.log.include?("plain sidekiq: limit_fetch loaded: false") }
+    end
     wait_until(timeout: 30, message: -> { "#{all.size} jobs done, #{done_jids.size} are" }) do
       done_jids.size >= all.size
     end
-    plain.each do |process|
-      stop_process(process)
-      expect(process.log).to include("plain sidekiq: limit_fetch loaded: false")
-    end
+    plain.each { |process| stop_process(process) }
 
     expect(done_jids.tally.values.uniq).to eq([1])
     expect(done_jids).to match_array(all)
@@ -115,5 +123,12 @@ RSpec.describe "rolling back to Sidekiq's BasicFetch", :e2e do
     expect(starts.select { |_, n| n > 1 }.keys).to match_array(held), "started twice: only what the killed one ran"
     expect(starts.values.max).to eq(2)
     expect(registered_capsules).to eq([])
+
+    # What is left holds no job; the documented command deletes it.
+    expect(redis.call("KEYS", "sidekiq:limit_fetch:*")).not_to be_empty
+    _, err, status = Open3.capture3({"REDIS_URL" => RedisServer.url}, "bash", "-c", purge_command)
+    expect([err, status.exitstatus]).to eq(["", 0])
+    expect(redis.call("KEYS", "sidekiq:limit_fetch:*")).to eq([])
+    expect(redis.call("LLEN", "queue:#{queue}")).to eq(0)
   end
 end

@@ -44,14 +44,22 @@ RSpec.describe "releasing every held job" do
     expect(err).to start_with("sidekiq-limits: release refused: 1 live capsule")
     expect(Sidekiq::LimitFetch::JobLimit.new(acme).parked).to eq(2)
 
-    result = Sidekiq::LimitFetch.release_all(force: true)
-    expect([result.queues, result.jobs, result.capsules, result.dead]).to eq(
-      [{queue => {parked: 2, recovered: 0}}, 2, 0, []]
-    )
-    expect(result.live.map { |capsule_entry, _| capsule_entry.uuid }).to eq([uuid_of(capsule)])
+    out, err, status = limits("release", "--all", "--force")
+    expect([err, status]).to eq(["", 0])
+    expect(out).to eq(<<~TEXT)
+      released 2 jobs to the front of their queues:
+        #{queue}: 2 parked
+      forced: the jobs of 1 live capsule (#{Sidekiq::LimitFetch.capsules.first.label}) left to them; they go back as those processes stop
+    TEXT
     expect(queued_jids(queue)).to eq(jids.drop(1))
     expect(in_progress(uuid_of(capsule), queue).size).to eq(2)
     expect(redis.call("SISMEMBER", Sidekiq::LimitFetch::Keys::PARKED, acme)).to eq(0)
+
+    # Again, from a console: nothing left but the capsule's own.
+    result = Sidekiq::LimitFetch.release_all(force: true)
+    expect([result.queues, result.jobs, result.capsules, result.dead]).to eq([{}, 0, 0, []])
+    expect(result.live.map { |capsule_entry, _| capsule_entry.uuid }).to eq([uuid_of(capsule)])
+    expect(in_progress(uuid_of(capsule), queue).size).to eq(2)
   end
 
   it "says when there is nothing to release, in text and JSON" do
