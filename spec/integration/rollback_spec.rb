@@ -55,7 +55,8 @@ RSpec.describe "rolling back to Sidekiq's BasicFetch", :e2e do
   def parked(id) = Sidekiq::LimitFetch::JobLimit.new(id).parked
 
   it "puts every parked and stranded job back in its queue, and plain processes run each once" do
-    config = app.write_config("fleet", queues: [queue], concurrency: 3, timeout: 5)
+    # The plain processes read it too: Sidekiq ignores its limits.
+    config = app.write_config("fleet", queues: [queue], limits: {queue => 50}, concurrency: 3, timeout: 5)
     # Its heartbeat outlives it 8 s (4 periods): the other process, stopped
     # at once, is gone long before it could reap it.
     killed, killed_uuid = start_process("killed", config: config, heartbeat_period: 2)
