@@ -21,6 +21,8 @@ pub struct Reaped {
     pub freed: i64,
     /// In-progress jobs pushed back to the front of their queues.
     pub requeued: i64,
+    /// Of those, how many went to each queue (queues with none left out).
+    pub requeued_by_queue: Vec<(String, i64)>,
     /// Jobs recovered more than `max_recoveries` times, now in the dead set.
     pub dead: Vec<JobRef>,
     /// It was not registered: found holding slots while neither registered
@@ -148,20 +150,23 @@ impl Reaper {
             format!("{:.3}", now()),
             grace.to_string(),
         ];
-        let reply: Option<(i64, i64, Vec<JobRef>)> =
-            self.script.invoke(conn, &keys, &args[..]).await?;
-        Ok(reply.map(|(freed, requeued, dead)| Reaped {
-            uuid: uuid.to_owned(),
-            freed,
-            requeued,
-            dead,
-            unregistered: matches!(why, Reap::Unregistered { .. }),
-        }))
+        type Reply = (i64, i64, Vec<JobRef>, Vec<(String, i64)>);
+        let reply: Option<Reply> = self.script.invoke(conn, &keys, &args[..]).await?;
+        Ok(
+            reply.map(|(freed, requeued, dead, requeued_by_queue)| Reaped {
+                uuid: uuid.to_owned(),
+                freed,
+                requeued,
+                requeued_by_queue,
+                dead,
+                unregistered: matches!(why, Reap::Unregistered { .. }),
+            }),
+        )
     }
 }
 
 /// Every queue's busy list, found by SCAN (incremental: never blocks Redis).
-async fn busy_lists(conn: &mut Conn) -> Result<Vec<String>> {
+pub(crate) async fn busy_lists(conn: &mut Conn) -> Result<Vec<String>> {
     let mut found = Vec::new();
     let mut cursor: u64 = 0;
     loop {

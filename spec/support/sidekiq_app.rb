@@ -40,8 +40,10 @@ class SidekiqApp
   # the process moves every movable object once it has started, and compacts
   # at every major GC after that.
   # +env+: more variables (LF_TEST_REQUIRE: a file app.rb requires first).
+  # +require+: the file `sidekiq -r` loads instead of app.rb (one that does
+  # not load the gem, say).
   def spawn(name, config:, heartbeat_period: nil, poll_range: "0.05..0.1", redis_url: RedisServer.url,
-    compact: false, env: {})
+    compact: false, env: {}, require: "./app.rb")
     env = env.merge(
       "BUNDLE_GEMFILE" => File.join(dir, "Gemfile"),
       "REDIS_URL" => redis_url,
@@ -52,7 +54,7 @@ class SidekiqApp
       "APP_ENV" => "production"
     )
     log_path = File.join(dir, "log", "#{name}.log")
-    pid = LimitFetchTools::ChildProcess.spawn(env, "bundle", "exec", "sidekiq", "-C", config, "-r", "./app.rb",
+    pid = LimitFetchTools::ChildProcess.spawn(env, "bundle", "exec", "sidekiq", "-C", config, "-r", require,
       log: log_path, chdir: dir)
     SidekiqProcess.new(name, pid, log_path).tap { |process| @processes << process }
   end

@@ -7,13 +7,15 @@
 //! [`Limits`] is the handle; each file adds what it administers:
 //! queue_limits.rs (queues' limits and busy slots), queues.rs (a queue's
 //! state, pauses, the queues the gem knows of), job_limits.rs, registered.rs
-//! (the registered capsules), rates.rs (queues' and job limits' rates).
+//! (the registered capsules), rates.rs (queues' and job limits' rates),
+//! release_all.rs (every job the gem holds back to its queue: the way out).
 
 pub(crate) mod job_limits;
 mod queue_limits;
 mod queues;
 mod rates;
 mod registered;
+mod release_all;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,6 +30,7 @@ pub use queues::{Pause, QueueState};
 pub use rates::{RateOf, RateWindow};
 pub use registered::CapsuleEntry;
 pub(crate) use registered::INFO_TTL_SECS;
+pub use release_all::{QueueReleased, Released};
 
 /// The administration of one Redis (see the module documentation), named
 /// for what it first administered: queues' limits. Cheap to clone; every method blocks the

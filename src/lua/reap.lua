@@ -24,7 +24,8 @@
 -- ARGV[5]    mode 'o': the grace period, in seconds
 -- Returns nil if there was nothing to do, else
 -- {slots freed (queues' and job limits'), jobs pushed back,
---  {{queue, jid, class} of each dead job}}.
+--  {{queue, jid, class} of each dead job},
+--  {{queue, jobs pushed back to it}...} (queues it pushed none to left out)}.
 return function(KEYS, ARGV)
   local uuid = ARGV[1]
   local mode = ARGV[2]
@@ -71,9 +72,10 @@ return function(KEYS, ARGV)
   end
   redis.call('DEL', capsule_limits_key(uuid))
 
-  local pushed, dead, counted = 0, {}, false
+  local pushed, dead, counted, by_queue = 0, {}, false, {}
   for _, name in ipairs(redis.call('SMEMBERS', capsule_queues_key(uuid))) do
     local inprogress = in_progress_key(uuid, name)
+    local before = pushed
     -- Newest first, each pushed in front of the last: the oldest ends up first.
     local job = redis.call('LPOP', inprogress)
     while job do
@@ -97,6 +99,7 @@ return function(KEYS, ARGV)
       end
       job = redis.call('LPOP', inprogress)
     end
+    if pushed > before then by_queue[#by_queue + 1] = {name, pushed - before} end
   end
   redis.call('DEL', capsule_queues_key(uuid))
   if counted then
@@ -104,5 +107,5 @@ return function(KEYS, ARGV)
     redis.call('INCRBY', RECOVERED_KEY, 1)
     redis.call('EXPIRE', RECOVERED_KEY, 604800)
   end
-  return {freed, pushed, dead}
+  return {freed, pushed, dead, by_queue}
 end

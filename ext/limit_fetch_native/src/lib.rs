@@ -5,7 +5,7 @@
 //! names), reads (`redis_settings.rs`, `capsule_options.rs`,
 //! `default_limit.rs`, `default_rate.rs`) or builds (`beat_report.rs`,
 //! `stored_limit.rs`, `queue_state.rs`, `capsule_entry.rs`,
-//! `job_limit_state.rs`, `rate_window.rs`, `errors.rs`; `rate.rs` both), each with its own `init`; the Ruby side defines and checks
+//! `job_limit_state.rs`, `rate_window.rs`, `release_report.rs`, `errors.rs`; `rate.rs` both), each with its own `init`; the Ruby side defines and checks
 //! the shapes (lib/sidekiq/limit_fetch/shapes.rb). This file only wires
 //! them up.
 
@@ -25,6 +25,7 @@ mod queue_state;
 mod rate;
 mod rate_window;
 mod redis_settings;
+mod release_report;
 mod stored_limit;
 
 use magnus::{Error, Module, RClass, RModule, Ruby};
@@ -49,6 +50,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     queue_state::init(namespace)?;
     capsule_entry::init(namespace)?;
     job_limit_state::init(namespace)?;
+    release_report::init(namespace)?;
     keys::init(ruby, namespace)?;
     native::init(ruby, namespace)?;
     native_admin::init(ruby, namespace)

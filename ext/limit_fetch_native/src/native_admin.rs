@@ -11,7 +11,8 @@ use crate::helpers::seconds;
 use crate::helpers::symbol_enum::{LIMIT_KIND, RATE_OF};
 use crate::nogvl::call;
 use crate::{
-    capsule_entry, job_limit_state, queue_state, rate, rate_window, redis_settings, stored_limit,
+    capsule_entry, job_limit_state, queue_state, rate, rate_window, redis_settings, release_report,
+    stored_limit,
 };
 
 #[magnus::wrap(class = "Sidekiq::LimitFetch::NativeAdmin", free_immediately, size)]
@@ -184,6 +185,22 @@ impl NativeAdmin {
         Ok(array)
     }
 
+    /// Every parked job, and every in-progress job of a capsule that is not
+    /// alive, back at the front of its queue: a `ReleaseReport`. Refuses
+    /// (`refused`, nothing done) while capsules live, unless `force`.
+    fn release_all(
+        ruby: &Ruby,
+        rb_self: &Self,
+        force: bool,
+        max_recoveries: u32,
+    ) -> Result<Value, Error> {
+        let limits = rb_self.limits.clone();
+        let released = call(ruby, |interrupt| {
+            limits.release_all(force, max_recoveries, interrupt)
+        })?;
+        release_report::to_ruby(ruby, released)
+    }
+
     /// Ids of the job limits with running or parked jobs.
     fn active_job_limits(ruby: &Ruby, rb_self: &Self) -> Result<Vec<String>, Error> {
         let limits = rb_self.limits.clone();
@@ -207,6 +224,7 @@ pub fn init(ruby: &Ruby, namespace: RClass) -> Result<(), Error> {
     class.define_method("unpause", method!(NativeAdmin::unpause, 1))?;
     class.define_method("known_queues", method!(NativeAdmin::known_queues, 0))?;
     class.define_method("capsules", method!(NativeAdmin::capsules, 0))?;
+    class.define_method("release_all", method!(NativeAdmin::release_all, 2))?;
     class.define_method(
         "active_job_limits",
         method!(NativeAdmin::active_job_limits, 0),

@@ -4,7 +4,9 @@ require "json"
 require "sidekiq/limit_fetch"
 require "sidekiq/limit_fetch/cli/connection"
 require "sidekiq/limit_fetch/cli/duration"
+require "sidekiq/limit_fetch/cli/release_command"
 require "sidekiq/limit_fetch/cli/options"
+require "sidekiq/limit_fetch/cli/release_text"
 require "sidekiq/limit_fetch/cli/table"
 
 module Sidekiq
@@ -19,7 +21,10 @@ module Sidekiq
     #   sidekiq-limits set partner_api 100/60 --rate
     #   sidekiq-limits set key:ApiJob#42 10/1 --job --rate
     #   sidekiq-limits pause webhooks --for 5m
+    #   sidekiq-limits release --all [--force]
     class CLI
+      include ReleaseCommand
+
       # Bad input: its message goes to stderr as is, with exit status 2.
       class UsageError < StandardError; end
 
@@ -49,7 +54,7 @@ module Sidekiq
       rescue ConnectionError, RedisClient::ConnectionError => e
         fail_with(Connection.unreachable(e), 2)
       rescue Error, RedisClient::Error => e
-        fail_with("Redis refused: #{Connection.redacted(e.message)}", 1)
+        fail_with(refusal(e), 1)
       end
 
       def run_list

@@ -41,6 +41,16 @@ module Sidekiq
         JobLimit.active
       end
 
+      # Every job the gem holds outside Sidekiq's queues (parked, or in
+      # progress in a capsule that is not alive) back at the front of its
+      # queue, each once: the way out of the gem (a ReleaseAll::Result).
+      # Raises ReleaseAll::LiveCapsules, doing nothing, while capsules are
+      # registered and beating, unless +force+ (their processes are being
+      # stopped anyway; their own jobs are left to them).
+      def release_all(force: false)
+        ReleaseAll.run(admin, force: force, max_recoveries: configuration.fetch(:max_recoveries))
+      end
+
       # The capsule-free limits administration (NativeAdmin) on the Redis
       # of +config+ (a Sidekiq::Config or capsule; default: Sidekiq's
       # client's), one per Redis, each opened on first use.

@@ -109,6 +109,17 @@ module Sidekiq
     # stored at run time (+stored_rate+, a Rate; nil: each job's own applies).
     JobLimitState = Data.define(:id, :stored, :running, :parked, :stored_rate)
 
+    # What NativeAdmin#release_all did, or why it did nothing: the +live+
+    # capsules it found (CapsuleEntry: registered, their heartbeat present),
+    # whether it +refused+ (capsules live and not forced: nothing done), the
+    # jobs each queue got back at its front (+queues+: [name, parked,
+    # recovered from capsules that were not alive]), the jobs sent to the
+    # dead set instead (+dead+: [queue, jid, class]), how many +capsules+
+    # that were not alive it reaped, and the seconds the outage key has
+    # left (+outage_left+; nil: none stood, else no capsule was reaped).
+    # ReleaseAll reads it.
+    ReleaseReport = Data.define(:live, :refused, :queues, :dead, :capsules, :outage_left)
+
     # A rate's window now (NativeAdmin#rate_windows): +starts+ within the
     # last period, and the seconds until the next may start (nil: now).
     RateWindow = Data.define(:starts, :next_start_in)

@@ -8,6 +8,8 @@ module Sidekiq
       # The command line of `sidekiq-limits`, checked before anything
       # connects: a UsageError names what is wrong.
       class Options
+        prepend ReleaseFlags
+
         BANNER = <<~TEXT
           Usage: sidekiq-limits COMMAND [options]
 
@@ -21,6 +23,8 @@ module Sidekiq
             pause QUEUE [--for DURATION]  stop fetching from QUEUE (DURATION: 90, 90s, 5m, 1h, 1d)
             unpause QUEUE                 resume fetching from QUEUE
             explain QUEUE                 why QUEUE's next job is or is not fetched now
+            release --all [--force]       every parked job, and every job of a capsule not alive, back
+                                          to the front of its queue (before removing the gem)
 
           Options:
         TEXT
@@ -28,7 +32,7 @@ module Sidekiq
         # Each command and the arguments it takes.
         COMMANDS = {
           "list" => [], "set" => %w[QUEUE N], "unset" => %w[QUEUE], "pause" => %w[QUEUE],
-          "unpause" => %w[QUEUE], "explain" => %w[QUEUE]
+          "unpause" => %w[QUEUE], "explain" => %w[QUEUE], "release" => []
         }.freeze
 
         # +limit+: set's N, checked; +duration+: pause's --for, in seconds.
@@ -105,6 +109,7 @@ module Sidekiq
 
         def check_flags
           check_set_flags
+          check_release_flags
           raise UsageError, "--for applies to pause only" if @duration_text && command != "pause"
         end
 
