@@ -279,6 +279,25 @@ RSpec.describe "exe/sidekiq-limits" do
     end
   end
 
+  it "boots a real Rails app's directory with -r, as sidekiq -r does" do
+    out, err, status = limits("-r", "spec/fixtures/rails_app", "list")
+    expect([out, err, status]).to eq(["no queues\n", "", 0])
+    expect(@reached).to eq("sidekiq-limits: Redis #{RedisServer.url}\n")
+  end
+
+  it "names a Sentinel master, a Unix socket or TLS without asking the sentinels, and without the password" do
+    described = ->(config) { Sidekiq::LimitFetch::CLI::Connection.described_config(config) }
+    # Port 1: a sentinel asked for its master would fail the example.
+    sentinels = [{host: "127.0.0.1", port: 1}]
+    sentinel = RedisClient.sentinel(name: "mymaster", sentinels: sentinels, password: "pw-1", db: 2)
+    socket = RedisClient.config(path: "/run/redis.sock", db: 1)
+
+    expect(described.call(sentinel)).to eq('Redis Sentinel master "mymaster", db 2')
+    expect(described.call(socket)).to eq("Redis unix:///run/redis.sock, db 1")
+    expect(described.call(RedisClient.config(url: "rediss://:pw-2@cache.internal:6380/3")))
+      .to eq("Redis rediss://cache.internal:6380/3")
+  end
+
   it "prints its help" do
     out, err, status = limits("--help")
     expect([err, status]).to eq(["", 0])
