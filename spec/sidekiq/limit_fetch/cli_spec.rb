@@ -4,6 +4,7 @@ require "fileutils"
 require "json"
 require "open3"
 require "sidekiq/limit_fetch/cli"
+require_relative "../../support/sentinel_cluster"
 require "securerandom"
 require "tmpdir"
 
@@ -146,7 +147,7 @@ RSpec.describe "exe/sidekiq-limits" do
     [%w[list], %w[set webhooks 3], ["list", "--url", url]].each do |args|
       out, err, status = limits(*args, url: url)
       expect([out, status]).to eq(["", 2])
-      expect(err).to match(%r{\Asidekiq-limits: cannot reach Redis at redis://127\.0\.0\.1:#{port}: .*refused.*\n\z})
+      expect(err).to match(%r{\Asidekiq-limits: cannot reach Redis redis://127\.0\.0\.1:#{port}/0: .*refused.*\n\z})
       expect(err).not_to include("s3cret-pw")
     end
 
@@ -277,6 +278,26 @@ RSpec.describe "exe/sidekiq-limits" do
         expect(err.string).to match(/\Asidekiq-limits: #{message.source}.*\n\z/), "#{args.inspect}: #{err.string}"
       end
     end
+  end
+
+  it "reaches the master the sentinels name when the app configures Sentinel, and names it without the password" do
+    cluster = SentinelCluster.new(password: "Sentinel-app-pw").start
+    app = Dir.mktmpdir("sidekiq-limits-sentinel")
+    File.write(File.join(app, "boot.rb"), <<~RUBY)
+      require "sidekiq"
+      Sidekiq.configure_client do |config|
+        config.redis = {name: "mymaster", sentinels: #{cluster.sentinels.inspect}, password: "Sentinel-app-pw", db: 2}
+      end
+    RUBY
+
+    out, err, status = limits("-r", "./boot.rb", "set", "webhooks", "6", url: nil, chdir: app)
+
+    expect([out, err, status]).to eq(["webhooks: limit 6 (was nil)\n", "", 0])
+    expect(@reached).to eq(%(sidekiq-limits: Redis Sentinel master "mymaster", db 2\n))
+    expect(cluster.master.with_client(db: 2) { |conn| conn.call("GET", queue_key("webhooks", "limit")) }).to eq("6")
+  ensure
+    cluster&.remove
+    FileUtils.rm_rf(app) if app
   end
 
   it "boots a real Rails app's directory with -r, as sidekiq -r does" do

@@ -73,7 +73,7 @@ module Sidekiq
         def unreachable(error)
           # redis-client ends its message with the URL, given first here
           reason = redacted(error.message).sub(%r{ \((?:rediss?|unix)://[^)]*\)\z}, "")
-          "cannot reach Redis at #{config(&:server_url)}: #{reason}"
+          "cannot reach #{described}: #{reason}"
         end
 
         def redacted(message)
