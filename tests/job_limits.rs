@@ -393,26 +393,19 @@ fn a_hot_backlog_is_parked_in_bulk_in_order_up_to_the_first_job_it_may_take() {
 }
 
 #[test]
-fn a_discarding_limit_drops_the_job_counts_it_and_reports_it_to_log() {
+fn a_discarding_limit_drops_the_job_counts_it_and_hands_its_payload_over() {
     let q = queue("discard");
     let k = id("webhook");
-    push_jobs(
-        &q,
-        &[
-            job(&q, "w1", &[(&k, 1, true)]),
-            job(&q, "w2", &[(&k, 1, true)]),
-        ],
-    );
+    let duplicate = job(&q, "w2", &[(&k, 1, true)]);
+    push_jobs(&q, &[job(&q, "w1", &[(&k, 1, true)]), duplicate.clone()]);
     let c = capsule();
     let before: i64 = redis().hget(keys::DISCARDED, "SyncJob").unwrap_or_default();
     let first = fetch_job(&c, &[&q]);
     assert_eq!(fetch(&c, &[&q]), None);
     let discarded = c.take_discarded();
     assert_eq!(discarded.len(), 1);
-    assert_eq!(
-        (discarded[0].jid.as_str(), discarded[0].class.as_str()),
-        ("w2", "SyncJob")
-    );
+    // The whole payload, byte for byte: the app's handlers get nothing else.
+    assert_eq!(discarded[0].job, duplicate.as_bytes());
     assert_eq!(discarded[0].limit, k);
     assert!(c.take_discarded().is_empty());
     let after: i64 = redis().hget(keys::DISCARDED, "SyncJob").unwrap();

@@ -15,6 +15,7 @@ require "sidekiq/limit_fetch/job_key"
 require "sidekiq/limit_fetch/declaration_check"
 require "sidekiq/limit_fetch/job_limits"
 require "sidekiq/limit_fetch/configuration"
+require "sidekiq/limit_fetch/discards"
 require "sidekiq/limit_fetch/job_limit"
 require "sidekiq/limit_fetch/repushed_limits"
 require "sidekiq/limit_fetch/client_middleware"
@@ -89,8 +90,7 @@ module Sidekiq
 
     # Blocks up to :fetch_timeout when nothing is eligible, without the GVL.
     def retrieve_work
-      queue, job, discarded = @client.fetch(UnitOfWork.queue_names(queues_cmd), wait: true)
-      log_discarded(discarded) if discarded
+      queue, job = @client.fetch(UnitOfWork.queue_names(queues_cmd), wait: true)
       UnitOfWork.fetched(queue, job, config) if queue
     end
 
@@ -103,15 +103,6 @@ module Sidekiq
       logger.info("Pushed #{inprogress.size} jobs back to Redis")
     rescue => e
       logger.warn("Failed to requeue #{inprogress.size} jobs: #{e.message}")
-    end
-
-    private
-
-    # Jobs dropped at a full limit declared `on_limit: :discard`.
-    def log_discarded(discarded)
-      discarded.each do |jid, job_class, limit|
-        logger.info("sidekiq-limit_fetch: discarded #{job_class} #{jid}: #{limit} was at its limit")
-      end
     end
   end
 end

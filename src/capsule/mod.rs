@@ -117,7 +117,8 @@ struct Inner {
     requeue: LuaScript,
     reconcile: LuaScript,
     reaper: Reaper,
-    /// Jobs fetches discarded, until the caller takes them to log.
+    /// Jobs fetches discarded, until a caller takes them for the app (its
+    /// discard handlers): held here when the fetching thread walked away.
     discarded: Mutex<Vec<Discarded>>,
     /// Where the next beat goes on with its sweep of parked jobs' limits
     /// (`SSCAN` cursor).
@@ -222,8 +223,9 @@ impl Capsule {
         self.inner.timeout
     }
 
-    /// The jobs this capsule's fetches discarded since the last call, to log
-    /// (`on_limit: :discard`).
+    /// The jobs this capsule's fetches discarded since the last call
+    /// (`on_limit: :discard`), each payload with its limit, for the app's
+    /// discard handlers: each is taken once.
     pub fn take_discarded(&self) -> Vec<Discarded> {
         let mut discarded = self.inner.discarded.lock();
         if discarded.is_empty() {

@@ -54,8 +54,8 @@
 -- back, else {queue name or false, job or false, more, discarded, process
 -- limited, queued, opens in, parked} (the last four may be missing): more is 1 if
 -- another job is eligible after this one, or, with no job, if it stopped at
--- ARGV[3]; discarded lists {jid, class, job limit id} of each job it
--- discarded; with a job, 1 if its queue has a process limit or a rate (a
+-- ARGV[3]; discarded lists {job, job limit id} of each job it discarded
+-- (the whole payload, for the app's discard handlers); with a job, 1 if its queue has a process limit or a rate (a
 -- hand-over is tried only without either), else false, and, when it reports (ARGV[2]
 -- '1' or '2'), how many jobs its queue still holds (else false); opens in:
 -- microseconds until a rate may let something go that it holds back now
@@ -377,13 +377,14 @@ local function parks(id)
   end
 end
 
--- Counts and reports a job dropped at its full `limit`.
+-- Counts and reports a job dropped at its full `limit`: the reply carries
+-- its payload, the only copy left, to the process that fetched it.
 local function discard(job, limit)
   local parsed = parse(job) or {}
   local class = tostring(parsed.wrapped or parsed.class or '?')
   redis.call('HINCRBY', DISCARDED_KEY, class, 1)
   if discarded == NONE then discarded = {} end
-  discarded[#discarded + 1] = {tostring(parsed.jid or '?'), class, limit.id}
+  discarded[#discarded + 1] = {job, limit.id}
 end
 
 -- Moves the job just taken (first in `inprogress`) aside, for `limit`.

@@ -22,8 +22,8 @@ pub struct Fetched {
 /// `on_limit: :discard`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Discarded {
-    pub jid: String,
-    pub class: String,
+    /// Its whole payload, as it was in its queue: no other copy is left.
+    pub job: Vec<u8>,
     /// The id of the job limit that was full.
     pub limit: String,
 }
@@ -82,7 +82,7 @@ type Reply = (
     Option<String>,
     Option<Vec<u8>>,
     i64,
-    Vec<(String, String, String)>,
+    Vec<(Vec<u8>, String)>,
     Option<i64>,
     Option<i64>,
     Option<i64>,
@@ -121,7 +121,7 @@ impl Look {
             more: more == 1,
             discarded: discarded
                 .into_iter()
-                .map(|(jid, class, limit)| Discarded { jid, class, limit })
+                .map(|(job, limit)| Discarded { job, limit })
                 .collect(),
             wrote: true,
         })

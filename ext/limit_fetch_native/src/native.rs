@@ -7,7 +7,7 @@
 //! call without it (see `nogvl`), convert the answer back. The queue names
 //! it takes and gives are bare, without Sidekiq's `queue:` prefix.
 
-use limit_fetch_core::{Capsule, Error as CoreError, Fetched, Wait};
+use limit_fetch_core::{Capsule, Discarded, Error as CoreError, Fetched, Wait};
 use magnus::{function, method, prelude::*, Error, RArray, RClass, RString, Ruby, Value};
 
 use crate::errors::to_ruby;
@@ -58,8 +58,9 @@ impl Native {
     }
 
     /// `[queue_name, job]` or nil, from bare queue names (see UnitOfWork),
-    /// with a third element `[[jid, class, job limit id], ...]` when fetches
-    /// of this capsule discarded jobs at their limit since the last call
+    /// with a third element `[[job, job limit id], ...]` (each discarded
+    /// job's whole payload) when fetches of this capsule discarded jobs at
+    /// their limit since the last call
     /// (then `[nil, nil, [...]]` if no job came). An Array rather than a
     /// `Data`: this is the hot path, one per job, and Ruby unpacks it at
     /// once (LimitFetch#retrieve_work). When nothing is
@@ -117,11 +118,7 @@ impl Native {
             }
         }
         if !discarded.is_empty() {
-            let list = ruby.ary_new_capa(discarded.len());
-            for d in discarded {
-                list.push((d.jid, d.class, d.limit))?;
-            }
-            reply.push(list)?;
+            reply.push(discarded_list(ruby, discarded)?)?;
         }
         Ok(Some(reply))
     }
@@ -133,6 +130,13 @@ impl Native {
         // SAFETY: the bytes are copied while the GVL is held.
         let job = unsafe { job.as_slice() }.to_vec();
         rb_self.capsule.acknowledge(&queue, job);
+    }
+
+    /// `[[job, job limit id], ...]`: the jobs this capsule's fetches
+    /// discarded that no fetch's reply has handed over yet (a fetching
+    /// thread walked away); empty if none. Each is handed over once.
+    fn take_discarded(ruby: &Ruby, rb_self: &Self) -> Result<RArray, Error> {
+        discarded_list(ruby, rb_self.capsule.take_discarded())
     }
 
     /// Ends waiting fetches now; later ones do not wait.
@@ -207,6 +211,18 @@ impl Native {
     }
 }
 
+/// `[[job, job limit id], ...]`, each job a UTF-8 String as Sidekiq's are.
+fn discarded_list(ruby: &Ruby, discarded: Vec<Discarded>) -> Result<RArray, Error> {
+    let list = ruby.ary_new_capa(discarded.len());
+    for d in discarded {
+        let pair = ruby.ary_new_capa(2);
+        pair.push(ruby.enc_str_new(&d.job, ruby.utf8_encoding()))?;
+        pair.push(ruby.str_new(&d.limit))?;
+        list.push(pair)?;
+    }
+    Ok(list)
+}
+
 /// Runs a Rust panic through the path every core call takes (without the
 /// GVL, caught, raised as `Sidekiq::LimitFetch::Error`), so that the specs
 /// can prove a panic never crosses into Ruby, compacted heap or not.
@@ -227,6 +243,7 @@ pub fn init(ruby: &Ruby, namespace: RClass) -> Result<(), Error> {
     class.define_method("heartbeat_ttl", method!(Native::heartbeat_ttl, 0))?;
     class.define_method("fetch", method!(Native::fetch, 3))?;
     class.define_method("quiet", method!(Native::quiet, 0))?;
+    class.define_method("take_discarded", method!(Native::take_discarded, 0))?;
     class.define_method("acknowledge", method!(Native::acknowledge, 2))?;
     class.define_method("flush", method!(Native::flush, 0))?;
     class.define_method("requeue", method!(Native::requeue, 1))?;

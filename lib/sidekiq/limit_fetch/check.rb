@@ -32,6 +32,12 @@ module Sidekiq
         invalid(name, "an Integer from 1 to #{max}", value)
       end
 
+      def boolean(name, value)
+        return value if [true, false].include?(value)
+
+        invalid(name, "true or false", value)
+      end
+
       # A String, or nil when +optional+. A +secret+ is named by its class
       # only, never shown.
       def string(name, value, optional: false, secret: false)

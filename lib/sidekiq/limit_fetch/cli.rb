@@ -1,7 +1,10 @@
 # frozen_string_literal: true
 
 require "json"
+require "stringio"
 require "sidekiq/limit_fetch"
+require "sidekiq/limit_fetch/cli/app"
+require "sidekiq/limit_fetch/cli/app_options"
 require "sidekiq/limit_fetch/cli/connection"
 require "sidekiq/limit_fetch/cli/duration"
 require "sidekiq/limit_fetch/cli/release_command"
@@ -12,9 +15,10 @@ require "sidekiq/limit_fetch/cli/table"
 module Sidekiq
   class LimitFetch < BasicFetch
     # The `sidekiq-limits` command: the console API (Queue) from a shell.
-    # Connects like Sidekiq (REDIS_URL, or --url). Exit status: 0 done, 2 bad
-    # input or Redis unreachable (one line on stderr, nothing changed), 1
-    # Redis refused a command.
+    # Connects like Sidekiq's client (--url, else the Redis of the app -r or
+    # -C loads, else REDIS_URL) and says which Redis on stderr. Exit status:
+    # 0 done, 2 bad input or Redis unreachable (one line on stderr, nothing
+    # changed), 1 Redis refused a command.
     #
     #   sidekiq-limits list
     #   sidekiq-limits set webhooks 5 [--process]
@@ -47,18 +51,24 @@ module Sidekiq
 
       private
 
+      # The command's output is held until it is done, so that the line
+      # naming the Redis it reached comes first.
       def execute
-        Connection.use(@options.url)
+        @app = Connection.open(@options)
+        out = @out
+        @out = StringIO.new
         send(:"run_#{@options.command}", *@options.args)
-        0
+        Connection.reached(@err, out, @out.string)
       rescue ConnectionError, RedisClient::ConnectionError => e
         fail_with(Connection.unreachable(e), 2)
       rescue Error, RedisClient::Error => e
         fail_with(refusal(e), 1)
       end
 
+      # Sidekiq's queues and those with limits, and those the sidekiq.yml
+      # names (-C), even with nothing in Redis.
       def run_list
-        rows = LimitFetch.queues.map(&:to_h)
+        rows = (LimitFetch.queues.map(&:name) | @app.queues).sort.map { |name| LimitFetch.queue(name).to_h }
         @options.json? ? print_json(rows) : @out.print(Table.new(rows))
       end
 

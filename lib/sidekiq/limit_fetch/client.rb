@@ -17,6 +17,7 @@ module Sidekiq
         options = Configuration.capsule_options
         @native = Native.new(RedisOptions.for(capsule), options)
         @heartbeat = Heartbeat.new(capsule, @native, options)
+        @discards = Discards.new(capsule, to_death_handlers: Configuration.discards_to_death_handlers)
       end
 
       def uuid
@@ -38,6 +39,7 @@ module Sidekiq
       # Deregisters only if Redis answered the last heartbeat: while it is
       # down, the capsule's heartbeat key expires and other processes reap it.
       def stop
+        deliver_discards
         @heartbeat.stop
         return if @heartbeat.failing?
 
@@ -48,14 +50,25 @@ module Sidekiq
 
       # ["queue name", "job"] or nil, from bare queue names. With wait:, when
       # nothing is eligible, blocks up to :fetch_timeout for a job or a slot.
+      # Jobs discarded at their limit since the last call go to the app's
+      # handlers first (Discards).
       def fetch(queues, wait: false)
-        return @native.fetch(queues, 0.0, 0.0) unless wait
+        return delivered(@native.fetch(queues, 0.0, 0.0)) unless wait
 
-        @native.fetch(queues, @fetch_options.fetch_timeout, @fetch_options.poll_pause)
+        delivered(@native.fetch(queues, @fetch_options.fetch_timeout, @fetch_options.poll_pause))
       end
 
+      # Sidekiq is quieting: fetches stop waiting, and the discards a
+      # fetching thread left behind are told now.
       def quiet
         @native.quiet
+        deliver_discards
+      end
+
+      # The discarded jobs no fetch has handed over yet (their fetching
+      # thread walked away), to the app's handlers.
+      def deliver_discards
+        @discards.deliver(@native.take_discarded)
       end
 
       # Returns at once: the acknowledgement rides on the capsule's next fetch.
@@ -72,6 +85,15 @@ module Sidekiq
       end
 
       private
+
+      # A fetch's reply, its discarded jobs (a third element, rare) told.
+      def delivered(reply)
+        return reply unless reply&.size == 3
+
+        queue, job, discarded = reply
+        @discards.deliver(discarded)
+        [queue, job] if queue
+      end
 
       # What the capsule says of itself (the console's), and the queues whose
       # busy lists its beats look in for slots of unregistered capsules.

@@ -21,7 +21,11 @@ module Sidekiq
       lookahead: 100,
       # Seconds a queue may stay at its global limit with jobs waiting before
       # its process logs a warning (once per episode; a line when it ends).
-      at_limit_warning_after: 60
+      at_limit_warning_after: 60,
+      # Whether a job discarded at its limit (`on_limit: :discard`) goes to
+      # Sidekiq's death handlers too (with a LimitFetch::Discarded), besides
+      # LimitFetch.discard_handlers.
+      discards_to_death_handlers: false
     }.freeze
 
     @configuration = DEFAULTS.dup
@@ -41,6 +45,10 @@ module Sidekiq
 
       def fetch_options(configuration = LimitFetch.configuration)
         FetchOptions.new(**checked(configuration).slice(*FetchOptions.members))
+      end
+
+      def discards_to_death_handlers(configuration = LimitFetch.configuration)
+        Check.boolean(:discards_to_death_handlers, checked(configuration)[:discards_to_death_handlers])
       end
 
       def checked(configuration)

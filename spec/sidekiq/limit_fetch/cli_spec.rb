@@ -1,18 +1,27 @@
 # frozen_string_literal: true
 
+require "fileutils"
 require "json"
 require "open3"
+require "sidekiq/limit_fetch/cli"
+require_relative "../../support/sentinel_cluster"
+require "securerandom"
+require "tmpdir"
 
 # The sidekiq-limits executable, run as a user runs it (bundle exec), against
 # the test Redis: its output, its exit status and what it left in Redis.
 RSpec.describe "exe/sidekiq-limits" do
   let(:root) { File.expand_path("../../..", __dir__) }
 
-  def limits(*args, url: RedisServer.url)
+  # stdout, stderr and the exit status; the line a command that reached
+  # Redis starts stderr with (the Redis it reached) is taken out into
+  # @reached. +url+: REDIS_URL, or nil for none.
+  def limits(*args, url: RedisServer.url, chdir: root)
     env = {"REDIS_URL" => url, "BUNDLE_GEMFILE" => File.join(root, "Gemfile")}
     stdout, stderr, status = Open3.capture3(env, "bundle", "exec", File.join(root, "exe/sidekiq-limits"), *args,
-      chdir: root)
-    [stdout, stderr, status.exitstatus]
+      chdir: chdir)
+    @reached = stderr[/\Asidekiq-limits: Redis .*\n/]
+    [stdout, stderr.delete_prefix(@reached.to_s), status.exitstatus]
   end
 
   def stored(queue, kind)
@@ -138,7 +147,7 @@ RSpec.describe "exe/sidekiq-limits" do
     [%w[list], %w[set webhooks 3], ["list", "--url", url]].each do |args|
       out, err, status = limits(*args, url: url)
       expect([out, status]).to eq(["", 2])
-      expect(err).to match(%r{\Asidekiq-limits: cannot reach Redis at redis://127\.0\.0\.1:#{port}: .*refused.*\n\z})
+      expect(err).to match(%r{\Asidekiq-limits: cannot reach Redis redis://127\.0\.0\.1:#{port}/0: .*refused.*\n\z})
       expect(err).not_to include("s3cret-pw")
     end
 
@@ -156,11 +165,158 @@ RSpec.describe "exe/sidekiq-limits" do
     redis.call("SELECT", 0)
     out, err, status = limits("set", "webhooks", "4", "--url", RedisServer.url_for_db(3), url: "redis://127.0.0.1:1/0")
     expect([out, err, status]).to eq(["webhooks: limit 4 (was nil)\n", "", 0])
+    expect(@reached).to eq("sidekiq-limits: Redis #{RedisServer.url_for_db(3)}\n")
     RedisServer.with_client(db: 3) do |conn|
       expect(conn.call("GET", queue_key("webhooks", "limit"))).to eq("4")
       conn.call("FLUSHDB")
     end
     expect(stored("webhooks", "limit")).to be_nil
+  end
+
+  # A small app whose config/boot.rb gives Sidekiq's client a Redis of its
+  # own: the specs' server, database 5, as a user that needs its password
+  # (no REDIS_URL in the environment). Its configure_server block points
+  # elsewhere: a client does not run it.
+  describe "loading the app (-r, -C) for the Redis it configured" do
+    let(:app) { Dir.mktmpdir("sidekiq-limits-app") }
+    let(:user) { "limits-cli-#{SecureRandom.hex(4)}" }
+    let(:password) { "s3cret-app-pw" }
+    let(:server) { URI.parse(RedisServer.url) }
+    let(:app_redis) { "sidekiq-limits: Redis redis://#{server.host}:#{server.port}/5\n" }
+
+    def write(path, text)
+      File.write(File.join(app, path), text)
+    end
+
+    def stored_in(db, queue)
+      RedisServer.with_client(db: db) { |conn| conn.call("GET", queue_key(queue, "limit")) }
+    end
+
+    before do
+      redis.call("ACL", "SETUSER", user, "on", ">#{password}", "~*", "&*", "+@all")
+      Dir.mkdir(File.join(app, "config"))
+      write("config/boot.rb", <<~RUBY)
+        require "sidekiq"
+        Sidekiq.configure_client do |config|
+          config.redis = {host: #{server.host.inspect}, port: #{server.port}, db: 5,
+                          username: #{user.inspect}, password: #{password.inspect}}
+        end
+        Sidekiq.configure_server { |config| config.redis = {url: "redis://127.0.0.1:1/0"} }
+      RUBY
+    end
+
+    after do
+      redis.call("ACL", "DELUSER", user)
+      RedisServer.with_client(db: 5) { |conn| conn.call("FLUSHDB") }
+      FileUtils.rm_rf(app)
+    end
+
+    it "reaches the Redis the app's configure_client set, with -r FILE or -r a Rails app's directory" do
+      RedisServer.with_client(db: 5) { |conn| conn.call("SET", queue_key("webhooks", "limit"), "7") }
+
+      out, err, status = limits("-r", "./config/boot.rb", "list", url: nil, chdir: app)
+      expect([err, status, @reached]).to eq(["", 0, app_redis])
+      expect(out.lines.map(&:split).map { |row| row.first(2) }).to eq([%w[QUEUE LIMIT], %w[webhooks 7]])
+
+      write("config/environment.rb", "require_relative \"boot\"\n")
+      out, err, status = limits("-r", ".", "set", "webhooks", "4", url: nil, chdir: app)
+      expect([out, err, status, @reached]).to eq(["webhooks: limit 4 (was 7)\n", "", 0, app_redis])
+      expect([stored_in(5, "webhooks"), stored_in(0, "webhooks")]).to eq(["4", nil])
+      expect(out + err + @reached).not_to include(password)
+    end
+
+    it "reads -C as sidekiq does: ERB, then YAML, its environment's section, its :require and its queues" do
+      write("config/sidekiq.yml", <<~YAML)
+        :require: ./config/boot.rb
+        :queues:
+          - [critical, 2]
+          - <%= "reports" %>,1
+        :capsules:
+          :single:
+            :queues: [serial]
+        staging:
+          :queues: [staged]
+      YAML
+
+      out, err, status = limits("-C", "config/sidekiq.yml", "list", "--json", url: nil, chdir: app)
+      expect([err, status, @reached]).to eq(["", 0, app_redis])
+      expect(JSON.parse(out).map { |row| row["name"] }).to eq(%w[critical reports serial])
+
+      out, = limits("-C", "config/sidekiq.yml", "-e", "staging", "list", "--json", url: nil, chdir: app)
+      expect(JSON.parse(out).map { |row| row["name"] }).to eq(%w[serial staged])
+    end
+
+    it "lets --url win over the app's Redis" do
+      out, err, status = limits("-r", "./config/boot.rb", "set", "webhooks", "3", "--url", RedisServer.url_for_db(3),
+        url: nil, chdir: app)
+      expect([out, err, status, @reached]).to eq(["webhooks: limit 3 (was nil)\n", "", 0,
+                                                  "sidekiq-limits: Redis #{RedisServer.url_for_db(3)}\n"])
+      expect([stored_in(3, "webhooks"), stored_in(5, "webhooks")]).to eq(["3", nil])
+      RedisServer.with_client(db: 3) { |conn| conn.call("FLUSHDB") }
+    end
+
+    # In this process, but for the app that raises (a subprocess: a require
+    # would stay loaded): nothing of these loads.
+    it "names a missing or broken -r or -C in one line, status 2, without the password" do
+      write("config/broken.rb", "raise ArgumentError, \"bad Redis URL redis://app:#{password}@nowhere:1/0\"\n")
+      out, err, status = limits("-r", "./config/broken.rb", "list", url: nil, chdir: app)
+      expect([out, status, @reached]).to eq(["", 2, nil])
+      expect(err).to eq("sidekiq-limits: -r ./config/broken.rb: the app failed to load: ArgumentError: " \
+                        "bad Redis URL redis://[FILTERED]@nowhere:1/0\n")
+
+      write("config/bad.yml", ":queues: [critical\n")
+      {
+        %W[-r #{app}/config/missing.rb] => %r{-r #{app}/config/missing\.rb: no such file or directory},
+        %W[-r #{app}] => %r{-r #{app}: a directory must be a Rails app \(no config/environment\.rb in it\)},
+        %W[-C #{app}/config/missing.yml] => %r{-C #{app}/config/missing\.yml: no such file},
+        %W[-C #{app}/config/bad.yml] => %r{-C #{app}/config/bad\.yml: not valid YAML}
+      }.each do |args, message|
+        out = StringIO.new
+        err = StringIO.new
+        status = Sidekiq::LimitFetch::CLI.start([*args, "list"], out: out, err: err)
+        expect([out.string, status]).to eq(["", 2]), "#{args.inspect}: #{err.string}"
+        expect(err.string).to match(/\Asidekiq-limits: #{message.source}.*\n\z/), "#{args.inspect}: #{err.string}"
+      end
+    end
+  end
+
+  it "reaches the master the sentinels name when the app configures Sentinel, and names it without the password" do
+    cluster = SentinelCluster.new(password: "Sentinel-app-pw").start
+    app = Dir.mktmpdir("sidekiq-limits-sentinel")
+    File.write(File.join(app, "boot.rb"), <<~RUBY)
+      require "sidekiq"
+      Sidekiq.configure_client do |config|
+        config.redis = {name: "mymaster", sentinels: #{cluster.sentinels.inspect}, password: "Sentinel-app-pw", db: 2}
+      end
+    RUBY
+
+    out, err, status = limits("-r", "./boot.rb", "set", "webhooks", "6", url: nil, chdir: app)
+
+    expect([out, err, status]).to eq(["webhooks: limit 6 (was nil)\n", "", 0])
+    expect(@reached).to eq(%(sidekiq-limits: Redis Sentinel master "mymaster", db 2\n))
+    expect(cluster.master.with_client(db: 2) { |conn| conn.call("GET", queue_key("webhooks", "limit")) }).to eq("6")
+  ensure
+    cluster&.remove
+    FileUtils.rm_rf(app) if app
+  end
+
+  it "boots a real Rails app's directory with -r, as sidekiq -r does" do
+    out, err, status = limits("-r", "spec/fixtures/rails_app", "list")
+    expect([out, err, status]).to eq(["no queues\n", "", 0])
+    expect(@reached).to eq("sidekiq-limits: Redis #{RedisServer.url}\n")
+  end
+
+  it "names a Sentinel master, a Unix socket or TLS without asking the sentinels, and without the password" do
+    described = ->(config) { Sidekiq::LimitFetch::CLI::Connection.described_config(config) }
+    # Port 1: a sentinel asked for its master would fail the example.
+    sentinels = [{host: "127.0.0.1", port: 1}]
+    sentinel = RedisClient.sentinel(name: "mymaster", sentinels: sentinels, password: "pw-1", db: 2)
+    socket = RedisClient.config(path: "/run/redis.sock", db: 1)
+
+    expect(described.call(sentinel)).to eq('Redis Sentinel master "mymaster", db 2')
+    expect(described.call(socket)).to eq("Redis unix:///run/redis.sock, db 1")
+    expect(described.call(RedisClient.config(url: "rediss://:pw-2@cache.internal:6380/3")))
+      .to eq("Redis rediss://cache.internal:6380/3")
   end
 
   it "prints its help" do

@@ -52,6 +52,22 @@ RSpec.describe Sidekiq::LimitFetch::Native, "answers", :binding do
       rebooked: [], finished: [], held_off: false, released: 0))
   end
 
+  it "hands a discarded job over as [job, job limit id], the job a UTF-8 String as its queue held it, once" do
+    limits = [{"id" => "key:HookJob#ü", "concurrency" => 1, "discard" => true}]
+    first, duplicate = %w[a b].map do |jid|
+      JSON.generate("limit_fetch" => limits, "queue" => "d", "class" => "HookJob", "args" => ["ü"], "jid" => jid)
+    end
+    redis.call("LPUSH", "queue:d", first, duplicate)
+    native.register
+    expect(native.fetch(%w[d], 0.0, 0.0)).to eq(["d", first])
+
+    queue, job, discarded = native.fetch(%w[d], 0.0, 0.0)
+
+    expect([queue, job, discarded]).to eq([nil, nil, [[duplicate, "key:HookJob#ü"]]])
+    expect(discarded.flatten.map(&:encoding)).to all(eq(Encoding::UTF_8))
+    expect(native.take_discarded).to eq([])
+  end
+
   it "reports the stored limits as StoredLimits, kind by symbol, raw text as stored" do
     admin.set_limit("a", :limit, 3)
     redis.call("SET", queue_key("b", "process_limit"), "abc")

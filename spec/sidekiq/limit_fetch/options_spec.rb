@@ -35,8 +35,9 @@ RSpec.describe Sidekiq::LimitFetch, "options" do
       expect(boot_error.message).to include("missing option :max_recoveries")
     end
 
-    it "lists exactly the members of CapsuleOptions and FetchOptions among its defaults" do
-      members = described_class::CapsuleOptions.members + described_class::FetchOptions.members
+    it "lists exactly the members of CapsuleOptions and FetchOptions, and the discards' option, among its defaults" do
+      members = described_class::CapsuleOptions.members + described_class::FetchOptions.members +
+                [:discards_to_death_handlers]
 
       expect(described_class::DEFAULTS.keys).to match_array(members)
       expect(described_class::Configuration.capsule_options(described_class::DEFAULTS))
@@ -47,7 +48,8 @@ RSpec.describe Sidekiq::LimitFetch, "options" do
     end
 
     {heartbeat_period: [0, -1, "3", nil, Float::NAN, Float::INFINITY], max_recoveries: [-1, 2.5, "3", nil],
-     lookahead: [0, -1, 10_001, 2.5, "3", nil], at_limit_warning_after: [0, -1, "60", nil]}
+     lookahead: [0, -1, 10_001, 2.5, "3", nil], at_limit_warning_after: [0, -1, "60", nil],
+     discards_to_death_handlers: ["true", nil, 1]}
       .each do |option, values|
         values.each do |bad|
           it "rejects #{option} #{bad.inspect} with an ArgumentError naming it, at boot, writing nothing" do

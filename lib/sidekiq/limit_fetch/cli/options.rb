@@ -36,7 +36,9 @@ module Sidekiq
         }.freeze
 
         # +limit+: set's N, checked; +duration+: pause's --for, in seconds.
-        attr_reader :command, :args, :url, :duration, :limit
+        attr_reader :command, :args, :duration, :limit
+
+        include AppOptions
 
         def initialize(argv)
           @args = parse(argv)
@@ -72,7 +74,7 @@ module Sidekiq
         def parser
           @parser ||= OptionParser.new do |opts|
             opts.banner = BANNER
-            opts.on("--url URL", "Redis URL (default: REDIS_URL, as Sidekiq)") { |url| @url = url }
+            connection_flags(opts)
             opts.on("--json", "print JSON instead of a table") { @json = true }
             opts.on("--process", "set/unset: the limit in each process") { @process = true }
             opts.on("--rate", "set/unset: the rate (N/SECONDS)") { @rate = true }
@@ -135,6 +137,7 @@ module Sidekiq
         def check_values
           @limit = set_value if command == "set"
           @duration = Duration.parse(@duration_text) if @duration_text
+          check_app_flags
         end
       end
     end
