@@ -48,10 +48,14 @@ module Sidekiq
 
       # ["queue name", "job"] or nil, from bare queue names. With wait:, when
       # nothing is eligible, blocks up to :fetch_timeout for a job or a slot.
+      # A command the Redis ACL denies is logged once (AclDenial) and raised.
       def fetch(queues, wait: false)
         return @native.fetch(queues, 0.0, 0.0) unless wait
 
         @native.fetch(queues, @fetch_options.fetch_timeout, @fetch_options.poll_pause)
+      rescue CommandError => e
+        AclDenial.report(e, logger)
+        raise
       end
 
       def quiet
