@@ -5,6 +5,7 @@ require "sidekiq/limit_fetch/cli"
 require "sidekiq/limit_fetch/metrics"
 require "sidekiq/limit_fetch/web"
 require_relative "../../support/own_redis_server"
+require_relative "../../support/sentinel_cluster"
 
 # The gem, and a Sidekiq server with it, under a Redis ACL user allowed only
 # the keys and commands README.md lists: the users are made from the
@@ -231,6 +232,31 @@ RSpec.describe Sidekiq::LimitFetch, "under a minimal Redis ACL" do
     expect(logged.size).to eq(1)
     expect(logged.first).to match(/ERROR.*`lmove`.*add \+lmove to the user's rules/)
     expect(queued("t").size).to eq(1) # the job stays in its queue
+  end
+
+  it "fetches behind Redis Sentinel, which asks the master its ROLE" do
+    cluster = SentinelCluster.new(password: "default-pw", acl_user: ["limit_fetch", password]).start
+    cluster.servers.each do |data|
+      data.call("ACL", "SETUSER", "limit_fetch", "reset", *readme_rules("limit_fetch"))
+      data.call("ACL", "LOG", "RESET")
+    end
+    redis = {url: "redis://limit_fetch:#{password}@mymaster/1", role: :master, sentinels: cluster.sentinels}
+    config = build_config(queues: %w[s], redis_url: nil).tap { _1.redis = redis }
+    cluster.master.with_client(db: 1) { |conn| conn.call("LPUSH", "queue:s", job_payload("s")) }
+
+    unit = fetcher_for(config.default_capsule).retrieve_work
+    expect(unit&.queue_name).to eq("s")
+    unit.acknowledge
+    flush_acks(config.default_capsule)
+    expect(cluster.master.call("ACL", "LOG")).to eq([])
+
+    cluster.master.call("ACL", "SETUSER", "limit_fetch", "-role")
+    denied_role = build_config(queues: %w[s], redis_url: nil).tap { _1.redis = redis }
+    expect { fetcher_for(denied_role.default_capsule) }
+      .to raise_error(described_class::CommandError, /denies `role`: add \+role/)
+  ensure
+    cleanup_limit_fetch
+    cluster&.remove
   end
 
   it "runs a Sidekiq server with the gem: jobs, limits, retries, the dead set, scheduled jobs, reaping, shutdown" do
