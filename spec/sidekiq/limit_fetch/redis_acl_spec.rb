@@ -259,6 +259,30 @@ RSpec.describe Sidekiq::LimitFetch, "under a minimal Redis ACL" do
     cluster&.remove
   end
 
+  it "runs a Sidekiq server through a tenant's backlog, a rated class and a class limit" do
+    url = acl_user("sidekiq", "+incr", "+decr") # the jobs' own records, as below
+    @redis = server.client(db: 1)
+    keyed = LimitFetchSpec::KeyedJobs
+    with_sidekiq_redis(url) do # pushed through the client middleware, as this user
+      Array.new(6) { LimitFetchSpec::SyncJob.perform_async("acme", 0.05) }
+      Array.new(4) { LimitFetchSpec::RatedJob.perform_async(0) }
+      Array.new(4) { LimitFetchSpec::ExportJob.perform_async(0.05) }
+    end
+    labels = {keyed.key_label("acme") => 6, keyed.class_label(LimitFetchSpec::RatedJob) => 4,
+              keyed.class_label(LimitFetchSpec::ExportJob) => 4}
+
+    instance = start_embedded(build_config(queues: [keyed::QUEUE], concurrency: 5, redis_url: url))
+    wait_until(timeout: 15, message: -> { "14 jobs done, #{labels.keys.sum { done_jids(_1).size }} are" }) do
+      labels.all? { |label, count| done_jids(label).size == count }
+    end
+    stop_embedded(instance)
+
+    expect(max_running(keyed.key_label("acme"))).to eq(1)
+    expect(max_running(keyed.class_label(LimitFetchSpec::ExportJob))).to be <= 2
+    expect(denied).to eq([])
+    expect(spec_log.string).not_to match(/NOPERM/i)
+  end
+
   it "runs a Sidekiq server with the gem: jobs, limits, retries, the dead set, scheduled jobs, reaping, shutdown" do
     # The spec's jobs count themselves (LimitFetchSpec::Recorder) on the
     # Redis of the Sidekiq running them, with two commands of their own.
