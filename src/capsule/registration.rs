@@ -31,20 +31,31 @@ pub(super) struct Registered {
 }
 
 impl Capsule {
+    /// Refuses a server or a user that cannot run the gem
+    /// ([`Error::Refused`](crate::Error::Refused), see acl.rs): a server
+    /// older than Redis 7.0, or a command the ACL denies on the keys of the
+    /// queues [`Capsule::serve`] named. Run at boot, before the capsule
+    /// writes anything, so that no script stops partway for want of a
+    /// permission.
+    pub fn check_server(&self, interrupt: &Interrupt) -> Result<()> {
+        let inner = self.inner.clone();
+        run_plain(interrupt, self.inner.timeout, async move {
+            inner.check_server(&mut inner.redis.conn().await?).await
+        })
+    }
+
     /// Registers this capsule (heartbeat key and membership), as a beat
     /// does; the first registration begins its run of beats (see
-    /// `Continuity`). First, refuses a server or a user that cannot run the
-    /// gem ([`Error::Refused`](crate::Error::Refused), see acl.rs): a
-    /// server older than Redis 7.0, or a command the ACL denies.
+    /// `Continuity`).
     pub fn register(&self, interrupt: &Interrupt) -> Result<()> {
         let inner = self.inner.clone();
         let expiry = Duration::from_secs(inner.heartbeat_ttl);
         let run = inner.continuity.lock().current(Instant::now(), expiry);
         let registered = run_plain(interrupt, self.inner.timeout, async move {
             let started = Instant::now();
-            let mut conn = inner.redis.conn().await?;
-            inner.check_server(&mut conn).await?;
-            let registered = inner.register(&mut conn, false, false).await?;
+            let registered = inner
+                .register(&mut inner.redis.conn().await?, false, false)
+                .await?;
             Ok(run.unwrap_or(Run {
                 since: started,
                 vouched: registered.vouched,

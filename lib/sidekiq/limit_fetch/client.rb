@@ -27,9 +27,12 @@ module Sidekiq
         Limits.unserved(config, @limits).each do |queue|
           logger.warn("sidekiq-limit_fetch: a limit is set for queue #{queue.inspect}, which no capsule processes")
         end
+        describe
+        # Before any write: a server or Redis user that cannot run the gem
+        # is refused, with one line saying why.
+        @native.check_server
         @native.set_default_limits(@limits)
         @native.set_default_rates(@rates)
-        describe
         @native.register
         @heartbeat.start
         self
