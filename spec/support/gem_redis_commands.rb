@@ -17,6 +17,15 @@ module GemRedisCommands
   # unknown methods as commands).
   CONNECTION_METHODS = %w[call call_v pipelined config with close id then tap inspect].freeze
 
+  # Sidekiq's API, where the gem's Ruby layer calls it: the commands each
+  # call sends. A call of Sidekiq's API not named here fails
+  # acl_lines_spec.rb until it is.
+  SIDEKIQ_API = {
+    "Sidekiq::Queue.all" => %w[sscan] # the set `queues`, read-only
+  }.freeze
+  SIDEKIQ_API_CLASSES = %w[Queue Stats ProcessSet Workers WorkSet DeadSet RetrySet ScheduledSet SortedSet].freeze
+  SIDEKIQ_API_CALL = /\bSidekiq::(?:#{SIDEKIQ_API_CLASSES.join("|")})\.\w+/
+
   Entry = Struct.new(:name, :args, :tags, :comment, :line)
 
   module_function
@@ -92,7 +101,10 @@ module GemRedisCommands
     methods = sent.reject { |call| CONNECTION_METHODS.include?(call.first) }.flat_map do |name, line|
       name == "multi" ? [["multi", line], ["exec", line]] : [[name, line]]
     end
-    called + methods + lua_calls(text)
+    api = matches(text, /(#{SIDEKIQ_API_CALL})/o).flat_map do |call, line|
+      SIDEKIQ_API.transform_keys(&:downcase).fetch(call) { ["sidekiq api: #{call}"] }.map { [_1, line] }
+    end
+    called + methods + api + lua_calls(text)
   end
 
   # [[command, line], ...] of the matches of +pattern+: its first group the
