@@ -9,7 +9,11 @@ require_relative "../../support/sentinel_cluster"
 
 # The gem, and a Sidekiq server with it, under a Redis ACL user allowed only
 # the keys and commands README.md lists: the users are made from the
-# README's lines themselves, and Redis must have denied them nothing.
+# README's lines themselves, and Redis must have denied them nothing, through
+# every path (parking a backlog at the head of a queue, rates, discards,
+# reaping, a Redis that lost its data, Sentinel, the console, the CLI, the
+# Limits tab's counts, the metrics). A user denied a command is refused at
+# boot, before any script could stop partway on it.
 RSpec.describe Sidekiq::LimitFetch, "under a minimal Redis ACL" do
   let(:password) { "acl-user-pw" }
 
