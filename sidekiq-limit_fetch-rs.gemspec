@@ -16,7 +16,7 @@ Gem::Specification.new do |spec|
   # else: no specs, bench, chaos, demo, tools or build output. src/**/tests.rs
   # are modules of `cargo test` only. A platform gem ships the binary instead
   # of src/, ext/ and Cargo.* (tools/lib/limit_fetch_tools/platform_gem.rb).
-  spec.files = Dir["lib/**/*.rb", "web/{assets,locales,views}/**/*.{css,yml,erb}", "src/**/*.{rs,lua}",
+  spec.files = Dir["lib/**/*.rb", "web/{assets,locales,views}/**/*.{css,yml,erb}", "src/**/*.{rs,lua,txt}",
     "ext/limit_fetch_native/{Cargo.toml,extconf.rb}", "ext/limit_fetch_native/src/**/*.rs",
     "Cargo.{toml,lock}", "exe/sidekiq-limits", "README.md", "LICENSE"].reject { |path| path.end_with?("/tests.rs") }
   spec.bindir = "exe"

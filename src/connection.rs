@@ -295,6 +295,15 @@ impl Redis {
         })?;
         let role =
             redis::aio::ConnectionLike::req_packed_command(&mut manager, &redis::cmd("ROLE")).await;
+        // ROLE denied by the ACL: no failover would help, say what to add.
+        let refusal = match &role {
+            Err(err) => err.to_string(),
+            Ok(Value::ServerError(err)) => err.details().unwrap_or_default().to_owned(),
+            Ok(_) => String::new(),
+        };
+        if crate::acl::denied_command(&refusal).is_some() {
+            return Err(Error::Command(crate::acl::explain(refusal)));
+        }
         if !role.as_ref().is_ok_and(is_master) {
             follower.moved(generation);
             return Err(Error::Connection(format!(

@@ -12,6 +12,9 @@ pub enum Error {
     Interrupted,
     /// A value the caller gave is out of range.
     Invalid(String),
+    /// The server, or its user, cannot run the gem (see acl.rs): the whole
+    /// line, said at boot.
+    Refused(String),
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
@@ -22,7 +25,7 @@ impl fmt::Display for Error {
             Error::Connection(msg) => write!(f, "Redis connection error: {msg}"),
             Error::Command(msg) => write!(f, "Redis command error: {msg}"),
             Error::Interrupted => f.write_str("interrupted"),
-            Error::Invalid(msg) => f.write_str(msg),
+            Error::Invalid(msg) | Error::Refused(msg) => f.write_str(msg),
         }
     }
 }
@@ -39,7 +42,8 @@ impl From<redis::RedisError> for Error {
         if io {
             Error::Connection(err.to_string())
         } else {
-            Error::Command(err.to_string())
+            // A denied command names the rule to add.
+            Error::Command(crate::acl::explain(err.to_string()))
         }
     }
 }

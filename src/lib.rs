@@ -10,6 +10,7 @@
 //! fetch, runs on the calling thread's own connection ([`direct`]), which the
 //! runtime takes over if the caller walks away.
 
+mod acl;
 mod admin;
 mod capsule;
 // Public only for the tests that hold it to the payloads' fixture.

@@ -289,7 +289,10 @@ fn names(push: &PushInfo, name: &str) -> bool {
 /// What went wrong, without the kind of error the whole message names.
 fn detail(err: &Error) -> String {
     match err {
-        Error::Connection(msg) | Error::Command(msg) | Error::Invalid(msg) => msg.clone(),
+        Error::Connection(msg)
+        | Error::Command(msg)
+        | Error::Invalid(msg)
+        | Error::Refused(msg) => msg.clone(),
         Error::Interrupted => "interrupted".into(),
     }
 }

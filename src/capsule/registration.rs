@@ -2,6 +2,9 @@
 //! written by each beat (and, after a break, the outage key), and its
 //! removal at shutdown.
 
+use redis::Value;
+
+use crate::acl;
 use crate::admin::{write_defaults, INFO_TTL_SECS};
 use crate::connection::Conn;
 use crate::keys;
@@ -28,6 +31,19 @@ pub(super) struct Registered {
 }
 
 impl Capsule {
+    /// Refuses a server or a user that cannot run the gem
+    /// ([`Error::Refused`](crate::Error::Refused), see acl.rs): a server
+    /// older than Redis 7.0, or a command the ACL denies on the keys of the
+    /// queues [`Capsule::serve`] named. Run at boot, before the capsule
+    /// writes anything, so that no script stops partway for want of a
+    /// permission.
+    pub fn check_server(&self, interrupt: &Interrupt) -> Result<()> {
+        let inner = self.inner.clone();
+        run_plain(interrupt, self.inner.timeout, async move {
+            inner.check_server(&mut inner.redis.conn().await?).await
+        })
+    }
+
     /// Registers this capsule (heartbeat key and membership), as a beat
     /// does; the first registration begins its run of beats (see
     /// `Continuity`).
@@ -78,6 +94,22 @@ impl Capsule {
 }
 
 impl Inner {
+    /// Refuses a server older than [`acl::MIN_VERSION`] (from `HELLO`, in
+    /// the protocol the connection speaks), then a user denied any command
+    /// the gem sends on the capsule's keys.
+    async fn check_server(&self, conn: &mut Conn) -> Result<()> {
+        let hello: Value = redis::cmd("HELLO").arg(3).query_async(conn).await?;
+        acl::check_version(&hello)?;
+        let queues = self.served.lock().clone();
+        let setup = acl::Setup {
+            uuid: &self.uuid,
+            queues: &queues,
+            sentinel: self.settings.sentinel.is_some(),
+            db: self.settings.db,
+        };
+        acl::check_commands(conn, &setup).await
+    }
+
     /// Sets the heartbeat and membership, `keys::LAST_BEAT` if the capsule
     /// is a `witness` (see `Run::witness`), and after a break in the beats
     /// (`broken`) the outage key. If the heartbeat key was gone, writes the

@@ -25,7 +25,7 @@ const PRELUDE: &str = include_str!("../lua/prelude.lua");
 /// Each script: its name in the library and its file, a chunk that runs
 /// once, when the library loads, and returns the function of `(KEYS, ARGV)`
 /// that Redis calls (what it defines before, it defines once).
-const SCRIPTS: [(&str, &str); 8] = [
+const SCRIPTS: [(&str, &str); 9] = [
     (FETCH, include_str!("../lua/fetch.lua")),
     (REAP, include_str!("../lua/reap.lua")),
     (RECONCILE, include_str!("../lua/reconcile.lua")),
@@ -34,6 +34,7 @@ const SCRIPTS: [(&str, &str); 8] = [
     (ORPHANS, include_str!("../lua/orphans.lua")),
     (ACTIVE, include_str!("../lua/active.lua")),
     (UNPARK, include_str!("../lua/unpark.lua")),
+    (ACL_CHECK, include_str!("../lua/acl_check.lua")),
 ];
 
 pub(crate) const FETCH: &str = "fetch";
@@ -44,6 +45,7 @@ pub(crate) const RELEASE: &str = "release";
 pub(crate) const ORPHANS: &str = "orphans";
 pub(crate) const ACTIVE: &str = "active";
 pub(crate) const UNPARK: &str = "unpark";
+pub(crate) const ACL_CHECK: &str = "acl_check";
 
 /// What stands for the library's version in its source.
 const VERSION: &str = "{version}";

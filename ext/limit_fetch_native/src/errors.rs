@@ -33,7 +33,7 @@ fn class(ruby: &Ruby, pinned: &Pinned<ExceptionClass>) -> ExceptionClass {
 pub fn to_ruby(ruby: &Ruby, err: CoreError) -> Error {
     let klass = match &err {
         CoreError::Connection(_) => class(ruby, &CONNECTION),
-        CoreError::Command(_) => class(ruby, &COMMAND),
+        CoreError::Command(_) | CoreError::Refused(_) => class(ruby, &COMMAND),
         CoreError::Invalid(_) => ruby.exception_arg_error(),
         CoreError::Interrupted => class(ruby, &ERROR),
     };

@@ -173,6 +173,11 @@ impl Native {
         beat_report::to_ruby(ruby, report)
     }
 
+    fn check_server(ruby: &Ruby, rb_self: &Self) -> Result<(), Error> {
+        let capsule = rb_self.capsule.clone();
+        call(ruby, |interrupt| capsule.check_server(interrupt))
+    }
+
     fn register(ruby: &Ruby, rb_self: &Self) -> Result<(), Error> {
         let capsule = rb_self.capsule.clone();
         call(ruby, |interrupt| capsule.register(interrupt))
@@ -248,6 +253,7 @@ pub fn init(ruby: &Ruby, namespace: RClass) -> Result<(), Error> {
     class.define_method("flush", method!(Native::flush, 0))?;
     class.define_method("requeue", method!(Native::requeue, 1))?;
     class.define_method("beat", method!(Native::beat, 0))?;
+    class.define_method("check_server", method!(Native::check_server, 0))?;
     class.define_method("register", method!(Native::register, 0))?;
     class.define_method("deregister", method!(Native::deregister, 1))?;
     class.define_method("set_default_limits", method!(Native::set_default_limits, 1))?;

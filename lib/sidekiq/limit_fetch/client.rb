@@ -28,9 +28,12 @@ module Sidekiq
         Limits.unserved(config, @limits).each do |queue|
           logger.warn("sidekiq-limit_fetch: a limit is set for queue #{queue.inspect}, which no capsule processes")
         end
+        describe
+        # Before any write: a server or Redis user that cannot run the gem
+        # is refused, with one line saying why.
+        @native.check_server
         @native.set_default_limits(@limits)
         @native.set_default_rates(@rates)
-        describe
         @native.register
         @heartbeat.start
         self
@@ -51,11 +54,15 @@ module Sidekiq
       # ["queue name", "job"] or nil, from bare queue names. With wait:, when
       # nothing is eligible, blocks up to :fetch_timeout for a job or a slot.
       # Jobs discarded at their limit since the last call go to the app's
-      # handlers first (Discards).
+      # handlers first (Discards). A command the Redis ACL denies is logged
+      # once (AclDenial) and raised.
       def fetch(queues, wait: false)
         return delivered(@native.fetch(queues, 0.0, 0.0)) unless wait
 
         delivered(@native.fetch(queues, @fetch_options.fetch_timeout, @fetch_options.poll_pause))
+      rescue CommandError => e
+        AclDenial.report(e, logger)
+        raise
       end
 
       # Sidekiq is quieting: fetches stop waiting, and the discards a

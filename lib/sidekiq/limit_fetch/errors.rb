@@ -8,7 +8,9 @@ module Sidekiq
     # Redis could not be reached, or the connection broke or timed out.
     class ConnectionError < Error; end
 
-    # Redis answered a command with an error (e.g. NOPERM under an ACL).
+    # Redis answered a command with an error (e.g. NOPERM under an ACL: the
+    # message names the rule to add), or, at boot, the server or its user
+    # cannot run the gem (a Redis before 7.0, a command the ACL denies).
     class CommandError < Error; end
   end
 end

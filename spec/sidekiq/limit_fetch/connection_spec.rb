@@ -118,13 +118,12 @@ RSpec.describe Sidekiq::LimitFetch, "connection options" do
       end
     end
 
-    it "fails with the gem's CommandError where the user lacks a permission" do
+    it "refuses to start, with the gem's CommandError, where the user lacks a permission" do
       server = acl_server
       server.with_client { |conn| conn.call("ACL", "SETUSER", "lf", "-fcall") }
       capsule = capsule_with({url: server.url(userinfo: "lf:lf-pw")})
-      fetcher = fetcher_for(capsule)
 
-      expect { fetcher.retrieve_work }.to raise_error(described_class::CommandError, /NOPERM/i)
+      expect { fetcher_for(capsule) }.to raise_error(described_class::CommandError, /add \+fcall to its ACL rules/)
     end
   end
 
