@@ -32,7 +32,8 @@ mod sentinel;
 mod settings;
 
 pub use admin::{
-    CapsuleEntry, JobLimitState, Limits, Pause, QueueState, RateOf, RateWindow, StoredLimit,
+    CapsuleEntry, JobLimitState, Limits, Pause, QueueState, QueueWaiting, RateOf, RateWindow,
+    StoredLimit, Waiting,
 };
 pub use capsule::{BeatReport, Capsule, CapsuleOptions, Fetch, Rebooked, Wait};
 pub use error::{Error, Result};

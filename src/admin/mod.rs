@@ -7,13 +7,15 @@
 //! [`Limits`] is the handle; each file adds what it administers:
 //! queue_limits.rs (queues' limits and busy slots), queues.rs (a queue's
 //! state, pauses, the queues the gem knows of), job_limits.rs, registered.rs
-//! (the registered capsules), rates.rs (queues' and job limits' rates).
+//! (the registered capsules), rates.rs (queues' and job limits' rates),
+//! waiting.rs (the jobs waiting in queues, parked ones included).
 
 pub(crate) mod job_limits;
 mod queue_limits;
 mod queues;
 mod rates;
 mod registered;
+mod waiting;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,6 +29,7 @@ pub(crate) use queue_limits::{limit_defaults, rate_defaults, write_defaults};
 pub use queues::{Pause, QueueState};
 pub use rates::{RateOf, RateWindow};
 pub use registered::CapsuleEntry;
+pub use waiting::{QueueWaiting, Waiting};
 pub(crate) use registered::INFO_TTL_SECS;
 
 /// The administration of one Redis (see the module documentation), named

@@ -25,7 +25,7 @@ const PRELUDE: &str = include_str!("../lua/prelude.lua");
 /// Each script: its name in the library and its file, a chunk that runs
 /// once, when the library loads, and returns the function of `(KEYS, ARGV)`
 /// that Redis calls (what it defines before, it defines once).
-const SCRIPTS: [(&str, &str); 7] = [
+const SCRIPTS: [(&str, &str); 8] = [
     (FETCH, include_str!("../lua/fetch.lua")),
     (REAP, include_str!("../lua/reap.lua")),
     (RECONCILE, include_str!("../lua/reconcile.lua")),
@@ -33,6 +33,7 @@ const SCRIPTS: [(&str, &str); 7] = [
     (RELEASE, include_str!("../lua/release.lua")),
     (ORPHANS, include_str!("../lua/orphans.lua")),
     (ACTIVE, include_str!("../lua/active.lua")),
+    (WAITING, include_str!("../lua/waiting.lua")),
 ];
 
 pub(crate) const FETCH: &str = "fetch";
@@ -42,6 +43,7 @@ pub(crate) const REQUEUE: &str = "requeue";
 pub(crate) const RELEASE: &str = "release";
 pub(crate) const ORPHANS: &str = "orphans";
 pub(crate) const ACTIVE: &str = "active";
+pub(crate) const WAITING: &str = "waiting";
 
 /// What stands for the library's version in its source.
 const VERSION: &str = "{version}";

@@ -21,7 +21,13 @@ module Sidekiq
       lookahead: 100,
       # Seconds a queue may stay at its global limit with jobs waiting before
       # its process logs a warning (once per episode; a line when it ends).
-      at_limit_warning_after: 60
+      at_limit_warning_after: 60,
+      # Whether Sidekiq's API (Queue#size and #latency, Stats#enqueued,
+      # #queues and #queue_summaries, and so its Web UI and autoscalers)
+      # counts the jobs parked at their job limits or rates as waiting in
+      # their queues; false: Sidekiq's raw list lengths. Read at each call,
+      # in every process (web and console ones too).
+      count_parked_as_waiting: true
     }.freeze
 
     @configuration = DEFAULTS.dup
