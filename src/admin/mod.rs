@@ -29,8 +29,8 @@ pub(crate) use queue_limits::{limit_defaults, rate_defaults, write_defaults};
 pub use queues::{Pause, QueueState};
 pub use rates::{RateOf, RateWindow};
 pub use registered::CapsuleEntry;
-pub use waiting::{QueueWaiting, Waiting};
 pub(crate) use registered::INFO_TTL_SECS;
+pub use waiting::{QueueWaiting, Waiting};
 
 /// The administration of one Redis (see the module documentation), named
 /// for what it first administered: queues' limits. Cheap to clone; every method blocks the

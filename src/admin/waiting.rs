@@ -64,7 +64,8 @@ impl Limits {
 /// waiting.lua's reply: a flag, then five fields per queue.
 fn decode(reply: Vec<redis::Value>) -> Result<Waiting> {
     let mut fields = reply.into_iter();
-    let estimated: i64 = redis::from_owned_redis_value(fields.next().unwrap_or(redis::Value::Int(0)))?;
+    let estimated: i64 =
+        redis::from_owned_redis_value(fields.next().unwrap_or(redis::Value::Int(0)))?;
     let rest: Vec<redis::Value> = fields.collect();
     let queues = rest
         .chunks(5)

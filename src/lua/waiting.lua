@@ -4,23 +4,30 @@
 -- as release reads it). For Sidekiq's API (Queue#size, #latency, Stats), the
 -- metrics and the Web UI's tab (src/admin/waiting.rs). Writes nothing.
 --
--- ARGV[1]  budget: how many parked payloads it reads whole, at most
+-- ARGV[1]  budget: how many parked payloads it reads, at most, each limit
+--          read counting as LIMIT_COST more
 -- ARGV[2]  '1': also each queue's oldest waiting payloads (for latency)
 -- ARGV[3..] queue names; none: every queue with parked jobs
 -- Returns {estimated, then per queue: name, length of Sidekiq's list,
 --   parked jobs, its list's oldest payload, its oldest parked payload}
---   (payloads false when none, or not asked for). `estimated`: 1 when some
---   limit's parked list did not fit in what was left of the budget: its
---   jobs are then all counted for the queue of its oldest one (exact while
---   a limit's jobs go to one queue, as a class's usually do).
+--   (payloads false when none, or not asked for). `estimated`: 1 when the
+--   budget did not cover every parked job: a limit whose parked list did
+--   not fit in what was left is counted by its oldest job (LINDEX) alone,
+--   all its jobs for that job's queue (exact while a limit's jobs go to one
+--   queue, as a class's and its keys' usually do); once the budget is
+--   spent, the limits left are not read at all.
 --
--- Cost: one LLEN per job limit with parked jobs, and at most `budget`
--- payloads read (LRANGE, in slices), plus one (LINDEX) per list that did
--- not fit. Parked lists hold the oldest job last (fetch.lua parks with
+-- Cost: the limits with parked jobs, a page at a time (SSCAN), and for
+-- each read an LLEN and its jobs (LRANGE, in slices) or its oldest: bounded
+-- by the budget. Parked lists hold the oldest job last (fetch.lua parks with
 -- LPUSH; a job going back to parking goes with RPUSH).
 
 -- Payloads read per LRANGE: a slice's strings live until it is counted.
 local SLICE = 1000
+
+-- What reading a limit costs besides its jobs, in payloads read: its keys
+-- and its jobs' limits read once (measured: about fifteen payloads' time).
+local LIMIT_COST = 15
 
 -- A payload's enqueue time in milliseconds, or nil: Sidekiq 8 writes
 -- milliseconds (an integer), older versions seconds (a float).
@@ -30,6 +37,39 @@ local function enqueued_ms(job)
   if type(at) ~= 'number' then return nil end
   if at < 100000000000 then return at * 1000 end
   return at
+end
+
+-- The start of `job` up to its queue's name, when job_queue read `name`
+-- from there (its limits first, then its queue, as the middleware writes
+-- them), else nil. A key's jobs start alike: a job that starts with the
+-- same text is of the same queue, found with one plain find instead of
+-- job_queue's reads and the tables it keeps for the call.
+local function head_of(job, name)
+  if not (job_limits(job) and carried_queues[job] == name) then return nil end
+  local array = string.match(job, '^%b[]', #LIMITS_FIRST + 1)
+  local head = array and LIMITS_FIRST .. array .. ',"queue":"' .. name .. '"'
+  if head and string.find(job, head, 1, true) == 1 then return head end
+end
+
+-- Counts the jobs of parked list `key` from `from` to `to` by queue into
+-- `counts`, noting each queue's oldest (the last met) in `last`.
+local function count_range(key, from, to, counts, last)
+  local head, head_name
+  for start = from, to, SLICE do
+    for _, job in ipairs(redis.call('LRANGE', key, start, math.min(start + SLICE - 1, to))) do
+      local name
+      if head and string.find(job, head, 1, true) == 1 then
+        name = head_name
+      else
+        name = job_queue(job)
+        if name and to > from then head, head_name = head_of(job, name), name end
+      end
+      if name then
+        counts[name] = (counts[name] or 0) + 1
+        last[name] = job
+      end
+    end
+  end
 end
 
 return function(KEYS, ARGV)
@@ -45,7 +85,7 @@ return function(KEYS, ARGV)
   -- By queue: parked jobs counted, and the oldest parked payload (with the
   -- time it was enqueued).
   local parked, oldest, oldest_at = {}, {}, {}
-  local estimated = 0
+  local estimated, seen = 0, {}
   local function note(name, count, job)
     if not every and not asked[name] then return end
     if every and not asked[name] then
@@ -60,22 +100,17 @@ return function(KEYS, ARGV)
       end
     end
   end
-  for _, id in ipairs(redis.call('SMEMBERS', PARKED_KEY)) do
+  -- The limits with parked jobs, a page at a time (SSCAN), so that a set
+  -- of many costs no more than the budget allows.
+  local function read_limit(id)
     local key = parked_key(id)
     local len = redis.call('LLEN', key)
+    budget = budget - LIMIT_COST
     if len > 0 and len <= budget then
       budget = budget - len
       -- Per queue in this list: its jobs, and its oldest (the last seen).
       local counts, last = {}, {}
-      for from = 0, len - 1, SLICE do
-        for _, job in ipairs(redis.call('LRANGE', key, from, from + SLICE - 1)) do
-          local name = job_queue(job)
-          if name then
-            counts[name] = (counts[name] or 0) + 1
-            last[name] = job
-          end
-        end
-      end
+      count_range(key, 0, len - 1, counts, last)
       for name, count in pairs(counts) do note(name, count, last[name]) end
     elseif len > 0 then
       estimated = 1
@@ -84,6 +119,24 @@ return function(KEYS, ARGV)
       if name then note(name, len, job) end
     end
   end
+  local cursor = '0'
+  repeat
+    local page = redis.call('SSCAN', PARKED_KEY, cursor, 'COUNT', 100)
+    cursor = page[1]
+    for _, id in ipairs(page[2]) do
+      -- The budget spent, the limits left are not read (their jobs not
+      -- counted). SSCAN may name a limit twice: counted once.
+      if budget <= 0 then
+        estimated = 1
+        break
+      end
+      if not seen[id] then
+        seen[id] = true
+        read_limit(id)
+      end
+    end
+  until cursor == '0' or budget <= 0
+  if budget <= 0 and cursor ~= '0' then estimated = 1 end
   local out = {estimated}
   for _, name in ipairs(names) do
     local queue = queue_key(name)

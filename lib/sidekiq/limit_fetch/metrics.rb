@@ -22,7 +22,7 @@ module Sidekiq
         process_limit: ["process_max_concurrent_jobs", "Jobs of the queue that may run at once in each process"],
         running: ["current_concurrent_jobs", "Jobs of the queue running now across all processes"],
         queued: ["queue_jobs", "Jobs waiting in the queue's list"],
-        parked: ["queue_parked_jobs", "Jobs of the queue parked at their job limits or rates, waiting to go back to it"],
+        parked: ["queue_parked_jobs", "Jobs of the queue parked at their job limits or rates, waiting to go back"],
         latency: ["queue_latency_seconds", "Age of the queue's oldest waiting job, parked ones included, in seconds"],
         paused: ["paused", "1 while the queue is paused"],
         rate_limit: ["rate_limit", "Jobs of the queue that may start in any window of its rate's period"],

@@ -43,19 +43,22 @@ module Sidekiq
         states = @admin.queue_states(names)
         windows = windows(states.map { |state| [:queue, state.name, state.rate] })
         waiting = Waiting.read(names, oldest: true, admin: @admin)
-        states.zip(windows).map do |state, window|
-          queue_row(state, waiting[state.name]).merge(rate_figures(state.rate, window))
-        end
+        states.zip(windows).map { |state, window| queue_row(state, waiting[state.name], window) }
       end
 
-      def queue_row(state, waiting)
+      def queue_row(state, waiting, window)
         at_limit = AtLimitClock.at_limit?(state)
         {
           queue: state.name, limit: state.limit, process_limit: state.process_limit,
-          running: state.busy.values.sum, queued: state.queued, parked: waiting.parked,
-          latency: waiting.latency.round(3), paused: state.paused,
-          at_limit: at_limit, at_limit_seconds: @clock.observe(state.name, at_limit).seconds.round(3)
+          running: state.busy.values.sum, queued: state.queued, **waiting_figures(waiting), paused: state.paused,
+          at_limit: at_limit, at_limit_seconds: @clock.observe(state.name, at_limit).seconds.round(3),
+          **rate_figures(state.rate, window)
         }
+      end
+
+      # A queue's parked jobs and latency, from its Waiting::QueueWaiting.
+      def waiting_figures(waiting)
+        {parked: waiting.parked, latency: waiting.latency.round(3)}
       end
 
       def job_limits

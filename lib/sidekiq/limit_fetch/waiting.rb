@@ -17,8 +17,8 @@ module Sidekiq
     # queue, as a class's and its keys' usually do), and #estimated? says so.
     class Waiting
       # Parked jobs one read reads whole, at most: bounds the time it holds
-      # Redis (about a millisecond per 2,000 jobs).
-      BUDGET = 20_000
+      # Redis: see docs/metrics.md for what it costs.
+      BUDGET = 10_000
 
       # One queue's waiting jobs: +queued+ in Sidekiq's list, +parked+ at
       # their limits; the oldest payload of each (Strings, nil when not

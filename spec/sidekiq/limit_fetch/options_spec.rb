@@ -35,8 +35,11 @@ RSpec.describe Sidekiq::LimitFetch, "options" do
       expect(boot_error.message).to include("missing option :max_recoveries")
     end
 
-    it "lists exactly the members of CapsuleOptions and FetchOptions among its defaults" do
-      members = described_class::CapsuleOptions.members + described_class::FetchOptions.members
+    it "lists exactly the members of CapsuleOptions and FetchOptions among its defaults, and the clients' setting" do
+      # :count_parked_as_waiting is read by Sidekiq's API in any process
+      # (Waiting.counted?), not by a capsule.
+      members = described_class::CapsuleOptions.members + described_class::FetchOptions.members +
+                [:count_parked_as_waiting]
 
       expect(described_class::DEFAULTS.keys).to match_array(members)
       expect(described_class::Configuration.capsule_options(described_class::DEFAULTS))

@@ -38,7 +38,9 @@ module Sidekiq
         # A queue's summary with its +row+'s parked jobs (a queue with only
         # parked jobs has none in Sidekiq's).
         def with_parked(summary, row)
-          return Stats::QueueSummary.new(name: row.name, size: row.size, latency: row.latency, paused: false) unless summary
+          if summary.nil?
+            return Stats::QueueSummary.new(name: row.name, size: row.size, latency: row.latency, paused: false)
+          end
 
           summary.with(size: summary.size + row.parked, latency: [summary.latency, row.latency].max)
         end
