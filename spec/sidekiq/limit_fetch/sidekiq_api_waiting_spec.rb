@@ -82,11 +82,36 @@ RSpec.describe Sidekiq::LimitFetch, "jobs parked count as waiting" do
       expect(sidekiq_queue.size).to eq(1000)
     end
 
+    it "reads once for every queue of Queue.all, as the Web UI's Queues page asks each its size and latency" do
+      Sidekiq::Queue.new("other").clear
+      LimitFetchSpec::ExportJob.set(queue: "other").perform_async(0)
+      fcalls = -> { redis.call("INFO", "commandstats")[/cmdstat_fcall:calls=(\d+)/, 1].to_i }
+      before = fcalls.call
+
+      figures = Sidekiq::Queue.all.to_h { [_1.name, [_1.size, _1.latency.positive?]] }
+
+      expect(figures).to eq(queue => [1000, true], "other" => [1, true])
+      expect(fcalls.call - before).to eq(1)
+    end
+
     it "gives each queue's parked jobs and latency in LimitFetch.stats" do
       row = described_class.stats[:queues].find { _1[:queue] == queue }
       expect(row).to include(queued: 1, parked: 999)
       expect(row[:latency]).to be_within(0.05).of(oldest_parked_age(limit))
     end
+  end
+
+  it "counts a limit's parked jobs by their queues when they go to several" do
+    described_class.configuration[:lookahead] = 1000
+    Sidekiq::Client.push_bulk("class" => LimitFetchSpec::SyncJob, "args" => [["acme", 0]]) # taken first
+    60.times { |i| LimitFetchSpec::SyncJob.set(queue: i % 3 == 0 ? "other" : queue).perform_async("acme", 0) }
+    fetcher = fetcher_for(build_capsule(queues: [queue, "other"]))
+    wait_until(message: "the lists to empty") do
+      fetcher.retrieve_work
+      queue_length(queue).zero? && queue_length("other").zero?
+    end
+
+    expect([sidekiq_queue.size, Sidekiq::Queue.new("other").size]).to eq([40, 20])
   end
 
   it "counts jobs parked behind a rate, and only those of the queue asked for" do
