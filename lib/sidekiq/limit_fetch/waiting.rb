@@ -37,11 +37,13 @@ module Sidekiq
       extend ApiUtils
 
       # True when Sidekiq's API counts parked jobs as waiting
-      # (LimitFetch.configuration's :count_parked_as_waiting).
+      # (LimitFetch.configuration's :count_parked_as_waiting), but within
+      # Sidekiq::Client.via (another Redis, a shard): the gem reads the Redis
+      # Sidekiq is configured with.
       def self.counted?(configuration = LimitFetch.configuration)
         Configuration.checked(configuration)
         value = configuration[:count_parked_as_waiting]
-        return value if [true, false].include?(value)
+        return value && !Thread.current[:sidekiq_redis_pool] if [true, false].include?(value)
 
         raise ArgumentError, "sidekiq-limit_fetch: :count_parked_as_waiting must be true or false, " \
                              "got #{value.class}"

@@ -69,6 +69,12 @@ RSpec.describe Sidekiq::LimitFetch, "jobs parked count as waiting" do
       expect([stats.enqueued, stats.queues]).to eq([1, {queue => 1}])
       expect(stats.queue_summaries.map(&:size)).to eq([1])
 
+      # within Sidekiq::Client.via, Sidekiq's own reads (another Redis)
+      described_class.configuration[:count_parked_as_waiting] = true
+      pool = Sidekiq.default_configuration.redis_pool
+      expect(Sidekiq::Client.via(pool) { [sidekiq_queue.size, Sidekiq::Stats.new.enqueued] }).to eq([1, 1])
+      expect(sidekiq_queue.size).to eq(1000)
+
       described_class.configuration[:count_parked_as_waiting] = "yes"
       expect { sidekiq_queue.size }.to raise_error(ArgumentError, /:count_parked_as_waiting must be true or false/)
     end
