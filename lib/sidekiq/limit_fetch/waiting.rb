@@ -10,14 +10,15 @@ module Sidekiq
     # Read in one round trip by the core (src/lua/waiting.lua), for
     # Sidekiq's API (see api.rb), LimitFetch.stats and the Web UI's tab.
     #
-    # Cost: one LLEN per job limit with parked jobs, and at most BUDGET
-    # parked jobs read whole. A limit whose parked jobs are more than what
-    # is left of the budget is counted by its oldest job alone: all its
-    # jobs for that job's queue (exact while a limit's jobs all go to one
-    # queue, as a class's and its keys' usually do), and #estimated? says so.
+    # Cost: bounded by BUDGET, payloads read (each limit read counts 15
+    # more). A limit whose parked jobs are more than what is left of it is
+    # counted by its oldest job alone: all its jobs for that job's queue
+    # (exact while a limit's jobs all go to one queue, as a class's and its
+    # keys' usually do); once it is spent, the limits left are not read.
+    # #estimated? says either happened. See docs/metrics.md.
     class Waiting
-      # Parked jobs one read reads whole, at most: bounds the time it holds
-      # Redis: see docs/metrics.md for what it costs.
+      # What one read may read: bounds the time it holds Redis (about 10 ms
+      # at most; see docs/metrics.md).
       BUDGET = 10_000
 
       # One queue's waiting jobs: +queued+ in Sidekiq's list, +parked+ at
