@@ -17,7 +17,7 @@ module Sidekiq
     # keys' usually do); once it is spent, the limits left are not read.
     # #estimated? says either happened. See docs/metrics.md.
     class Waiting
-      # What one read may read: bounds the time it holds Redis (about 10 ms
+      # What one read may read: bounds the time it holds Redis (10 to 15 ms
       # at most; see docs/metrics.md).
       BUDGET = 10_000
 
