@@ -57,13 +57,26 @@ struct Library {
     version: String,
 }
 
+/// The scripts that write nothing, registered `no-writes`: Redis runs them
+/// where it refuses writes (over `maxmemory`, as Sidekiq's own reads of
+/// its lists still run), so that Sidekiq's API keeps its figures then.
+const READ_ONLY: [&str; 1] = [WAITING];
+
 static LIBRARY: LazyLock<Library> = LazyLock::new(|| {
     let mut source = format!("#!lua name=limit_fetch_{VERSION}\n{PRELUDE}");
     for (name, body) in SCRIPTS {
+        let function = function_name(name, VERSION);
+        let callback = "function(KEYS, ARGV)\nnew_call()\nreturn run(KEYS, ARGV)\nend";
+        let register = if READ_ONLY.contains(&name) {
+            format!(
+                "redis.register_function{{function_name = '{function}', \
+                 flags = {{'no-writes'}}, callback = {callback}}}"
+            )
+        } else {
+            format!("redis.register_function('{function}', {callback})")
+        };
         source.push_str(&format!(
-            "\ndo\nlocal run = (function()\n{body}\nend)()\n\
-             redis.register_function('{}', function(KEYS, ARGV)\nnew_call()\nreturn run(KEYS, ARGV)\nend)\nend\n",
-            function_name(name, VERSION)
+            "\ndo\nlocal run = (function()\n{body}\nend)()\n{register}\nend\n"
         ));
     }
     let version = redis::Script::new(&source).get_hash()[..16].to_string();
