@@ -38,21 +38,20 @@ module Sidekiq
       extend ApiUtils
 
       # True when Sidekiq's API counts parked jobs as waiting
-      # (LimitFetch.configuration's :count_parked_as_waiting), but within
-      # Sidekiq::Client.via (another Redis, a shard): the gem reads the Redis
-      # Sidekiq is configured with.
+      # (LimitFetch.configuration's :count_parked_as_waiting).
       def self.counted?(configuration = LimitFetch.configuration)
         Configuration.checked(configuration)
         value = configuration[:count_parked_as_waiting]
-        return value && !Thread.current[:sidekiq_redis_pool] if [true, false].include?(value)
+        return value if [true, false].include?(value)
 
         raise ArgumentError, "sidekiq-limit_fetch: :count_parked_as_waiting must be true or false, " \
                              "got #{value.class}"
       end
 
       # The waiting jobs of +names+ (none: of every queue with parked jobs),
-      # with the oldest payloads when +oldest+, through +admin+ (Sidekiq's
-      # client's Redis by default, as Sidekiq's API).
+      # with the oldest payloads when +oldest+, through +admin+ (by default
+      # on the Redis Sidekiq's API reads: its client's, or within
+      # Sidekiq::Client.via, or in Sidekiq::Web, the pool's).
       def self.read(names = [], oldest: false, admin: LimitFetch.admin)
         estimated, rows = admin.waiting(names.map(&:to_s), BUDGET, oldest)
         new(rows.map { QueueWaiting.new(*_1) }, estimated: estimated)

@@ -69,14 +69,19 @@ RSpec.describe Sidekiq::LimitFetch, "jobs parked count as waiting" do
       expect([stats.enqueued, stats.queues]).to eq([1, {queue => 1}])
       expect(stats.queue_summaries.map(&:size)).to eq([1])
 
-      # within Sidekiq::Client.via, Sidekiq's own reads (another Redis)
-      described_class.configuration[:count_parked_as_waiting] = true
-      pool = Sidekiq.default_configuration.redis_pool
-      expect(Sidekiq::Client.via(pool) { [sidekiq_queue.size, Sidekiq::Stats.new.enqueued] }).to eq([1, 1])
-      expect(sidekiq_queue.size).to eq(1000)
-
       described_class.configuration[:count_parked_as_waiting] = "yes"
       expect { sidekiq_queue.size }.to raise_error(ArgumentError, /:count_parked_as_waiting must be true or false/)
+    end
+
+    it "reads the Redis Sidekiq's API reads, within Sidekiq::Client.via too" do
+      other = Sidekiq::RedisConnection.create(url: RedisServer.url.sub(%r{(/\d+)?\z}, "/1"), size: 1)
+      other.with { |conn| conn.call("FLUSHDB") }
+      Sidekiq::Client.via(other) { LimitFetchSpec::ExportJob.set(queue: queue).perform_async(0) }
+
+      expect(Sidekiq::Client.via(other) { [sidekiq_queue.size, Sidekiq::Stats.new.enqueued] }).to eq([1, 1])
+      expect(sidekiq_queue.size).to eq(1000)
+    ensure
+      other&.with { |conn| conn.call("FLUSHDB") }
     end
 
     it "reads at most Waiting::BUDGET parked jobs whole: a longer list counts for its oldest job's queue" do
