@@ -35,6 +35,7 @@ require "sidekiq/limit_fetch/console"
 require "sidekiq/limit_fetch/release_all"
 require "sidekiq/limit_fetch/carried_limits"
 require "sidekiq/limit_fetch/stats"
+require "sidekiq/limit_fetch/api"
 require "sidekiq/limit_fetch/boot_line"
 require "sidekiq/limit_fetch/global/queue_semaphore"
 

@@ -105,6 +105,13 @@ RSpec.describe "the Limits tab in a headless browser", :browser, :e2e do
     browser.at_css(%(tr.lf-queue[data-queue="#{queue}"] .lf-figures))&.text.to_s.split.join(" ")
   end
 
+  # The Size and Latency of queue +name+ on Sidekiq's Queues page.
+  def queue_cells(browser, name)
+    row = browser.css("table tr").find { _1.at_css("td a")&.text == name }
+    expect(row).not_to be_nil, "no row of #{name} on the Queues page"
+    row.css("td.num").map { _1.text.strip }
+  end
+
   # The text of +css+ in queue +name+'s status row, its spaces squeezed.
   def cell(browser, name, css)
     browser.at_css(%(tr.lf-queue[data-queue="#{name}"] #{css}))&.text.to_s.split.join(" ")
@@ -226,6 +233,32 @@ RSpec.describe "the Limits tab in a headless browser", :browser, :e2e do
     expect(problems).to contain_exactly(a_string_starting_with("log security: Applying inline style violates"),
       "CSP violation: style-src-attr inline at #{@web.limits_url}/limit")
     stop_process(process)
+  end
+
+  it "counts jobs parked at their job limit in Sidekiq's dashboard (Enqueued) and Queues page (Size)" do
+    keyed = LimitFetchSpec::KeyedJobs::QUEUE
+    Sidekiq::LimitFetch.configuration[:lookahead] = 1000
+    Sidekiq::Client.push_bulk("class" => LimitFetchSpec::SyncJob, "args" => Array.new(1000) { ["acme", 0] })
+    fetcher = fetcher_for(build_capsule(queues: [keyed]))
+    wait_until(message: -> { "the queue's list to empty (#{queue_length(keyed)} left)" }) do
+      fetcher.retrieve_work
+      queue_length(keyed).zero?
+    end
+    expect(Sidekiq::LimitFetch.job_limit(LimitFetchSpec::SyncJob, key: "acme").parked).to eq(999)
+
+    browser.go_to("#{@web.url}/")
+    expect(browser.at_css("#txtEnqueued").text.strip).to eq("999")
+    browser.go_to("#{@web.url}/queues")
+    size, latency = queue_cells(browser, keyed)
+    expect(size).to eq("999")
+    expect(latency.to_f).to be > 0
+
+    Sidekiq::LimitFetch.configuration[:count_parked_as_waiting] = false
+    browser.refresh
+    expect(queue_cells(browser, keyed).first).to eq("0")
+    # Debian's ruby-sidekiq ships without the dashboard's script too
+    expect(failed_requests(browser)).to eq(["#{@web.url}/javascripts/dashboard.js: 404"])
+    expect(problems).to all(match(%r{\Alog network: .*404.* #{@web.url}/javascripts/dashboard\.js\z}))
   end
 
   it "changes queues of any name through their forms, each exactly, on a page no wider than the window" do

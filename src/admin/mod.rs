@@ -8,7 +8,8 @@
 //! queue_limits.rs (queues' limits and busy slots), queues.rs (a queue's
 //! state, pauses, the queues the gem knows of), job_limits.rs, registered.rs
 //! (the registered capsules), rates.rs (queues' and job limits' rates),
-//! release_all.rs (every job the gem holds back to its queue: the way out).
+//! release_all.rs (every job the gem holds back to its queue: the way out),
+//! waiting.rs (the jobs waiting in queues, parked ones included).
 
 pub(crate) mod job_limits;
 mod queue_limits;
@@ -16,6 +17,7 @@ mod queues;
 mod rates;
 mod registered;
 mod release_all;
+mod waiting;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,6 +33,7 @@ pub use rates::{RateOf, RateWindow};
 pub use registered::CapsuleEntry;
 pub(crate) use registered::INFO_TTL_SECS;
 pub use release_all::{QueueReleased, Released};
+pub use waiting::{QueueWaiting, Waiting};
 
 /// The administration of one Redis (see the module documentation), named
 /// for what it first administered: queues' limits. Cheap to clone; every method blocks the

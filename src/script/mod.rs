@@ -25,7 +25,7 @@ const PRELUDE: &str = include_str!("../lua/prelude.lua");
 /// Each script: its name in the library and its file, a chunk that runs
 /// once, when the library loads, and returns the function of `(KEYS, ARGV)`
 /// that Redis calls (what it defines before, it defines once).
-const SCRIPTS: [(&str, &str); 9] = [
+const SCRIPTS: [(&str, &str); 10] = [
     (FETCH, include_str!("../lua/fetch.lua")),
     (REAP, include_str!("../lua/reap.lua")),
     (RECONCILE, include_str!("../lua/reconcile.lua")),
@@ -35,6 +35,7 @@ const SCRIPTS: [(&str, &str); 9] = [
     (ACTIVE, include_str!("../lua/active.lua")),
     (UNPARK, include_str!("../lua/unpark.lua")),
     (ACL_CHECK, include_str!("../lua/acl_check.lua")),
+    (WAITING, include_str!("../lua/waiting.lua")),
 ];
 
 pub(crate) const FETCH: &str = "fetch";
@@ -46,6 +47,7 @@ pub(crate) const ORPHANS: &str = "orphans";
 pub(crate) const ACTIVE: &str = "active";
 pub(crate) const UNPARK: &str = "unpark";
 pub(crate) const ACL_CHECK: &str = "acl_check";
+pub(crate) const WAITING: &str = "waiting";
 
 /// What stands for the library's version in its source.
 const VERSION: &str = "{version}";
@@ -59,13 +61,26 @@ struct Library {
     version: String,
 }
 
+/// The scripts that write nothing, registered `no-writes`: Redis runs them
+/// where it refuses writes (over `maxmemory`, as Sidekiq's own reads of
+/// its lists still run), so that Sidekiq's API keeps its figures then.
+const READ_ONLY: [&str; 1] = [WAITING];
+
 static LIBRARY: LazyLock<Library> = LazyLock::new(|| {
     let mut source = format!("#!lua name=limit_fetch_{VERSION}\n{PRELUDE}");
     for (name, body) in SCRIPTS {
+        let function = function_name(name, VERSION);
+        let callback = "function(KEYS, ARGV)\nnew_call()\nreturn run(KEYS, ARGV)\nend";
+        let register = if READ_ONLY.contains(&name) {
+            format!(
+                "redis.register_function{{function_name = '{function}', \
+                 flags = {{'no-writes'}}, callback = {callback}}}"
+            )
+        } else {
+            format!("redis.register_function('{function}', {callback})")
+        };
         source.push_str(&format!(
-            "\ndo\nlocal run = (function()\n{body}\nend)()\n\
-             redis.register_function('{}', function(KEYS, ARGV)\nnew_call()\nreturn run(KEYS, ARGV)\nend)\nend\n",
-            function_name(name, VERSION)
+            "\ndo\nlocal run = (function()\n{body}\nend)()\n{register}\nend\n"
         ));
     }
     let version = redis::Script::new(&source).get_hash()[..16].to_string();

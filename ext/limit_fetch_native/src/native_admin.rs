@@ -5,7 +5,9 @@
 //! alone. Thin like it: every call runs without the GVL.
 
 use limit_fetch_core::Limits;
-use magnus::{function, method, prelude::*, Error, RArray, RClass, Ruby, TryConvert, Value};
+use magnus::{
+    function, method, prelude::*, Error, IntoValue, RArray, RClass, Ruby, TryConvert, Value,
+};
 
 use crate::helpers::seconds;
 use crate::helpers::symbol_enum::{LIMIT_KIND, RATE_OF};
@@ -201,6 +203,35 @@ impl NativeAdmin {
         release_report::to_ruby(ruby, released)
     }
 
+    /// The waiting jobs of `queues` (empty: every queue with parked jobs),
+    /// reading at most `budget` parked payloads whole (waiting.lua), as
+    /// `[estimated, [[name, queued, parked, oldest_queued, oldest_parked],
+    /// ...]]`; the payloads (nil unless `oldest`) are for latency.
+    fn waiting(
+        ruby: &Ruby,
+        rb_self: &Self,
+        queues: Vec<String>,
+        budget: u64,
+        oldest: bool,
+    ) -> Result<RArray, Error> {
+        let limits = rb_self.limits.clone();
+        let found = call(ruby, |interrupt| {
+            limits.waiting(&queues, budget, oldest, interrupt)
+        })?;
+        let payload = |raw: Option<Vec<u8>>| raw.map(|b| String::from_utf8_lossy(&b).into_owned());
+        let rows = ruby.ary_new_capa(found.queues.len());
+        for queue in found.queues {
+            rows.push((
+                queue.name,
+                queue.queued,
+                queue.parked,
+                payload(queue.oldest_queued),
+                payload(queue.oldest_parked),
+            ))?;
+        }
+        Ok(ruby.ary_new_from_values(&[found.estimated.into_value_with(ruby), rows.as_value()]))
+    }
+
     /// Ids of the job limits with running or parked jobs.
     fn active_job_limits(ruby: &Ruby, rb_self: &Self) -> Result<Vec<String>, Error> {
         let limits = rb_self.limits.clone();
@@ -225,6 +256,7 @@ pub fn init(ruby: &Ruby, namespace: RClass) -> Result<(), Error> {
     class.define_method("known_queues", method!(NativeAdmin::known_queues, 0))?;
     class.define_method("capsules", method!(NativeAdmin::capsules, 0))?;
     class.define_method("release_all", method!(NativeAdmin::release_all, 2))?;
+    class.define_method("waiting", method!(NativeAdmin::waiting, 3))?;
     class.define_method(
         "active_job_limits",
         method!(NativeAdmin::active_job_limits, 0),

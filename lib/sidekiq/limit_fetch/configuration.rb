@@ -25,7 +25,13 @@ module Sidekiq
       # Whether a job discarded at its limit (`on_limit: :discard`) goes to
       # Sidekiq's death handlers too (with a LimitFetch::Discarded), besides
       # LimitFetch.discard_handlers.
-      discards_to_death_handlers: false
+      discards_to_death_handlers: false,
+      # Whether Sidekiq's API (Queue#size and #latency, Stats#enqueued,
+      # #queues and #queue_summaries, and so its Web UI and autoscalers)
+      # counts the jobs parked at their job limits or rates as waiting in
+      # their queues; false: Sidekiq's raw list lengths. Read at each call,
+      # in every process (web and console ones too).
+      count_parked_as_waiting: true
     }.freeze
 
     @configuration = DEFAULTS.dup

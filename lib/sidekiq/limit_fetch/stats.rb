@@ -8,7 +8,7 @@ module Sidekiq
     #
     #   {
     #     queues: [{queue: "webhooks", limit: 3, process_limit: nil, running: 3, queued: 12,
-    #               paused: false, at_limit: true, at_limit_seconds: 41.5,
+    #               parked: 40, latency: 93.2, paused: false, at_limit: true, at_limit_seconds: 41.5,
     #               rate_limit: 100, rate_period: 60, rate_starts: 87}, ...],
     #     job_limits: [{kind: :class, scope: "ExportJob", limit: 2, running: 1, parked: 0,
     #                   rate_limit: nil, rate_period: nil, rate_starts: nil},
@@ -21,7 +21,10 @@ module Sidekiq
     # (no limit, or a default the jobs carry). A rate's figures are nil
     # without one: its limit and period are those in force (stored, else
     # carried by the jobs; a scope's when all its keys agree), its starts
-    # those in the current window (summed over a scope's keys).
+    # those in the current window (summed over a scope's keys). A queue's
+    # +queued+ jobs are those in Sidekiq's list, its +parked+ ones those
+    # parked at their job limits or rates for it (Waiting), its +latency+
+    # the age in seconds of its oldest waiting job, parked ones included.
     class Stats
       def initialize(admin: LimitFetch.admin, clock: LimitFetch.at_limit_clock)
         @admin = admin
@@ -39,16 +42,23 @@ module Sidekiq
         names = LimitFetch.queues.map(&:name)
         states = @admin.queue_states(names)
         windows = windows(states.map { |state| [:queue, state.name, state.rate] })
-        states.zip(windows).map { |state, window| queue_row(state).merge(rate_figures(state.rate, window)) }
+        waiting = Waiting.read(names, oldest: true, admin: @admin)
+        states.zip(windows).map { |state, window| queue_row(state, waiting[state.name], window) }
       end
 
-      def queue_row(state)
+      def queue_row(state, waiting, window)
         at_limit = AtLimitClock.at_limit?(state)
         {
           queue: state.name, limit: state.limit, process_limit: state.process_limit,
-          running: state.busy.values.sum, queued: state.queued, paused: state.paused,
-          at_limit: at_limit, at_limit_seconds: @clock.observe(state.name, at_limit).seconds.round(3)
+          running: state.busy.values.sum, queued: state.queued, **waiting_figures(waiting), paused: state.paused,
+          at_limit: at_limit, at_limit_seconds: @clock.observe(state.name, at_limit).seconds.round(3),
+          **rate_figures(state.rate, window)
         }
+      end
+
+      # A queue's parked jobs and latency, from its Waiting::QueueWaiting.
+      def waiting_figures(waiting)
+        {parked: waiting.parked, latency: waiting.latency.round(3)}
       end
 
       def job_limits

@@ -58,15 +58,16 @@ RSpec.describe Sidekiq::LimitFetch::Metrics do
 
     expect(units.size).to eq(5) # 2 webhooks, 1 export, t1 and t2
     no_rate = {rate_limit: nil, rate_period: nil, rate_starts: nil}
-    row = {limit: nil, process_limit: nil, running: 0, queued: 0, paused: false, at_limit: false,
-           at_limit_seconds: 0.0, **no_rate}
+    # latency: the oldest waiting job's age, parked ones included
+    row = {limit: nil, process_limit: nil, running: 0, queued: 0, parked: 0, latency: a_value_between(0.0, 10.0),
+           paused: false, at_limit: false, at_limit_seconds: 0.0, **no_rate}
     expected = [
-      row.merge(queue: "keyed", running: 3),
+      row.merge(queue: "keyed", running: 3, parked: 3),
       row.merge(queue: odd_queue, queued: 1, paused: true),
       row.merge(queue: "webhooks", limit: 2, running: 2, queued: 1, at_limit: true, rate_limit: 10, rate_period: 60,
         rate_starts: 2)
     ]
-    expect(stats[:queues]).to eq(expected)
+    expect(stats[:queues]).to match(expected)
     expect(stats[:job_limits]).to contain_exactly(
       {kind: :class, scope: "LimitFetchSpec::ExportJob", limit: 1, running: 1, parked: 2, **no_rate},
       {kind: :key, scope: "LimitFetchSpec::SyncJob", limit: nil, running: 2, parked: 1, **no_rate}
@@ -86,7 +87,8 @@ RSpec.describe Sidekiq::LimitFetch::Metrics do
       "# TYPE sidekiq_limit_fetch_parked_jobs gauge\n"
     )
     escaped = 'queue="odd\"q\\\\ueue"'
-    expect(samples(body)).to eq(
+    latency = a_value_between(0.0, 10.0)
+    expect(samples(body)).to match(
       'sidekiq_limit_fetch_max_concurrent_jobs{queue="webhooks"}' => 2.0,
       'sidekiq_limit_fetch_current_concurrent_jobs{queue="keyed"}' => 3.0,
       "sidekiq_limit_fetch_current_concurrent_jobs{#{escaped}}" => 0.0,
@@ -94,6 +96,12 @@ RSpec.describe Sidekiq::LimitFetch::Metrics do
       'sidekiq_limit_fetch_queue_jobs{queue="keyed"}' => 0.0,
       "sidekiq_limit_fetch_queue_jobs{#{escaped}}" => 1.0,
       'sidekiq_limit_fetch_queue_jobs{queue="webhooks"}' => 1.0,
+      'sidekiq_limit_fetch_queue_parked_jobs{queue="keyed"}' => 3.0,
+      "sidekiq_limit_fetch_queue_parked_jobs{#{escaped}}" => 0.0,
+      'sidekiq_limit_fetch_queue_parked_jobs{queue="webhooks"}' => 0.0,
+      'sidekiq_limit_fetch_queue_latency_seconds{queue="keyed"}' => latency,
+      "sidekiq_limit_fetch_queue_latency_seconds{#{escaped}}" => latency,
+      'sidekiq_limit_fetch_queue_latency_seconds{queue="webhooks"}' => latency,
       'sidekiq_limit_fetch_paused{queue="keyed"}' => 0.0,
       "sidekiq_limit_fetch_paused{#{escaped}}" => 1.0,
       'sidekiq_limit_fetch_paused{queue="webhooks"}' => 0.0,

@@ -35,9 +35,12 @@ RSpec.describe Sidekiq::LimitFetch, "options" do
       expect(boot_error.message).to include("missing option :max_recoveries")
     end
 
-    it "lists exactly the members of CapsuleOptions and FetchOptions, and the discards' option, among its defaults" do
+    it "lists exactly the members of CapsuleOptions and FetchOptions among its defaults, and the other settings" do
+      # :discards_to_death_handlers is read where discards are delivered, and
+      # :count_parked_as_waiting by Sidekiq's API in any process
+      # (Waiting.counted?): neither by a capsule.
       members = described_class::CapsuleOptions.members + described_class::FetchOptions.members +
-                [:discards_to_death_handlers]
+                %i[discards_to_death_handlers count_parked_as_waiting]
 
       expect(described_class::DEFAULTS.keys).to match_array(members)
       expect(described_class::Configuration.capsule_options(described_class::DEFAULTS))

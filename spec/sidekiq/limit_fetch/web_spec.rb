@@ -353,10 +353,11 @@ RSpec.describe Sidekiq::LimitFetch::Web, :web do
     expect([keyed, odd].map { |name| [cell(name, ".lf-queued"), cell(name, ".lf-parked")] }).to eq([%w[0 2], %w[0 1]])
     expect(cell(odd, ".lf-explain")).to eq("none queued: 1 parked until their job limits have room")
 
-    # counted among the first BUDGET parked jobs only: marked
-    stub_const("Sidekiq::LimitFetch::Web::ParkedCounts::BUDGET", 2)
+    # a limit's parked jobs beyond Waiting::BUDGET are counted for the queue
+    # of its oldest: marked as estimated
+    stub_const("Sidekiq::LimitFetch::Waiting::BUDGET", 2)
     get "/limits"
-    expect([keyed, odd].sum { cell(_1, ".lf-parked").delete_suffix("+").to_i }).to eq(2)
-    expect([keyed, odd].map { cell(_1, ".lf-parked") }).to all(end_with("+"))
+    expect([keyed, odd].sum { cell(_1, ".lf-parked").delete_prefix("~").to_i }).to eq(3)
+    expect([keyed, odd].map { cell(_1, ".lf-parked") }).to all(start_with("~"))
   end
 end
