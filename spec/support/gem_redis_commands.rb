@@ -24,7 +24,9 @@ module GemRedisCommands
     "Sidekiq::Queue.all" => %w[sscan] # the set `queues`, read-only
   }.freeze
   SIDEKIQ_API_CLASSES = %w[Queue Stats ProcessSet Workers WorkSet DeadSet RetrySet ScheduledSet SortedSet].freeze
-  SIDEKIQ_API_CALL = /\bSidekiq::(?:#{SIDEKIQ_API_CLASSES.join("|")})\.\w+/
+  # Module methods (the gem prepends to Sidekiq's API) send nothing.
+  MODULE_METHODS = %w[prepend singleton_class include extend].freeze
+  SIDEKIQ_API_CALL = /\bSidekiq::(?:#{SIDEKIQ_API_CLASSES.join("|")})\.(?!(?:#{MODULE_METHODS.join("|")})\b)\w+/
 
   Entry = Struct.new(:name, :args, :tags, :comment, :line)
 

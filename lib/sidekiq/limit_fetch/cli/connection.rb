@@ -52,14 +52,14 @@ module Sidekiq
         # The Redis in use, for a person: host:port/db (rediss:// with TLS),
         # a Unix socket's path, or a Sentinel master's name; no password.
         def described
-          config { |conn| described_config(conn) } || "Redis"
+          config { |settings| described_config(settings) } || "Redis"
         end
 
-        def described_config(conn)
-          return "Redis Sentinel master #{conn.name.inspect}, db #{conn.db}" if conn.sentinel?
-          return "Redis unix://#{conn.path}, db #{conn.db}" if conn.path
+        def described_config(settings)
+          return "Redis Sentinel master #{settings.name.inspect}, db #{settings.db}" if settings.sentinel?
+          return "Redis unix://#{settings.path}, db #{settings.db}" if settings.path
 
-          "Redis #{conn.ssl ? "rediss" : "redis"}://#{conn.host}:#{conn.port}/#{conn.db}"
+          "Redis #{settings.ssl ? "rediss" : "redis"}://#{settings.host}:#{settings.port}/#{settings.db}"
         end
 
         def check(url)
