@@ -3,7 +3,9 @@
 //! class's, a hot key's), a processor's next job takes the finished job's
 //! slots without the fetch script, from the queue or, once the limit has
 //! parked jobs, from those, oldest first; anything else is left to the
-//! script, which frees the passed slots and decides as a fetch would.
+//! script, which frees the passed slots and decides as a fetch would. A
+//! run's limit stays in the capsule's set of run limits while the capsule
+//! holds a slot of it, so that a reap frees that slot.
 
 mod support;
 
@@ -199,4 +201,88 @@ fn a_parked_job_the_hand_over_may_not_start_goes_back_first_in_line() {
     assert_eq!(a.beat(&Interrupt::new()).unwrap().released, 1);
     let fetched = a.fetch(&[q.as_str()], &Interrupt::new()).unwrap();
     assert_eq!(jid(&fetched.expect("p3")), "p3");
+}
+
+/// Jobs of the run's limit parked mid-run, by another capsule that found
+/// the limit full: the next hand-over from the queue finds them (the
+/// `EXISTS` after the move) and leaves the job it moved to the script,
+/// which puts it back behind them. The oldest parked job goes first; the
+/// run then takes the parked ones, and the queue's after them.
+#[test]
+fn a_run_whose_limit_gets_parked_jobs_midway_takes_them_before_the_queues() {
+    let q = queue("midway");
+    let id = format!("key:Midway#{q}");
+    push_run(&q, "m", &id, 2, 1);
+    let a = processor();
+    let held = next(&a, &q, None);
+    let mut held = next(&a, &q, held);
+    assert_eq!(jid(held.as_ref().unwrap()), "m1", "the run has begun");
+    // Its key full, another capsule parks the next two; a younger job of
+    // the key is queued behind them.
+    push_jobs(&q, &[limited(&q, "m2", &id, 1), limited(&q, "m3", &id, 1)]);
+    assert!(capsule()
+        .fetch(&[q.as_str()], &Interrupt::new())
+        .unwrap()
+        .is_none());
+    assert_eq!(len(&keys::parked(&id)), 2);
+    push_jobs(&q, &[limited(&q, "m4", &id, 1)]);
+    let before = a.hand_overs();
+    for i in 2..5 {
+        held = next(&a, &q, held);
+        assert_eq!(
+            jid(held.as_ref().expect("a job")),
+            format!("m{i}"),
+            "a job overtook the parked ones"
+        );
+        assert_eq!(len(&keys::job_busy(&id)), 1);
+    }
+    // m2: a hand-over from the queue, which found parked jobs, then the
+    // script; m3 from the parked ones, m4 from the queue again.
+    assert_eq!(a.hand_overs() - before, 3);
+    assert!(next(&a, &q, held).is_none());
+    assert_eq!(len(&keys::job_busy(&id)), 0);
+}
+
+/// A run that ends (its next job carries other limits) while the capsule
+/// still holds another slot of the run's limit: the limit stays in the
+/// capsule's set of run limits, so that a reap of the capsule frees that
+/// slot too. It may be held by no job in the capsule's in-progress lists:
+/// another of its processors in a run of the same limit, whose hand-over
+/// moved a job of other limits, which its script has yet to decide.
+#[test]
+fn a_run_that_ends_while_the_capsule_holds_another_slot_of_its_limit_keeps_it_named() {
+    let q = queue("named");
+    let (id, other) = (format!("class:Named-{q}"), format!("key:Other#{q}"));
+    push_jobs(
+        &q,
+        &[
+            limited(&q, "n0", &id, 3),
+            limited(&q, "n1", &id, 3),
+            limited(&q, "o0", &other, 3),
+        ],
+    );
+    let c = processor();
+    let held = next(&c, &q, None);
+    let held = next(&c, &q, held);
+    assert_eq!(jid(held.as_ref().unwrap()), "n1", "the run has begun");
+    // The other processor, between its hand-over and its script (built by
+    // hand: its hand-over's SADD, and a slot no job of the capsule holds).
+    let mut conn = redis();
+    let _: () = conn.rpush(keys::job_busy(&id), c.uuid()).unwrap();
+    let _: () = conn.sadd(keys::capsule_limits(c.uuid()), &id).unwrap();
+    let before = c.hand_overs();
+    let third = next(&c, &q, held).expect("o0");
+    assert_eq!(jid(&third), "o0");
+    assert_eq!(c.hand_overs() - before, 1, "tried");
+    assert_eq!(len(&keys::job_busy(&id)), 1, "the run's slot freed");
+    let named: Vec<String> = conn.smembers(keys::capsule_limits(c.uuid())).unwrap();
+    assert!(
+        named.contains(&id),
+        "{id} left the capsule's set while it holds a slot of it: {named:?}"
+    );
+    // The capsule goes: every slot it held is freed, the other processor's
+    // of the run's limit included.
+    c.deregister(&[q.as_str()], &Interrupt::new()).unwrap();
+    assert_eq!(len(&keys::job_busy(&id)), 0, "a slot of {id} was left");
+    assert_eq!(len(&keys::job_busy(&other)), 0);
 }

@@ -1,6 +1,8 @@
 //! Outages and freezes: a capsule that could not beat is not told from a
 //! dead one by its heartbeat alone. A capsule back from a break in its own
-//! beats holds off everyone's reaping for a heartbeat's expiry; a capsule
+//! beats (a beat that waited on a stalled Redis for longer than a period
+//! is one) holds off everyone's reaping for a heartbeat's expiry; a capsule
+//! that is no witness yet vouches for Redis to no other; a capsule
 //! reaped while it lived books again what it still runs, in every index,
 //! and frees each slot once; a job whose acknowledgement Redis lost is not
 //! run again. A test binary of its own: the outage key holds off every
@@ -338,6 +340,80 @@ fn a_capsule_that_starts_while_no_capsule_beats_reaps_only_after_an_expiry_of_it
     let vouched = quick();
     assert!(reaped(&vouched.beat(&none).unwrap(), &dead));
     for c in [fresh, vouched] {
+        c.deregister(&[q.as_str()], &none).unwrap();
+    }
+}
+
+/// Stops every client of Redis (this one's included) for `pause`, as a
+/// Redis that stalls (a fork for a snapshot, a stopped process) does.
+fn stall_redis(pause: Duration) {
+    let _: () = redis::cmd("CLIENT")
+        .arg("PAUSE")
+        .arg(pause.as_millis() as u64)
+        .arg("ALL")
+        .query(&mut redis())
+        .unwrap();
+}
+
+#[test]
+fn a_beat_whose_registration_waited_longer_than_a_period_holds_off_everyones_reaping() {
+    let _turn = turn();
+    let none = Interrupt::new();
+    let q = queue("stall");
+    push_jobs(&q, &[keyed(&q, "st1", "stall-k")]);
+    let stalled = registered();
+    fetch(&stalled, &q).expect("a job");
+    let a = quick();
+    assert!(!a.beat(&none).unwrap().held_off);
+    // Its beats went on without a break, but the next one waits on a Redis
+    // that stands still for longer than a period: every capsule's beats
+    // waited as long, and a heartbeat may have run out meanwhile.
+    stall_redis(Duration::from_millis(700));
+    let report = a.beat(&none).unwrap();
+    assert!(report.held_off && !reaped(&report, &stalled), "{report:?}");
+    let marker: Option<String> = redis().get(keys::OUTAGE).unwrap();
+    assert_eq!(
+        marker.as_deref(),
+        Some(a.uuid()),
+        "no outage key after a registration that waited longer than a period"
+    );
+    // A capsule whose heartbeat ran out while Redis stood still is alive:
+    // another capsule, a witness with no break of its own, leaves it be.
+    silence(&stalled);
+    let b = registered();
+    let report = b.beat(&none).unwrap();
+    assert!(report.held_off && !reaped(&report, &stalled), "{report:?}");
+    assert_eq!(entries(&keys::busy(&q), stalled.uuid()), 1);
+    for c in [a, b, stalled] {
+        c.deregister(&[q.as_str()], &none).unwrap();
+    }
+}
+
+#[test]
+fn a_capsule_that_is_no_witness_yet_vouches_for_redis_to_no_other() {
+    let _turn = turn();
+    let none = Interrupt::new();
+    let q = queue("vouch");
+    push_jobs(&q, &[keyed(&q, "v1", "vouch-1")]);
+    let silent = registered();
+    fetch(&silent, &q).expect("a job");
+    // After an outage longer than an expiry (every heartbeat and the last
+    // beat's record gone), two processes start, one a moment after the
+    // other: neither knows whether the silent capsule is dead.
+    silence(&silent);
+    let (fresh, next) = (quick(), quick());
+    let _: () = redis().del(keys::LAST_BEAT).unwrap();
+    let first = fresh.beat(&none).unwrap();
+    assert!(first.held_off && !reaped(&first, &silent), "{first:?}");
+    // Its beat, held off, records none: a record of it would tell the next
+    // capsule to start that Redis served beats, and that one would take the
+    // silent capsule for dead at once.
+    let last: Option<String> = redis().get(keys::LAST_BEAT).unwrap();
+    assert_eq!(last, None, "a capsule that is no witness recorded its beat");
+    let report = next.beat(&none).unwrap();
+    assert!(report.held_off && !reaped(&report, &silent), "{report:?}");
+    assert_eq!(entries(&keys::busy(&q), silent.uuid()), 1);
+    for c in [fresh, next, silent] {
         c.deregister(&[q.as_str()], &none).unwrap();
     }
 }
