@@ -13,9 +13,7 @@
 mod acl;
 mod admin;
 mod capsule;
-// Public only for the tests that hold it to the payloads' fixture.
-#[doc(hidden)]
-pub mod carried;
+mod carried;
 mod connection;
 mod direct;
 mod doorbell;
