@@ -26,6 +26,7 @@ mod process;
 mod rates;
 mod reaper;
 mod runtime;
+mod scan;
 mod script;
 mod sentinel;
 mod settings;
