@@ -91,8 +91,16 @@ fn plain_string(body: &[u8]) -> Option<&[u8]> {
     (!value.is_empty() && value.iter().all(|&b| b != b'\\' && b >= 0x20)).then_some(value)
 }
 
+// The small JSON reader the core's tests share (it has no JSON dependency),
+// for the payloads' fixture.
+#[cfg(test)]
+#[allow(dead_code)]
+#[path = "../tests/support/json.rs"]
+mod json;
+
 #[cfg(test)]
 mod tests {
+    use super::json::Json;
     use super::*;
 
     fn ids(job: &str) -> Option<Vec<(String, u64)>> {
@@ -133,5 +141,49 @@ mod tests {
         ] {
             assert_eq!(ids(job), None, "{job}");
         }
+    }
+
+    /// The core reads the plain payloads the middleware writes
+    /// (spec/fixtures/job_limit_payloads.json, which tests/payloads.rs holds
+    /// the script's reading to) as the script does, and leaves the others to
+    /// it (reads nothing).
+    #[test]
+    fn the_cores_reading_agrees_with_the_fixture_or_reads_nothing() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/spec/fixtures/job_limit_payloads.json"
+        );
+        let fixture = Json::parse(&std::fs::read_to_string(path).unwrap());
+        let mut read = 0;
+        for case in fixture.get("cases").as_array() {
+            let name = case.get("case").as_str();
+            let payload = case.get("payload").as_str();
+            let Some(carried) = Carried::read(payload.as_bytes()) else {
+                continue;
+            };
+            read += 1;
+            let limits: Vec<(String, String)> = carried
+                .limits
+                .iter()
+                .map(|l| (l.id.clone(), l.concurrency.to_string()))
+                .collect();
+            let want: Vec<(String, String)> = case
+                .get("limits")
+                .as_array()
+                .iter()
+                .map(|l| match l.get("concurrency") {
+                    Json::Number(n) => (l.get("id").as_str().to_owned(), n.clone()),
+                    other => panic!("{name}: a concurrency that is not a number: {other:?}"),
+                })
+                .collect();
+            assert_eq!(limits, want, "{name}");
+            let queue = format!(r#","queue":"{}""#, case.get("queue").as_str());
+            assert!(carried.head.ends_with(queue.as_bytes()), "{name}");
+            assert!(payload.as_bytes().starts_with(&carried.head), "{name}");
+        }
+        assert!(
+            read >= 4,
+            "the core read only {read} of the fixture's payloads"
+        );
     }
 }

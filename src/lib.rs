@@ -13,9 +13,7 @@
 mod acl;
 mod admin;
 mod capsule;
-// Public only for the tests that hold it to the payloads' fixture.
-#[doc(hidden)]
-pub mod carried;
+mod carried;
 mod connection;
 mod direct;
 mod doorbell;
@@ -28,6 +26,7 @@ mod process;
 mod rates;
 mod reaper;
 mod runtime;
+mod scan;
 mod script;
 mod sentinel;
 mod settings;

@@ -6,6 +6,7 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::connection::Conn;
+use crate::scan;
 use crate::script::{LuaScript, ORPHANS, REAP};
 use crate::{keys, Result};
 
@@ -167,23 +168,7 @@ impl Reaper {
 
 /// Every queue's busy list, found by SCAN (incremental: never blocks Redis).
 pub(crate) async fn busy_lists(conn: &mut Conn) -> Result<Vec<String>> {
-    let mut found = Vec::new();
-    let mut cursor: u64 = 0;
-    loop {
-        let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN")
-            .arg(cursor)
-            .arg("MATCH")
-            .arg(keys::BUSY_PATTERN)
-            .arg("COUNT")
-            .arg(1000)
-            .query_async(conn)
-            .await?;
-        found.extend(batch);
-        if next == 0 {
-            return Ok(found);
-        }
-        cursor = next;
-    }
+    scan::keys(conn, keys::BUSY_PATTERN).await
 }
 
 /// Seconds since the epoch, for the dead set's score.

@@ -51,7 +51,9 @@ fn global_limit_caps_fetches_across_capsules() {
     push(&q, 10);
     let (a, b) = (capsule(), capsule());
     let none = Interrupt::new();
-    a.set_limit(&q, LimitKind::Global, Some(3), &none).unwrap();
+    a.limits()
+        .set_limit(&q, LimitKind::Global, Some(3), &none)
+        .unwrap();
     let queues = vec![q.clone()];
     let held = fetch_jobs(&a, &queues);
     assert_eq!(held.len(), 3);
@@ -63,7 +65,7 @@ fn global_limit_caps_fetches_across_capsules() {
         1,
         "a released slot is free for any capsule"
     );
-    assert_eq!(a.busy(&q, &none).unwrap(), (3, 2));
+    assert_eq!(a.limits().busy(&q, a.uuid(), &none).unwrap(), (3, 2));
 }
 
 #[test]
@@ -72,11 +74,13 @@ fn process_limit_caps_each_capsule() {
     push(&q, 10);
     let (a, b) = (capsule(), capsule());
     let none = Interrupt::new();
-    a.set_limit(&q, LimitKind::Process, Some(2), &none).unwrap();
+    a.limits()
+        .set_limit(&q, LimitKind::Process, Some(2), &none)
+        .unwrap();
     let queues = vec![q.clone()];
     assert_eq!(fetch_all(&a, &queues).len(), 2);
     assert_eq!(fetch_all(&b, &queues).len(), 2);
-    assert_eq!(a.busy(&q, &none).unwrap(), (4, 2));
+    assert_eq!(a.limits().busy(&q, a.uuid(), &none).unwrap(), (4, 2));
 }
 
 #[test]
@@ -85,8 +89,12 @@ fn both_limits_apply_together() {
     push(&q, 10);
     let (a, b) = (capsule(), capsule());
     let none = Interrupt::new();
-    a.set_limit(&q, LimitKind::Global, Some(3), &none).unwrap();
-    a.set_limit(&q, LimitKind::Process, Some(2), &none).unwrap();
+    a.limits()
+        .set_limit(&q, LimitKind::Global, Some(3), &none)
+        .unwrap();
+    a.limits()
+        .set_limit(&q, LimitKind::Process, Some(2), &none)
+        .unwrap();
     let queues = vec![q.clone()];
     assert_eq!(fetch_all(&a, &queues).len(), 2, "process limit binds first");
     assert_eq!(fetch_all(&b, &queues).len(), 1, "then the global one");
@@ -99,7 +107,8 @@ fn a_queue_at_its_limit_is_skipped_for_the_next_one_in_order() {
     push(&open, 5);
     let a = capsule();
     let none = Interrupt::new();
-    a.set_limit(&limited, LimitKind::Global, Some(1), &none)
+    a.limits()
+        .set_limit(&limited, LimitKind::Global, Some(1), &none)
         .unwrap();
     let order = vec![format!("queue:{limited}"), format!("queue:{open}")];
     let taken = fetch_all(&a, &order);
@@ -114,7 +123,9 @@ fn zero_pauses_and_broken_limits_read_as_zero() {
     let a = capsule();
     let none = Interrupt::new();
     let queues = vec![q.clone()];
-    a.set_limit(&q, LimitKind::Global, Some(0), &none).unwrap();
+    a.limits()
+        .set_limit(&q, LimitKind::Global, Some(0), &none)
+        .unwrap();
     assert!(fetch_all(&a, &queues).is_empty());
     for garbage in ["-1", "2.5", "abc", ""] {
         let _: () = redis().set(keys::limit(&q), garbage).unwrap();
@@ -122,16 +133,23 @@ fn zero_pauses_and_broken_limits_read_as_zero() {
             fetch_all(&a, &queues).is_empty(),
             "limit {garbage:?} must fetch nothing"
         );
-        assert_eq!(a.limit(&q, LimitKind::Global, &none).unwrap(), Some(0));
+        assert_eq!(
+            a.limits().limit(&q, LimitKind::Global, &none).unwrap(),
+            Some(0)
+        );
     }
     let _: () = redis().set(keys::limit(&q), "0").unwrap();
     let _: () = redis().set(keys::process_limit(&q), "x").unwrap();
-    a.set_limit(&q, LimitKind::Global, None, &none).unwrap();
+    a.limits()
+        .set_limit(&q, LimitKind::Global, None, &none)
+        .unwrap();
     assert!(
         fetch_all(&a, &queues).is_empty(),
         "a broken process limit also fetches nothing"
     );
-    a.set_limit(&q, LimitKind::Process, None, &none).unwrap();
+    a.limits()
+        .set_limit(&q, LimitKind::Process, None, &none)
+        .unwrap();
     assert_eq!(fetch_all(&a, &queues).len(), 3, "no limit: everything");
 }
 
@@ -143,6 +161,7 @@ fn stored_limits_are_read_raw_in_one_call() {
     let _: () = redis().set(keys::limit(&q), " 2.5").unwrap();
     let _: () = redis().set(keys::process_limit(&r), "7").unwrap();
     let stored: Vec<(String, LimitKind, String, Option<String>)> = a
+        .limits()
         .stored_limits(&[&q, &r], &none)
         .unwrap()
         .into_iter()
@@ -167,7 +186,11 @@ fn stored_limits_are_read_raw_in_one_call() {
             ),
         ]
     );
-    assert!(a.stored_limits(&[] as &[&str], &none).unwrap().is_empty());
+    assert!(a
+        .limits()
+        .stored_limits(&[] as &[&str], &none)
+        .unwrap()
+        .is_empty());
 }
 
 #[test]
@@ -175,7 +198,9 @@ fn default_limits_do_not_overwrite_runtime_values() {
     let q = queue("defaults");
     let a = capsule();
     let none = Interrupt::new();
-    a.set_limit(&q, LimitKind::Global, Some(7), &none).unwrap();
+    a.limits()
+        .set_limit(&q, LimitKind::Global, Some(7), &none)
+        .unwrap();
     a.set_default_limits(
         vec![
             (q.clone(), LimitKind::Global, 2),
@@ -184,8 +209,14 @@ fn default_limits_do_not_overwrite_runtime_values() {
         &none,
     )
     .unwrap();
-    assert_eq!(a.limit(&q, LimitKind::Global, &none).unwrap(), Some(7));
-    assert_eq!(a.limit(&q, LimitKind::Process, &none).unwrap(), Some(1));
+    assert_eq!(
+        a.limits().limit(&q, LimitKind::Global, &none).unwrap(),
+        Some(7)
+    );
+    assert_eq!(
+        a.limits().limit(&q, LimitKind::Process, &none).unwrap(),
+        Some(1)
+    );
 }
 
 #[test]
@@ -197,7 +228,7 @@ fn requeue_puts_jobs_back_first_in_line_and_frees_slots() {
     let first = a.fetch(&[q.as_str()], &none).unwrap().unwrap();
     a.requeue(vec![(q.clone(), first.job.clone())], &none)
         .unwrap();
-    assert_eq!(a.busy(&q, &none).unwrap(), (0, 0));
+    assert_eq!(a.limits().busy(&q, a.uuid(), &none).unwrap(), (0, 0));
     let again = a.fetch(&[q.as_str()], &none).unwrap().unwrap();
     assert_eq!(again.job, first.job, "a requeued job is fetched next");
 }
@@ -210,11 +241,15 @@ fn odd_queue_names_and_two_hundred_queues() {
     push(&names[199], 1);
     let a = capsule();
     let none = Interrupt::new();
-    a.set_limit(&names[199], LimitKind::Global, Some(1), &none)
+    a.limits()
+        .set_limit(&names[199], LimitKind::Global, Some(1), &none)
         .unwrap();
     let fetched = a.fetch(&names, &none).unwrap().unwrap();
     assert_eq!(fetched.queue, names[199]);
-    assert_eq!(a.busy(&names[199], &none).unwrap(), (1, 1));
+    assert_eq!(
+        a.limits().busy(&names[199], a.uuid(), &none).unwrap(),
+        (1, 1)
+    );
 }
 
 /// A fetch over many queues skips the empty ones in runs (fetch.lua's
@@ -228,7 +263,8 @@ fn a_fetch_over_many_queues_takes_in_order_past_empty_and_full_ones() {
     for i in [3, 7, 8, 21, 39] {
         push(&names[i], 1);
     }
-    a.set_limit(&names[7], LimitKind::Global, Some(0), &none)
+    a.limits()
+        .set_limit(&names[7], LimitKind::Global, Some(0), &none)
         .unwrap();
     let order: Vec<String> = std::iter::from_fn(|| a.fetch(&names, &none).unwrap())
         .map(|f| f.queue)
@@ -287,7 +323,7 @@ fn a_live_capsule_is_never_reaped() {
     assert!(b.fetch(&[q.as_str()], &none).unwrap().is_some());
     let report = a.beat(&none).unwrap();
     assert!(report.reaped.iter().all(|x| x.uuid != b.uuid()));
-    assert_eq!(a.busy(&q, &none).unwrap().0, 1);
+    assert_eq!(a.limits().busy(&q, a.uuid(), &none).unwrap().0, 1);
 }
 
 #[test]
@@ -318,7 +354,7 @@ fn beat_heals_lost_releases_and_lost_bookings() {
     a.acknowledge(&q, job);
     a.flush(&none).unwrap();
     assert!(a.beat(&none).unwrap().corrected.is_empty());
-    assert_eq!(a.busy(&q, &none).unwrap(), (0, 0));
+    assert_eq!(a.limits().busy(&q, a.uuid(), &none).unwrap(), (0, 0));
 }
 
 #[test]
@@ -337,7 +373,7 @@ fn deregister_frees_slots_and_removes_the_capsule() {
     assert!(!conn
         .sismember::<_, _, bool>(keys::CAPSULES, a.uuid())
         .unwrap());
-    assert_eq!(a.busy(&q, &none).unwrap(), (0, 0));
+    assert_eq!(a.limits().busy(&q, a.uuid(), &none).unwrap(), (0, 0));
 }
 
 #[test]
@@ -371,7 +407,7 @@ fn an_interrupted_fetch_returns_at_once_and_loses_no_job() {
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         let queued: i64 = redis().llen(format!("queue:{q}")).unwrap();
-        if queued == 1 && a.busy(&q, &none).unwrap() == (0, 0) {
+        if queued == 1 && a.limits().busy(&q, a.uuid(), &none).unwrap() == (0, 0) {
             break;
         }
         assert!(Instant::now() < deadline, "job not put back");
@@ -397,7 +433,7 @@ fn an_interrupted_wait_can_be_resumed_for_the_same_reply() {
     ));
     let fetched = pending.wait(&none).unwrap().expect("the job");
     assert_eq!(fetched.queue, q);
-    assert_eq!(a.busy(&q, &none).unwrap(), (1, 1));
+    assert_eq!(a.limits().busy(&q, a.uuid(), &none).unwrap(), (1, 1));
 }
 
 #[test]
@@ -409,14 +445,14 @@ fn dropping_a_pending_fetch_whose_reply_arrived_gives_the_job_back() {
     let pending = a.start_fetch(&[q.as_str()], Wait::NONE).unwrap();
     // The reply is in the channel, untaken, when the caller walks away.
     let deadline = Instant::now() + Duration::from_secs(5);
-    while a.busy(&q, &none).unwrap() != (1, 1) {
+    while a.limits().busy(&q, a.uuid(), &none).unwrap() != (1, 1) {
         assert!(Instant::now() < deadline, "the fetch did not run");
         thread::sleep(Duration::from_millis(10));
     }
     thread::sleep(Duration::from_millis(50));
     drop(pending);
     while redis().llen::<_, i64>(format!("queue:{q}")).unwrap() != 1
-        || a.busy(&q, &none).unwrap() != (0, 0)
+        || a.limits().busy(&q, a.uuid(), &none).unwrap() != (0, 0)
     {
         assert!(Instant::now() < deadline, "the job was not given back");
         thread::sleep(Duration::from_millis(10));
@@ -443,7 +479,7 @@ fn a_fetch_that_times_out_gives_its_late_job_back() {
     );
     let deadline = Instant::now() + Duration::from_secs(5);
     while redis().llen::<_, i64>(format!("queue:{q}")).unwrap() != 1
-        || a.busy(&q, &none).unwrap() != (0, 0)
+        || a.limits().busy(&q, a.uuid(), &none).unwrap() != (0, 0)
     {
         assert!(Instant::now() < deadline, "the late job was not put back");
         thread::sleep(Duration::from_millis(50));
@@ -460,10 +496,12 @@ fn a_beat_after_data_loss_registers_again_and_restores_configured_limits() {
         .unwrap();
     a.register(&none).unwrap();
     assert!(!a.beat(&none).unwrap().restored, "nothing lost yet");
-    a.set_limit(&q, LimitKind::Global, None, &none).unwrap();
+    a.limits()
+        .set_limit(&q, LimitKind::Global, None, &none)
+        .unwrap();
     assert!(!a.beat(&none).unwrap().restored);
     assert_eq!(
-        a.limit(&q, LimitKind::Global, &none).unwrap(),
+        a.limits().limit(&q, LimitKind::Global, &none).unwrap(),
         None,
         "a runtime removal stays removed"
     );
@@ -471,7 +509,10 @@ fn a_beat_after_data_loss_registers_again_and_restores_configured_limits() {
     let _: () = redis().del(keys::heartbeat(a.uuid())).unwrap();
     let _: () = redis().srem(keys::CAPSULES, a.uuid()).unwrap();
     assert!(a.beat(&none).unwrap().restored);
-    assert_eq!(a.limit(&q, LimitKind::Global, &none).unwrap(), Some(4));
+    assert_eq!(
+        a.limits().limit(&q, LimitKind::Global, &none).unwrap(),
+        Some(4)
+    );
     assert!(redis()
         .sismember::<_, _, bool>(keys::CAPSULES, a.uuid())
         .unwrap());
@@ -496,7 +537,9 @@ fn a_fetched_job_waits_in_the_capsules_in_progress_list_until_acknowledged() {
     a.acknowledge(&q, fetched.job.clone());
     // The acknowledgement rides on the next fetch: one script call frees
     // the slot and takes the next job, even under a limit of 1.
-    a.set_limit(&q, LimitKind::Global, Some(1), &none).unwrap();
+    a.limits()
+        .set_limit(&q, LimitKind::Global, Some(1), &none)
+        .unwrap();
     let next = a
         .fetch(&[q.as_str()], &none)
         .unwrap()
@@ -504,7 +547,7 @@ fn a_fetched_job_waits_in_the_capsules_in_progress_list_until_acknowledged() {
     assert_eq!(jid(&next.job), "1");
     let in_progress: Vec<Vec<u8>> = conn.lrange(keys::in_progress(a.uuid(), &q), 0, -1).unwrap();
     assert_eq!(in_progress, vec![next.job.clone()]);
-    assert_eq!(a.busy(&q, &none).unwrap(), (1, 1));
+    assert_eq!(a.limits().busy(&q, a.uuid(), &none).unwrap(), (1, 1));
     // Pushed back, it leaves the in-progress list for the front of its queue.
     a.requeue(vec![(q.clone(), next.job.clone())], &none)
         .unwrap();
@@ -513,7 +556,7 @@ fn a_fetched_job_waits_in_the_capsules_in_progress_list_until_acknowledged() {
             .unwrap(),
         0
     );
-    assert_eq!(a.busy(&q, &none).unwrap(), (0, 0));
+    assert_eq!(a.limits().busy(&q, a.uuid(), &none).unwrap(), (0, 0));
     let again = a
         .fetch(&[q.as_str()], &none)
         .unwrap()
@@ -530,7 +573,7 @@ fn an_acknowledgement_goes_on_its_own_when_no_fetch_follows() {
     let fetched = a.fetch(&[q.as_str()], &none).unwrap().expect("a job");
     a.acknowledge(&q, fetched.job);
     let deadline = Instant::now() + Duration::from_secs(2);
-    while a.busy(&q, &none).unwrap() != (0, 0) {
+    while a.limits().busy(&q, a.uuid(), &none).unwrap() != (0, 0) {
         assert!(
             Instant::now() < deadline,
             "the acknowledgement was never sent"
@@ -762,7 +805,7 @@ fn a_thread_fetches_on_its_own_connection_in_one_round_trip() {
         "acknowledgements ride along: {trips} round trips for 20 fetches, {slow_gaps} slow gaps"
     );
     a.flush(&none).unwrap();
-    assert_eq!(a.busy(&q, &none).unwrap(), (0, 0));
+    assert_eq!(a.limits().busy(&q, a.uuid(), &none).unwrap(), (0, 0));
 }
 
 #[test]
@@ -793,7 +836,7 @@ fn an_interrupted_wait_on_the_own_connection_resumes_for_the_same_reply() {
     waker.join().unwrap();
     let fetched = pending.wait(&none).unwrap().expect("the job");
     assert_eq!(fetched.queue, q);
-    assert_eq!(a.busy(&q, &none).unwrap(), (1, 1));
+    assert_eq!(a.limits().busy(&q, a.uuid(), &none).unwrap(), (1, 1));
 }
 
 #[test]
@@ -812,7 +855,7 @@ fn dropping_a_fetch_in_flight_on_the_own_connection_gives_the_job_back() {
     );
     let deadline = Instant::now() + Duration::from_secs(5);
     while redis().llen::<_, i64>(format!("queue:{q}")).unwrap() != 1
-        || a.busy(&q, &none).unwrap() != (0, 0)
+        || a.limits().busy(&q, a.uuid(), &none).unwrap() != (0, 0)
     {
         assert!(Instant::now() < deadline, "the job was not given back");
         thread::sleep(Duration::from_millis(20));

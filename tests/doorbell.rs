@@ -68,14 +68,16 @@ fn a_waiting_fetch_takes_a_slot_another_capsule_frees() {
     push(&q, 2);
     let (a, b) = (capsule(), capsule());
     let none = Interrupt::new();
-    a.set_limit(&q, LimitKind::Global, Some(1), &none).unwrap();
+    a.limits()
+        .set_limit(&q, LimitKind::Global, Some(1), &none)
+        .unwrap();
     let held = a.fetch(&[q.as_str()], &none).unwrap().expect("a job");
     let waiter = waiting(&b, &q, LONG);
     a.acknowledge(&q, held.job);
     let (waited, fetched) = waiter.join().unwrap();
     assert!(fetched.is_some(), "the freed slot was not taken");
     assert!(waited < PROMPT, "woke after {waited:?}");
-    assert_eq!(b.busy(&q, &none).unwrap(), (1, 1));
+    assert_eq!(b.limits().busy(&q, b.uuid(), &none).unwrap(), (1, 1));
 }
 
 #[test]
@@ -86,7 +88,9 @@ fn a_waiting_fetch_takes_a_slot_its_own_capsule_frees() {
     push(&q, 2);
     let a = capsule();
     let none = Interrupt::new();
-    a.set_limit(&q, LimitKind::Global, Some(1), &none).unwrap();
+    a.limits()
+        .set_limit(&q, LimitKind::Global, Some(1), &none)
+        .unwrap();
     let held = a.fetch(&[q.as_str()], &none).unwrap().expect("a job");
     let waiter = waiting(&a, &q, LONG);
     a.acknowledge(&q, held.job);
@@ -104,7 +108,9 @@ fn a_fetch_that_takes_again_the_slot_it_frees_wakes_no_waiter() {
     push(&q, 5);
     let (a, b) = (capsule(), capsule());
     let none = Interrupt::new();
-    a.set_limit(&q, LimitKind::Global, Some(1), &none).unwrap();
+    a.limits()
+        .set_limit(&q, LimitKind::Global, Some(1), &none)
+        .unwrap();
     let mut held = a.fetch(&[q.as_str()], &none).unwrap().expect("a job");
     let waiter = waiting(&b, &q, LONG);
     let before = b.round_trips();
@@ -118,7 +124,7 @@ fn a_fetch_that_takes_again_the_slot_it_frees_wakes_no_waiter() {
     thread::sleep(Duration::from_millis(500));
     assert_eq!(b.round_trips(), before, "the waiter woke and looked");
     assert!(!waiter.is_finished());
-    assert_eq!(a.busy(&q, &none).unwrap(), (1, 1));
+    assert_eq!(a.limits().busy(&q, a.uuid(), &none).unwrap(), (1, 1));
     a.acknowledge(&q, held.job);
     a.flush(&none).unwrap();
     let (waited, fetched) = waiter.join().unwrap();
@@ -137,7 +143,9 @@ fn a_capsule_that_took_and_acknowledged_jobs_still_hears_others() {
     let q = queue("bell-rounds");
     let (a, b) = (capsule(), capsule());
     let none = Interrupt::new();
-    a.set_limit(&q, LimitKind::Global, Some(1), &none).unwrap();
+    a.limits()
+        .set_limit(&q, LimitKind::Global, Some(1), &none)
+        .unwrap();
     let mut conn = redis();
     for round in 0..3 {
         // b holds the only slot, booked as its fetch would book it
@@ -170,9 +178,13 @@ fn a_waiting_fetch_obeys_a_limit_raised_while_it_waits() {
     push(&q, 1);
     let a = capsule();
     let none = Interrupt::new();
-    a.set_limit(&q, LimitKind::Global, Some(0), &none).unwrap();
+    a.limits()
+        .set_limit(&q, LimitKind::Global, Some(0), &none)
+        .unwrap();
     let waiter = waiting(&a, &q, LONG);
-    a.set_limit(&q, LimitKind::Global, Some(1), &none).unwrap();
+    a.limits()
+        .set_limit(&q, LimitKind::Global, Some(1), &none)
+        .unwrap();
     let (waited, fetched) = waiter.join().unwrap();
     assert!(fetched.is_some());
     assert!(waited < PROMPT, "woke after {waited:?}");

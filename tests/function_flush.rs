@@ -24,7 +24,7 @@ fn every_script_survives_a_function_flush() {
     let fetched = a.fetch(&[q.as_str()], &none).unwrap().expect("a job");
     flush();
     a.requeue(vec![(q.clone(), fetched.job)], &none).unwrap();
-    assert_eq!(a.busy(&q, &none).unwrap(), (0, 0));
+    assert_eq!(a.limits().busy(&q, a.uuid(), &none).unwrap(), (0, 0));
     flush();
     a.beat(&none).unwrap();
     let fetched = a.fetch(&[q.as_str()], &none).unwrap().expect("a job");

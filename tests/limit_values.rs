@@ -47,7 +47,7 @@ fn the_core_reads_every_stored_value_as_the_table_says() {
         for kind in [LimitKind::Global, LimitKind::Process, LimitKind::Job] {
             let q = queue("values");
             store(&q, kind, &raw);
-            let read = capsule.limit(&q, kind, &none).unwrap();
+            let read = capsule.limits().limit(&q, kind, &none).unwrap();
             if read != Some(reads_as.unwrap_or(0)) {
                 mismatches.push(format!("{kind:?} {raw:?} read as {read:?}"));
             }

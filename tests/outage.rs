@@ -138,7 +138,8 @@ fn a_capsule_reaped_while_it_lived_books_again_what_it_runs_in_every_index_and_f
     let jobs = [keyed(&q, "t1", "woken-1"), keyed(&q, "t2", "woken-2")];
     push_jobs(&q, &jobs);
     let live = registered();
-    live.set_limit(&q, LimitKind::Global, Some(2), &none)
+    live.limits()
+        .set_limit(&q, LimitKind::Global, Some(2), &none)
         .unwrap();
     let first = fetch(&live, &q).expect("a job");
     let second = fetch(&live, &q).expect("a job");

@@ -203,14 +203,14 @@ fn a_dead_capsule_is_reaped_once_on_every_queue_and_job_limit_it_held() {
     dead.describe(r#"{"identity":"dead"}"#.to_owned());
     dead.register(&none).unwrap();
     live.register(&none).unwrap();
-    live.set_limit(&qa, LimitKind::Global, Some(4), &none)
-        .unwrap();
-    live.set_limit(&qb, LimitKind::Process, Some(2), &none)
-        .unwrap();
-    live.set_limit(&qc, LimitKind::Global, Some(6), &none)
-        .unwrap();
-    live.set_limit(&qc, LimitKind::Process, Some(2), &none)
-        .unwrap();
+    for (q, kind, n) in [
+        (&qa, LimitKind::Global, 4),
+        (&qb, LimitKind::Process, 2),
+        (&qc, LimitKind::Global, 6),
+        (&qc, LimitKind::Process, 2),
+    ] {
+        live.limits().set_limit(q, kind, Some(n), &none).unwrap();
+    }
 
     // The live capsule first holds a slot of the key of 4.
     take(&live, &qc, &["c0"]);

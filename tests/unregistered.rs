@@ -74,7 +74,9 @@ fn a_capsule_reaped_while_stalled_that_fetched_and_died_unregistered_is_reaped_a
     push_unique(&q, 3);
     let none = Interrupt::new();
     let b = watcher(&q);
-    b.set_limit(&q, LimitKind::Global, Some(2), &none).unwrap();
+    b.limits()
+        .set_limit(&q, LimitKind::Global, Some(2), &none)
+        .unwrap();
     let victim = capsule();
     victim.register(&none).unwrap();
     let first = fetch(&victim, &q).expect("a job");
@@ -136,7 +138,7 @@ fn a_capsule_reaped_while_stalled_that_fetched_and_died_unregistered_is_reaped_a
         again.iter().map(|f| f.job.clone()).collect::<Vec<_>>(),
         taken.iter().map(|f| f.job.clone()).collect::<Vec<_>>()
     );
-    assert_eq!(b.busy(&q, &none).unwrap(), (2, 2));
+    assert_eq!(b.limits().busy(&q, b.uuid(), &none).unwrap(), (2, 2));
 }
 
 #[test]

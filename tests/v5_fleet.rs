@@ -73,6 +73,7 @@ fn a_dead_capsule_that_v5_reaped_first_still_has_its_jobs_pushed_back() {
     let victim = capsule();
     victim.register(&none).unwrap();
     victim
+        .limits()
         .set_limit(&q, LimitKind::Global, Some(2), &none)
         .unwrap();
     let held = fetch_all(&victim, &q);

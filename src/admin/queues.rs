@@ -15,6 +15,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use crate::runtime::run_plain;
+use crate::scan;
 use crate::{keys, Error, Interrupt, LimitValue, Rate, Result};
 
 use super::Limits;
@@ -163,29 +164,9 @@ impl Limits {
     pub fn known_queues(&self, interrupt: &Interrupt) -> Result<Vec<String>> {
         let redis = self.redis().clone();
         run_plain(interrupt, self.timeout() * 4, async move {
-            let mut conn = redis.conn().await?;
-            let mut names = BTreeSet::new();
-            let mut cursor: u64 = 0;
-            loop {
-                let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN")
-                    .arg(cursor)
-                    .arg("MATCH")
-                    .arg(keys::QUEUE_PATTERN)
-                    .arg("COUNT")
-                    .arg(1000)
-                    .query_async(&mut conn)
-                    .await?;
-                names.extend(
-                    batch
-                        .iter()
-                        .filter_map(|k| keys::queue_of(k))
-                        .map(str::to_owned),
-                );
-                if next == 0 {
-                    return Ok(names.into_iter().collect());
-                }
-                cursor = next;
-            }
+            let found = scan::keys(&mut redis.conn().await?, keys::QUEUE_PATTERN).await?;
+            let names: BTreeSet<&str> = found.iter().filter_map(|k| keys::queue_of(k)).collect();
+            Ok(names.into_iter().map(str::to_owned).collect())
         })
     }
 }

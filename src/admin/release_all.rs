@@ -17,6 +17,7 @@ use std::sync::LazyLock;
 use crate::connection::Redis;
 use crate::reaper::{busy_lists, JobRef, Reap, Reaper};
 use crate::runtime::run_plain;
+use crate::scan;
 use crate::script::{LuaScript, UNPARK};
 use crate::{keys, CapsuleEntry, Interrupt, Result};
 
@@ -26,9 +27,6 @@ static UNPARK_SCRIPT: LazyLock<LuaScript> = LazyLock::new(|| LuaScript::new(UNPA
 
 /// Parked jobs one step moves at most.
 const BATCH: u64 = 500;
-
-/// Keys one `SCAN` step asks for.
-const SCAN_COUNT: u64 = 1000;
 
 /// What a release did, or why it did nothing.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -135,27 +133,12 @@ impl Limits {
 
     /// Every key matching `pattern`, a `SCAN` step at a time.
     fn scan(&self, pattern: &str, interrupt: &Interrupt) -> Result<Vec<String>> {
-        let mut found = Vec::new();
-        let mut cursor: u64 = 0;
-        loop {
+        scan::walk(|cursor| {
             let pattern = pattern.to_owned();
-            let (next, batch): (u64, Vec<String>) =
-                self.on_runtime(interrupt, |redis| async move {
-                    Ok(redis::cmd("SCAN")
-                        .arg(cursor)
-                        .arg("MATCH")
-                        .arg(pattern)
-                        .arg("COUNT")
-                        .arg(SCAN_COUNT)
-                        .query_async(&mut redis.conn().await?)
-                        .await?)
-                })?;
-            found.extend(batch);
-            if next == 0 {
-                return Ok(found);
-            }
-            cursor = next;
-        }
+            self.on_runtime(interrupt, |redis| async move {
+                scan::step(&mut redis.conn().await?, &pattern, cursor).await
+            })
+        })
     }
 
     /// The ids of every job limit with a parked list, or noted as having
@@ -169,24 +152,17 @@ impl Limits {
             .filter_map(|key| key.strip_prefix(prefix)?.strip_suffix(suffix))
             .map(str::to_owned)
             .collect();
-        let mut cursor: u64 = 0;
-        loop {
-            let (next, batch): (u64, Vec<String>) =
-                self.on_runtime(interrupt, |redis| async move {
-                    Ok(redis::cmd("SSCAN")
-                        .arg(keys::PARKED)
-                        .arg(cursor)
-                        .arg("COUNT")
-                        .arg(SCAN_COUNT)
-                        .query_async(&mut redis.conn().await?)
-                        .await?)
-                })?;
-            ids.extend(batch);
-            if next == 0 {
-                break;
-            }
-            cursor = next;
-        }
+        ids.extend(scan::walk(|cursor| {
+            self.on_runtime(interrupt, |redis| async move {
+                Ok(redis::cmd("SSCAN")
+                    .arg(keys::PARKED)
+                    .arg(cursor)
+                    .arg("COUNT")
+                    .arg(scan::COUNT)
+                    .query_async(&mut redis.conn().await?)
+                    .await?)
+            })
+        })?);
         let rate_parked: Vec<String> = self.on_runtime(interrupt, |redis| async move {
             Ok(redis::cmd("ZRANGE")
                 .arg(keys::RATE_PARKED)

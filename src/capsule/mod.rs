@@ -33,7 +33,7 @@ use std::time::Duration;
 use parking_lot::{MappedMutexGuard, Mutex, MutexGuard};
 use tokio::sync::RwLock;
 
-use crate::admin::{Limits, StoredLimit};
+use crate::admin::Limits;
 use crate::connection::{Redis, RoundTrips};
 use crate::doorbell::Doorbell;
 use crate::ledger::Ledger;
@@ -41,7 +41,7 @@ use crate::process::{ForkLocal, Stale};
 use crate::reaper::Reaper;
 use crate::script::fetch::{Discarded, FetchScript};
 use crate::script::{LuaScript, RECONCILE, REQUEUE};
-use crate::{direct, ConnectionSettings, Interrupt, LimitKind, LimitValue, Rate, Result};
+use crate::{direct, ConnectionSettings, Interrupt, LimitKind, Rate, Result};
 
 pub use beat::BeatReport;
 pub use heal::Rebooked;
@@ -245,31 +245,6 @@ impl Capsule {
         &self.inner.limits
     }
 
-    /// See [`Limits::limit`].
-    pub fn limit(&self, queue: &str, kind: LimitKind, interrupt: &Interrupt) -> Result<LimitValue> {
-        self.inner.limits.limit(queue, kind, interrupt)
-    }
-
-    /// See [`Limits::stored_limits`].
-    pub fn stored_limits<S: AsRef<str>>(
-        &self,
-        queues: &[S],
-        interrupt: &Interrupt,
-    ) -> Result<Vec<StoredLimit>> {
-        self.inner.limits.stored_limits(queues, interrupt)
-    }
-
-    /// See [`Limits::set_limit`].
-    pub fn set_limit(
-        &self,
-        queue: &str,
-        kind: LimitKind,
-        value: LimitValue,
-        interrupt: &Interrupt,
-    ) -> Result<()> {
-        self.inner.limits.set_limit(queue, kind, value, interrupt)
-    }
-
     /// Writes limits only where Redis holds none yet, so that values changed
     /// at run time survive a restart. They are written again the same way if
     /// Redis later loses its data (see [`BeatReport::restored`]).
@@ -320,10 +295,5 @@ impl Capsule {
     /// Seconds the heartbeat key lives: 4 heartbeat periods.
     pub fn heartbeat_ttl(&self) -> u64 {
         self.inner.heartbeat_ttl
-    }
-
-    /// Busy slots of `queue`: across all capsules, and this capsule's own.
-    pub fn busy(&self, queue: &str, interrupt: &Interrupt) -> Result<(u64, u64)> {
-        self.inner.limits.busy(queue, &self.inner.uuid, interrupt)
     }
 }

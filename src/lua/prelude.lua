@@ -428,12 +428,10 @@ end
 
 -- Frees the slots of a job's limits that the capsule booked for it (the job
 -- ended or went back), and sends for each the oldest parked job to be
--- fetched next if it has room. Appends the keys it wrote to `written`.
-local function free_job_limits(uuid, limits, written)
+-- fetched next if it has room.
+local function free_job_limits(uuid, limits)
   for _, limit in ipairs(limits) do
-    if unbook_job_limit(uuid, limit.id, 1) == 1 then
-      for _, queue in ipairs(release(limit.id, 1, nil, nil, limit)) do written[#written + 1] = queue end
-    end
+    if unbook_job_limit(uuid, limit.id, 1) == 1 then release(limit.id, 1, nil, nil, limit) end
   end
 end
 

@@ -9,14 +9,13 @@
 -- then pairs: queue name, job
 return function(KEYS, ARGV)
   local uuid = ARGV[1]
-  local written = {}
   for i = 2, #ARGV, 2 do
     local name, job = ARGV[i], ARGV[i + 1]
     push_back(name, job)
     if redis.call('LREM', in_progress_key(uuid, name), 1, job) == 1 then
       redis.call('LREM', busy_key(name), 1, uuid)
       local limits = job_limits(job)
-      if limits then free_job_limits(uuid, limits, written) end
+      if limits then free_job_limits(uuid, limits) end
     end
   end
   return #ARGV

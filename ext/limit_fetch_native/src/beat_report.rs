@@ -8,9 +8,9 @@
 //! keyword`) instead of shifting a value into the wrong field.
 
 use limit_fetch_core::{BeatReport, JobRef, Reaped, Rebooked};
-use magnus::{prelude::*, Error, IntoValue, RArray, RClass, Ruby, Value};
+use magnus::{prelude::*, Error, IntoValue, RClass, Ruby, Value};
 
-use crate::helpers::{new_data, Pinned};
+use crate::helpers::{array_of, new_data, Pinned};
 
 static BEAT_REPORT: Pinned<RClass> = Pinned::new("BeatReport");
 static REAPED: Pinned<RClass> = Pinned::new("BeatReport::Reaped");
@@ -34,13 +34,9 @@ pub fn init(namespace: RClass) -> Result<(), Error> {
 }
 
 pub fn to_ruby(ruby: &Ruby, report: BeatReport) -> Result<Value, Error> {
-    let reaped = ruby.ary_new_capa(report.reaped.len());
-    for r in report.reaped {
-        reaped.push(reaped_to_ruby(ruby, r)?)?;
-    }
-    let corrected = ruby.ary_new_capa(report.corrected.len());
-    for (key, before, after) in report.corrected {
-        corrected.push(new_data(
+    let reaped = array_of(ruby, report.reaped, reaped_to_ruby)?;
+    let corrected = array_of(ruby, report.corrected, |ruby, (key, before, after)| {
+        new_data(
             ruby,
             CORRECTION.get(ruby)?,
             &[
@@ -48,8 +44,8 @@ pub fn to_ruby(ruby: &Ruby, report: BeatReport) -> Result<Value, Error> {
                 ("before", before.into_value_with(ruby)),
                 ("after", after.into_value_with(ruby)),
             ],
-        )?)?;
-    }
+        )
+    })?;
     new_data(
         ruby,
         BEAT_REPORT.get(ruby)?,
@@ -69,24 +65,22 @@ pub fn to_ruby(ruby: &Ruby, report: BeatReport) -> Result<Value, Error> {
 
 /// (queue, jid) pairs as `BeatReport::Job`s.
 fn jobs_to_ruby(ruby: &Ruby, jobs: Vec<(String, String)>) -> Result<Value, Error> {
-    let array = ruby.ary_new_capa(jobs.len());
-    for (queue, jid) in jobs {
-        array.push(new_data(
+    let array = array_of(ruby, jobs, |ruby, (queue, jid)| {
+        new_data(
             ruby,
             JOB.get(ruby)?,
             &[
                 ("queue", queue.into_value_with(ruby)),
                 ("jid", jid.into_value_with(ruby)),
             ],
-        )?)?;
-    }
+        )
+    })?;
     Ok(array.as_value())
 }
 
 fn rebooked_to_ruby(ruby: &Ruby, jobs: Vec<Rebooked>) -> Result<Value, Error> {
-    let array = ruby.ary_new_capa(jobs.len());
-    for job in jobs {
-        array.push(new_data(
+    let array = array_of(ruby, jobs, |ruby, job| {
+        new_data(
             ruby,
             REBOOKED.get(ruby)?,
             &[
@@ -94,16 +88,13 @@ fn rebooked_to_ruby(ruby: &Ruby, jobs: Vec<Rebooked>) -> Result<Value, Error> {
                 ("jid", job.jid.into_value_with(ruby)),
                 ("withdrawn", job.withdrawn.into_value_with(ruby)),
             ],
-        )?)?;
-    }
+        )
+    })?;
     Ok(array.as_value())
 }
 
 fn reaped_to_ruby(ruby: &Ruby, reaped: Reaped) -> Result<Value, Error> {
-    let dead: RArray = ruby.ary_new_capa(reaped.dead.len());
-    for job in reaped.dead {
-        dead.push(job_ref_to_ruby(ruby, job)?)?;
-    }
+    let dead = array_of(ruby, reaped.dead, job_ref_to_ruby)?;
     new_data(
         ruby,
         REAPED.get(ruby)?,

@@ -51,6 +51,7 @@ fn constants(ruby: &Ruby, module: RModule) -> Result<(), Error> {
         ("ALIVE", keys::ALIVE),
         ("BUSY_PATTERN", keys::BUSY_PATTERN),
         ("QUEUE_PATTERN", keys::QUEUE_PATTERN),
+        ("QUEUE_PREFIX", keys::QUEUE_PREFIX),
     ] {
         let text = ruby.str_new(value);
         text.freeze();

@@ -11,7 +11,7 @@ use limit_fetch_core::{Capsule, Discarded, Error as CoreError, Fetched, Wait};
 use magnus::{function, method, prelude::*, Error, RArray, RClass, RString, Ruby, Value};
 
 use crate::errors::to_ruby;
-use crate::helpers::seconds;
+use crate::helpers::{array_of, seconds};
 use crate::nogvl::{call, without_gvl, without_gvl_or};
 use crate::{beat_report, capsule_options, default_limit, default_rate, redis_settings};
 
@@ -218,14 +218,12 @@ impl Native {
 
 /// `[[job, job limit id], ...]`, each job a UTF-8 String as Sidekiq's are.
 fn discarded_list(ruby: &Ruby, discarded: Vec<Discarded>) -> Result<RArray, Error> {
-    let list = ruby.ary_new_capa(discarded.len());
-    for d in discarded {
+    array_of(ruby, discarded, |ruby, d| {
         let pair = ruby.ary_new_capa(2);
         pair.push(ruby.enc_str_new(&d.job, ruby.utf8_encoding()))?;
         pair.push(ruby.str_new(&d.limit))?;
-        list.push(pair)?;
-    }
-    Ok(list)
+        Ok(pair)
+    })
 }
 
 /// Runs a Rust panic through the path every core call takes (without the

@@ -9,8 +9,8 @@ use magnus::{
     function, method, prelude::*, Error, IntoValue, RArray, RClass, Ruby, TryConvert, Value,
 };
 
-use crate::helpers::seconds;
 use crate::helpers::symbol_enum::{LIMIT_KIND, RATE_OF};
+use crate::helpers::{array_of, seconds};
 use crate::nogvl::call;
 use crate::{
     capsule_entry, job_limit_state, queue_state, rate, rate_window, redis_settings, release_report,
@@ -35,11 +35,7 @@ impl NativeAdmin {
     fn job_limits(ruby: &Ruby, rb_self: &Self, ids: Vec<String>) -> Result<RArray, Error> {
         let limits = rb_self.limits.clone();
         let states = call(ruby, |interrupt| limits.job_limits(&ids, interrupt))?;
-        let array = ruby.ary_new_capa(states.len());
-        for state in states {
-            array.push(job_limit_state::to_ruby(ruby, state)?)?;
-        }
-        Ok(array)
+        array_of(ruby, states, job_limit_state::to_ruby)
     }
 
     /// Stores a job limit (nil: back to each job's default); returns how many
@@ -94,11 +90,7 @@ impl NativeAdmin {
             .collect::<Result<Vec<_>, Error>>()?;
         let limits = rb_self.limits.clone();
         let windows = call(ruby, |interrupt| limits.rate_windows(&rates, interrupt))?;
-        let array = ruby.ary_new_capa(windows.len());
-        for window in windows {
-            array.push(rate_window::to_ruby(ruby, window)?)?;
-        }
-        Ok(array)
+        array_of(ruby, windows, rate_window::to_ruby)
     }
 
     /// A queue's limit (`which`: :limit or :process_limit), as the fetch
@@ -133,22 +125,14 @@ impl NativeAdmin {
     fn stored_limits(ruby: &Ruby, rb_self: &Self, queues: Vec<String>) -> Result<RArray, Error> {
         let limits = rb_self.limits.clone();
         let stored = call(ruby, |interrupt| limits.stored_limits(&queues, interrupt))?;
-        let array = ruby.ary_new_capa(stored.len());
-        for limit in stored {
-            array.push(stored_limit::to_ruby(ruby, limit)?)?;
-        }
-        Ok(array)
+        array_of(ruby, stored, stored_limit::to_ruby)
     }
 
     /// `QueueState`s of `queues`, in one round trip.
     fn queue_states(ruby: &Ruby, rb_self: &Self, queues: Vec<String>) -> Result<RArray, Error> {
         let limits = rb_self.limits.clone();
         let states = call(ruby, |interrupt| limits.queue_states(&queues, interrupt))?;
-        let array = ruby.ary_new_capa(states.len());
-        for state in states {
-            array.push(queue_state::to_ruby(ruby, state)?)?;
-        }
-        Ok(array)
+        array_of(ruby, states, queue_state::to_ruby)
     }
 
     /// Pauses a queue, until unpaused (`seconds` nil) or for `seconds`
@@ -180,11 +164,7 @@ impl NativeAdmin {
     fn capsules(ruby: &Ruby, rb_self: &Self) -> Result<RArray, Error> {
         let limits = rb_self.limits.clone();
         let entries = call(ruby, |interrupt| limits.capsules(interrupt))?;
-        let array = ruby.ary_new_capa(entries.len());
-        for entry in entries {
-            array.push(capsule_entry::to_ruby(ruby, entry)?)?;
-        }
-        Ok(array)
+        array_of(ruby, entries, capsule_entry::to_ruby)
     }
 
     /// Every parked job, and every in-progress job of a capsule that is not
@@ -219,16 +199,15 @@ impl NativeAdmin {
             limits.waiting(&queues, budget, oldest, interrupt)
         })?;
         let payload = |raw: Option<Vec<u8>>| raw.map(|b| String::from_utf8_lossy(&b).into_owned());
-        let rows = ruby.ary_new_capa(found.queues.len());
-        for queue in found.queues {
-            rows.push((
+        let rows = array_of(ruby, found.queues, |_, queue| {
+            Ok((
                 queue.name,
                 queue.queued,
                 queue.parked,
                 payload(queue.oldest_queued),
                 payload(queue.oldest_parked),
-            ))?;
-        }
+            ))
+        })?;
         Ok(ruby.ary_new_from_values(&[found.estimated.into_value_with(ruby), rows.as_value()]))
     }
 

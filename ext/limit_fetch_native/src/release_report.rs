@@ -6,7 +6,7 @@ use limit_fetch_core::Released;
 use magnus::{Error, IntoValue, RClass, Ruby, Value};
 
 use crate::capsule_entry;
-use crate::helpers::{new_data, Pinned};
+use crate::helpers::{array_of, new_data, Pinned};
 
 static CLASS: Pinned<RClass> = Pinned::new("ReleaseReport");
 
@@ -15,18 +15,11 @@ pub fn init(namespace: RClass) -> Result<(), Error> {
 }
 
 pub fn to_ruby(ruby: &Ruby, released: Released) -> Result<Value, Error> {
-    let live = ruby.ary_new_capa(released.live.len());
-    for entry in released.live {
-        live.push(capsule_entry::to_ruby(ruby, entry)?)?;
-    }
-    let queues = ruby.ary_new_capa(released.queues.len());
-    for queue in released.queues {
-        queues.push((queue.queue, queue.parked, queue.recovered))?;
-    }
-    let dead = ruby.ary_new_capa(released.dead.len());
-    for job in released.dead {
-        dead.push(job)?;
-    }
+    let live = array_of(ruby, released.live, capsule_entry::to_ruby)?;
+    let queues = array_of(ruby, released.queues, |_, queue| {
+        Ok((queue.queue, queue.parked, queue.recovered))
+    })?;
+    let dead = array_of(ruby, released.dead, |_, job| Ok(job))?;
     new_data(
         ruby,
         CLASS.get(ruby)?,

@@ -9,11 +9,9 @@ module Sidekiq
     # the jobs themselves, in up to three round trips: the oldest parked job
     # of each limit (the one the next release reads), else a job running
     # with it, in the in-progress lists of a capsule holding one of its
-    # slots. The keys are src/keys.rs's parked(id),
-    # job_busy(id), capsule_queues(uuid) and in_progress(uuid, queue).
+    # slots. The keys are the core's (Keys): parked(id), job_busy(id),
+    # capsule_queues(uuid) and in_progress(uuid, queue).
     class CarriedLimits
-      PREFIX = "sidekiq:limit_fetch:"
-
       # What one job limit's jobs carry: its +concurrency+ (nil for none, or
       # an invalid one) and its +rate+ (a Rate, or nil).
       Carried = Data.define(:concurrency, :rate)
@@ -40,8 +38,8 @@ module Sidekiq
       def heads(ids)
         replies = @conn.pipelined do |pipe|
           ids.each do |id|
-            pipe.call("LINDEX", "#{PREFIX}limit:#{id}:parked", -1)
-            pipe.call("LINDEX", "#{PREFIX}limit:#{id}:busy", 0)
+            pipe.call("LINDEX", Keys.parked(id), -1)
+            pipe.call("LINDEX", Keys.job_busy(id), 0)
           end
         end
         replies.each_slice(2).to_a.transpose
@@ -60,7 +58,7 @@ module Sidekiq
       def running_limits(uuids)
         lists = in_progress_lists(uuids)
         jobs = @conn.pipelined do |pipe|
-          lists.each { |uuid, queue| pipe.call("LRANGE", "#{PREFIX}capsule:#{uuid}:inprogress:#{queue}", 0, -1) }
+          lists.each { |uuid, queue| pipe.call("LRANGE", Keys.in_progress(uuid, queue), 0, -1) }
         end
         by_uuid = uuids.to_h { [_1, []] }
         lists.zip(jobs).each { |(uuid, _), list| by_uuid[uuid].concat(list.map { limits_of(_1) }) }
@@ -69,7 +67,7 @@ module Sidekiq
 
       # [[uuid, queue], ...]: the in-progress lists of the capsules.
       def in_progress_lists(uuids)
-        queues = @conn.pipelined { |pipe| uuids.each { pipe.call("SMEMBERS", "#{PREFIX}capsule:#{_1}:queues") } }
+        queues = @conn.pipelined { |pipe| uuids.each { pipe.call("SMEMBERS", Keys.capsule_queues(_1)) } }
         uuids.zip(queues).flat_map { |uuid, names| names.map { [uuid, _1] } }
       end
 

@@ -9,9 +9,9 @@ module Sidekiq
     # the core, its Redis keys and its scripts by the bare name (#queue_name).
     # The gem takes the prefix off here, on the way in, and puts it back on
     # here, on the way out (Sidekiq's #queue_name takes it off again): nowhere
-    # else.
+    # else. The prefix is the core's (Keys::QUEUE_PREFIX).
     class UnitOfWork < BasicFetch::UnitOfWork
-      PREFIX = "queue:"
+      PREFIX = Keys::QUEUE_PREFIX
 
       # Bare queue names from Sidekiq's list names.
       def self.queue_names(lists)

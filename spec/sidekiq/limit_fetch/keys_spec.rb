@@ -42,7 +42,7 @@ RSpec.describe Sidekiq::LimitFetch::Keys, :binding do
       DEAD: "dead", DISCARDED: "sidekiq:limit_fetch:discarded", LAST_BEAT: "sidekiq:limit_fetch:last_beat",
       OUTAGE: "sidekiq:limit_fetch:outage",
       PARKED: "sidekiq:limit_fetch:parked", PREFIX: "sidekiq:limit_fetch:",
-      QUEUE_PATTERN: "sidekiq:limit_fetch:queue:*", RATE_DUE: "sidekiq:limit_fetch:rate_due",
+      QUEUE_PATTERN: "sidekiq:limit_fetch:queue:*", QUEUE_PREFIX: "queue:", RATE_DUE: "sidekiq:limit_fetch:rate_due",
       RATE_PARKED: "sidekiq:limit_fetch:rate_parked",
       RECOVERIES: "sidekiq:limit_fetch:recoveries", RECOVERED: "sidekiq:limit_fetch:recovered",
       REGISTERED: "sidekiq:limit_fetch:registered", UNREGISTERED: "sidekiq:limit_fetch:unregistered"
