@@ -284,6 +284,24 @@ RSpec.describe "bin/chaos's accounting" do
                                           "time, a freeze shorter than a heartbeat's expiry"}])
     end
 
+    it "explains a job the frozen process held, ended unacknowledged, that it fetched again itself once woken" do
+      runs = [
+        # Ended as the freeze began, its acknowledgement not sent; reaped, pushed back, fetched by w1 woken.
+        run("again", "w1", 9.95 * second, 9.99 * second, written: 9.99 * second),
+        run("again", "w1", 30.1 * second, 30.2 * second),
+        # Not held when it stopped: run twice by w1 unexplained.
+        run("twice", "w1", 8 * second, 8.1 * second), run("twice", "w1", 30.1 * second, 30.2 * second)
+      ]
+      duplicates = LimitFetchChaos::Duplicates.new(runs, {}, {}, nil, frozen: frozen.with(held: %w[again]))
+
+      expect(duplicates.counts).to include(frozen_reaped: 1)
+      expect(duplicates.unexplained.map { _1[:jid] }).to eq(%w[twice])
+      expect(duplicates.jobs.first[:repeats].first[:evidence]).to eq(
+        "in w1's in-progress list when it was frozen (SIGSTOP) for 20.0 s, 10 ms after its end was written; " \
+        "ran again in w1 20100 ms after the freeze began"
+      )
+    end
+
     it "explains by a kill a job killed elsewhere before the freeze that the frozen process then took" do
       runs = [
         # Killed in w3 5 s before the freeze, taken by w1 just before it; again in w2 during it.

@@ -30,8 +30,15 @@ module LimitFetchChaos
     # on a loaded machine, and its heartbeat then lasted its expiry.
     def reapable_from = from + ((expiry * 0.5) * 1e9).to_i
 
-    # Two runs of a job it held when it stopped, one in it, one elsewhere.
-    def involves?(one, other) = held&.include?(one.jid) && [one, other].one? { _1.worker == worker }
+    # Two runs of a job it held when it stopped: one in it, one elsewhere;
+    # or both in it, the later begun once it woke (its capsule reaped, the
+    # job pushed back, and fetched again by the woken process itself).
+    def involves?(one, other)
+      return false unless held&.include?(one.jid)
+      return true if [one, other].one? { _1.worker == worker }
+
+      [one, other].all? { _1.worker == worker } && !to.nil? && other.start >= to
+    end
 
     # {category:, evidence:} of two runs it #involves?: frozen_reaped, or
     # nil (unexplained) if the freeze was too short or the other run began
