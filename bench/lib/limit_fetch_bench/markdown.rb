@@ -36,12 +36,6 @@ module LimitFetchBench
 
     def range(pair) = pair ? "#{pair[0]}..#{pair[1]}" : "n/a"
 
-    def delay_note
-      proxy = meta["proxy"]
-      format(" with ~1 ms added round trip (delay proxy for every client: PING %<d>.2f ms direct, %<p>.2f ms " \
-             "through it)", d: proxy["direct_rtt_us"] / 1e3, p: proxy["proxied_rtt_us"] / 1e3)
-    end
-
     def round_trips(row)
       format("%<all>.2f (%<ruby>.2f + %<rust>.2f)", all: row["round_trips_per_job"],
         ruby: row["round_trips"]["ruby"], rust: row["round_trips"]["rust"])
@@ -64,14 +58,6 @@ module LimitFetchBench
       parts = [(first if first_start), "cmds #{ratio(row["commands_rev_ratio"])}",
                "RT #{ratio(row["round_trips_rev_ratio"])}", *cpu_rev(row)].compact
       "#{ratio(row["rev_ratio"])} (#{parts.join(", ")})"
-    end
-
-    def keyed_rev_text(throughput, job, first = "")
-      return "" unless keyed_rev
-
-      " × @#{keyed_rev} = this checkout's figure over its twin's: #{throughput}, then#{first} Redis commands (cmds), " \
-        "round trips (RT), process CPU and Redis CPU per #{job} (medians; lower is better). The twins' × are to the " \
-        "baseline's own variants."
     end
 
     # A column per variant of the first scenario, after FETCH_COST's first.
