@@ -19,7 +19,7 @@ end
 def chaos_run(options)
   if options.fault
     report = LimitFetchChaos::FaultRunner.new(options, plan: LimitFetchChaos::FaultPlan.new(options)).run
-    return report.tap { puts "", LimitFetchChaos::FaultMarkdown.render(report.to_h) }
+    return report.tap { puts "", LimitFetchChaos::Markdown.fault(report.to_h) }
   end
 
   report = LimitFetchChaos::Runner.new(options).run

@@ -7,6 +7,7 @@ require "sidekiq-limit_fetch"
 
 $LOAD_PATH.unshift(File.expand_path("../../demo/lib", __dir__))
 require "limit_fetch_demo"
+require_relative "../../tools/lib/limit_fetch_tools/markdown"
 %w[keyed_chaos_job grouped_chaos_job co_grouped_chaos_job per_queue_chaos_job discard_chaos_job rated_chaos_job
    tenant_rated_chaos_job].each do |job|
   require_relative "../app/#{job}"
@@ -72,11 +73,8 @@ require_relative "limit_fetch_chaos/rates_report"
 require_relative "limit_fetch_chaos/report"
 require_relative "limit_fetch_chaos/environment"
 require_relative "limit_fetch_chaos/markdown"
-require_relative "limit_fetch_chaos/repeats_markdown"
-require_relative "limit_fetch_chaos/rates_markdown"
 require_relative "limit_fetch_chaos/harness"
 require_relative "limit_fetch_chaos/runner"
 require_relative "limit_fetch_chaos/fault_report"
-require_relative "limit_fetch_chaos/fault_markdown"
 require_relative "limit_fetch_chaos/fault_runner"
 require_relative "limit_fetch_chaos/repeat"

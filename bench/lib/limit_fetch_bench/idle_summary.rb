@@ -39,8 +39,6 @@ module LimitFetchBench
       percentiles(values) unless values.empty?
     end
 
-    def percentiles(values)
-      {"p50" => 50, "p95" => 95, "p99" => 99}.transform_values { Stats.percentile(values, _1) }
-    end
+    def percentiles(values) = Stats.percentiles(values, "p50", "p95", "p99")
   end
 end

@@ -26,6 +26,13 @@ module LimitFetchBench
              "redis_cpu" => "redis_cpu_us"}.freeze
     MOST = %w[hot_max_running cold_max_running max_parked].freeze
 
+    # The other tenants' first starts (RateSummary's too): percentiles over
+    # all runs' tenants, and the spread of the runs' p99.
+    def self.first_starts(runs)
+      {"cold_first_start_s" => Stats.percentiles(runs.flat_map { _1["cold_first_start_s"] }, "p50", "p99"),
+       "run_p99_s" => Stats.spread(runs.map { Stats.percentile(_1["cold_first_start_s"], 99) })}
+    end
+
     def initialize(runs, rev = nil)
       @groups = runs.select { _1["section"] == "keyed" }.group_by { _1["variant"] }
       @rev = rev
@@ -89,7 +96,7 @@ module LimitFetchBench
     def hot_row(variant, runs)
       {"label" => variant.label, "runs" => runs.size, "jobs" => runs.first["jobs"],
        "hot_limit" => runs.first["hot_limit"], "seconds" => Stats.spread(runs.map { _1["seconds"] })}
-        .merge(versus(variant, runs), first_starts(runs), most(runs), medians(runs))
+        .merge(versus(variant, runs), KeyedSummary.first_starts(runs), most(runs), medians(runs))
     end
 
     # The ratios to the same jobs with no key (and, of throughputs, with no
@@ -113,14 +120,6 @@ module LimitFetchBench
     def most(runs) = MOST.to_h { |key| [key, runs.map { _1[key] }.max] }
 
     def medians(runs) = HOT_MEDIANS.to_h { |key| [key, median(runs, key)] }
-
-    # The other tenants' first starts: percentiles over all runs' tenants,
-    # and the spread of the runs' p99.
-    def first_starts(runs)
-      firsts = runs.flat_map { _1["cold_first_start_s"] }
-      {"cold_first_start_s" => {"p50" => Stats.percentile(firsts, 50), "p99" => Stats.percentile(firsts, 99)},
-       "run_p99_s" => Stats.spread(runs.map { Stats.percentile(_1["cold_first_start_s"], 99) })}
-    end
 
     # Median time until every job was done, of `other`'s runs over these:
     # the ratio of throughputs.

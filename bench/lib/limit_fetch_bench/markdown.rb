@@ -1,136 +1,124 @@
 # frozen_string_literal: true
 
 module LimitFetchBench
-  # The summary as Markdown: a header with the setup, one table per section,
-  # the limit check, and how round trips are counted.
+  # The summary as Markdown (markdown.md.erb): a header with the setup, one
+  # table per section, the limit check, and how round trips are counted.
+  # With --baseline, a column after the ratio to BasicFetch gives each
+  # LimitFetch variant's ratio to its twin (a note in its cell, for the
+  # fetch cost); in the keyed section only if the baseline had job limits.
   class Markdown
-    CPU_TEXT =
-      "CPU per job, medians: process CPU, the Sidekiq process's (every thread's: Ruby's and the Rust core's), " \
-      "and Redis CPU (INFO cpu, user + sys), each followed by its ratio to BasicFetch's in this invocation " \
-      "(lower is better). Redis ceiling = 10⁶ / Redis CPU µs per job, with its ratio to BasicFetch's: the " \
-      "jobs per second one Redis core can serve; one Redis serves the whole fleet, so this is the fleet's " \
-      "ceiling from fetch work (fetching and acknowledging)."
+    include LimitFetchTools::Markdown
+    include Columns
+
+    TEMPLATE = File.join(__dir__, "markdown.md.erb")
+
+    attr_reader :summary, :meta, :options, :baseline, :rev, :keyed_rev
 
     def initialize(summary)
       @summary = summary
       @meta = summary["meta"]
-      @rev = @meta.dig("baseline", "rev")
+      @options = @meta["options"]
+      @baseline = @meta["baseline"]
+      @rev = @baseline&.fetch("rev")
+      @keyed_rev = @rev if @baseline&.fetch("job_limits", nil)
     end
 
-    def render
-      [header, throughput("throughput"), throughput("delayed"), idle, fetch_cost, keyed, rate, limits, counting]
-        .compact.join("\n\n") << "\n"
-    end
+    def render = LimitFetchTools::Markdown.render(TEMPLATE, binding)
 
     private
 
-    def header
-      options = @meta["options"]
-      <<~MD.chomp
-        # bin/bench: Sidekiq::LimitFetch against BasicFetch
+    def keyed = summary["keyed"] || {}
 
-        #{@meta["date"]}, #{@meta["cpus"]} CPUs; #{@meta["ruby"]}; Sidekiq #{@meta["sidekiq"]}; #{@meta["redis"]}; \
-        sidekiq-limit_fetch-rs #{@meta["gem"]}. Embedded Sidekiq, concurrency 10 (reference: 5), one queue, \
-        logging at WARN. LimitFetch with its defaults: an idle fetch blocks up to `fetch_timeout` (2 s) on the \
-        doorbell (`poll_range` #{range(@meta["poll_range"])} s applies only where Redis refuses CLIENT TRACKING). \
-        #{options["runs"]} runs of every variant, alternated run by run; medians, (min–max) over the runs; \
-        × = ratio to BasicFetch's median from this invocation. Run time #{format("%.0f", @meta["seconds"])} s.#{baseline}
-      MD
-    end
+    def rate = summary["rate"] || {}
 
-    def baseline
-      return "" unless @rev
-
-      base = @meta["baseline"]
-      "\n\nBaseline: the variants marked @#{@rev} load the gem built from `#{base["ref"]}` (#{@rev}, " \
-        "\"#{base["subject"]}\"), their runs alternated with this checkout's; × @#{@rev} = this checkout's median " \
-        "over theirs (for latency, fetch time and CPU, lower is better); in the throughput tables, of jobs/s, then " \
-        "in brackets of process and Redis CPU per job."
-    end
-
-    def throughput(section)
-      rows = @summary[section]
-      return nil if rows.empty?
-
-      [title(section), "", Table.throughput(rows, @rev)].join("\n")
-    end
-
-    def title(section)
-      options = @meta["options"]
-      jobs = section == "delayed" ? options["delayed_jobs"] : options["jobs"]
-      text = "## Throughput#{delay_note if section == "delayed"}\n\n#{jobs} no-op jobs per run " \
-             "(10 ms variants: #{options["slow_jobs"]} jobs), pushed before the start, timed until the last is done."
-      "#{text} #{CPU_TEXT} Slot utilisation (10 ms jobs): jobs running, time-averaged while a backlog exists, " \
-        "/ limit (BasicFetch: / concurrency). In flight: from retrieve_work's return to acknowledge; running: " \
-        "inside perform."
-    end
-
-    def delay_note
-      proxy = @meta["proxy"]
-      format(" with ~1 ms added round trip (delay proxy for every client: PING %<d>.2f ms direct, %<p>.2f ms " \
-             "through it)", d: proxy["direct_rtt_us"] / 1e3, p: proxy["proxied_rtt_us"] / 1e3)
-    end
-
-    def idle
-      return nil if @summary["idle"].empty?
-
-      ["## Idle: pickup latency and idle cost", "",
-       "Single no-op jobs pushed at random 20–80 ms gaps into the empty queue for " \
-       "#{@meta["options"]["idle_seconds"]} s per run; latency = job start − push time (p50/p95/p99 over all runs' " \
-       "jobs). Idle cost over #{@meta["options"]["idle_seconds"]} s with nothing queued.", "",
-       Table.idle(@summary["idle"], @rev)].join("\n")
-    end
-
-    def fetch_cost
-      return nil if @summary["fetch_cost"].empty?
-
-      ["## Fetch cost", "",
-       "`retrieve_work` called directly on a fetcher, #{@meta["options"]["fetch_iterations"]} calls per run; the job " \
-       "is acknowledged and pushed back between calls (untimed). µs per call: median of the runs' medians " \
-       "(min–max; means and p99 are in latest.json); Redis cmds: commands Redis ran for one fetch (those inside the " \
-       "gem's script included); Redis µs: time Redis spent in BRPOP or the gem's FCALL.", "",
-       Table.fetch_cost(@summary["fetch_cost"], @rev)].join("\n")
-    end
-
-    def keyed
-      keyed = @summary["keyed"]
-      return nil if keyed.nil? || keyed.empty?
-
-      KeyedMarkdown.new(keyed, @meta["options"], @meta["baseline"]).render
-    end
-
-    def rate
-      rate = @summary["rate"]
-      return nil if rate.nil? || rate.empty?
-
-      RateMarkdown.new(rate, @meta["options"]).render
-    end
-
-    def limits
-      checks = @summary["limit_checks"]
-      bad = checks.reject { _1["ok"] }
-      text = bad.empty? ? "All #{checks.size} limited runs stayed within their limit." : exceeded(bad, checks.size)
-      "## Limit check\n\n#{text} Checked: the most jobs of the limited queue in flight at once in a run (from " \
-        "retrieve_work's return to acknowledge; running jobs are a subset), and for the hot key, its jobs running at " \
-        "once (from inside them)#{rates_checked}."
-    end
-
-    def rates_checked
-      return "" if @summary["rate"].nil? || @summary["rate"].empty?
-
-      "; for rates, the most starts within any window of the period, as the gem counted them (Redis's clock)"
-    end
-
-    def exceeded(bad, total)
-      runs = bad.map do |check|
-        "#{check["section"]} #{check["variant"]} run #{check["round"]}: " \
-          "#{check["max_in_flight"] || check["max_running"]}"
-      end
-      "**#{bad.size} of #{total} limited runs exceeded their limit (#{bad.first["limit"]}):** #{runs.join("; ")}."
-    end
-
-    def counting = "## How round trips are counted\n\n#{@meta["round_trip_counting"]}"
+    # The column `cell` makes, headed `head`, after the ratio to BasicFetch, with a baseline.
+    def with_rev(columns, rev, head, &cell) = rev ? columns.dup.insert(3, [head, cell]) : columns
 
     def range(pair) = pair ? "#{pair[0]}..#{pair[1]}" : "n/a"
+
+    def round_trips(row)
+      format("%<all>.2f (%<ruby>.2f + %<rust>.2f)", all: row["round_trips_per_job"],
+        ruby: row["round_trips"]["ruby"], rust: row["round_trips"]["rust"])
+    end
+
+    def ceiling(row) = with_ratio(row["redis_ceiling_jobs_per_s"], "%.0f", row["redis_ceiling_ratio"])
+
+    def cpu_rev(row)
+      ["process CPU #{ratio(row["process_cpu_rev_ratio"])}", "Redis CPU #{ratio(row["redis_cpu_rev_ratio"])}"]
+    end
+
+    # The twin's ratios: of throughputs, then (of process and Redis CPU per job).
+    def throughput_rev(row) = row["rev_ratio"] ? "#{ratio(row["rev_ratio"])} (#{cpu_rev(row).join(", ")})" : "–"
+
+    # Throughput, then (first start p50 / p99,) commands, round trips, process and Redis CPU.
+    def keyed_rev_cell(row, first_start: false)
+      return "–" unless row["rev_ratio"]
+
+      first = "first start #{ratio(row["first_start_p50_rev_ratio"])} / #{ratio(row["first_start_p99_rev_ratio"])}"
+      parts = [(first if first_start), "cmds #{ratio(row["commands_rev_ratio"])}",
+               "RT #{ratio(row["round_trips_rev_ratio"])}", *cpu_rev(row)].compact
+      "#{ratio(row["rev_ratio"])} (#{parts.join(", ")})"
+    end
+
+    # A column per variant of the first scenario, after FETCH_COST's first.
+    def fetch_cost_columns
+      labels = summary["fetch_cost"].values.first["variants"].values.map { _1["label"] }
+      FETCH_COST.dup.insert(1, *labels.each_index.map { |i| ["#{labels[i]}: µs/call", -> { fetch_cost(_1, i) }] })
+    end
+
+    def fetch_cost(row, index)
+      cell = row["variants"].values[index]
+      text = "#{spread(cell["p50_us"], "%.0f")} #{ratio(cell["ratio"])}"
+      cell["rev_ratio"] ? "#{text} (#{ratio(cell["rev_ratio"])} @#{rev})" : text
+    end
+
+    def backlog(row)
+      "#{spread(row["hot_last_start_s"], "%.2f")} / #{num(row["hot_ideal_s"], "%.2f")} (#{ratio(row["hot_vs_ideal"])})"
+    end
+
+    def joined(row, key, fmt) = row["variants"].values.map { num(_1[key], fmt) }.join(" / ")
+
+    def percentiles(values) = values ? values.values.map { num(_1, "%.2f") }.join(" / ") : "–"
+
+    def latencies(latency) = %w[min p50 p95 p99 max].map { num(latency[_1], "%.2f") }.join(" / ")
+
+    def first_start(row, fmt) = row["cold_first_start_s"].values_at("p50", "p99").map { num(_1, fmt) }.join(" / ")
+
+    # CPU per executed job, with its ratio to the same jobs with no key.
+    def vs_none(row, name) = with_ratio(row["#{name}_us_per_executed_job"], "%.0f", row["#{name}_vs_none"])
+
+    def none(row) = row["vs_none"] || {}
+
+    # "39 (×1.02 / ×0.74)": the figure, its ratios to no limit and to BasicFetch.
+    def rate_cpu(row, name, fmt)
+      value = row["#{name}_us_per_job"]
+      value ? "#{format(fmt, value)} (#{ratio(none(row)[name])} / #{ratio(row["#{name}_ratio"])})" : "–"
+    end
+
+    # With a note where the sampler saw fewer starts than the hot jobs (a lower bound then).
+    def most(row)
+      seen = row["hot_starts_counted_min"]
+      missed = seen && seen < row["hot_jobs"] ? " (only #{seen} of #{row["hot_jobs"]} starts sampled)" : ""
+      "#{row["hot_most_in_window_counted"] || "–"} / #{row["hot_most_in_window_perform"] || "–"} / " \
+        "#{row["rate"][0]}#{missed}"
+    end
+
+    def met(value)
+      return "cannot tell (no latencies)" if value.nil?
+
+      value ? "met" : "**missed**"
+    end
+
+    # "fcall 0.60, get 0.30, ...": the commands of a phase, per second.
+    def mix(commands)
+      return "none" if commands.empty?
+
+      commands.first(10).map { |name, rate| format("%<n>s %<r>.2f", n: name, r: rate) }.join(", ")
+    end
+
+    def mixes(phases)
+      "Commands per second, over all runs: nothing parked: #{mix(phases["blocking"])}; parked: " \
+        "#{mix(phases["parked"])}."
+    end
   end
 end

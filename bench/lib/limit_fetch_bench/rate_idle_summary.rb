@@ -76,9 +76,6 @@ module LimitFetchBench
        "target_p99_ms" => TARGET_P99_MS, "p99_within_target" => p99 && p99 <= TARGET_P99_MS}
     end
 
-    def percentiles(values)
-      {"min" => values.min, "p50" => Stats.percentile(values, 50), "p95" => Stats.percentile(values, 95),
-       "p99" => Stats.percentile(values, 99), "max" => values.max}
-    end
+    def percentiles(values) = Stats.percentiles(values, "min", "p50", "p95", "p99", "max")
   end
 end

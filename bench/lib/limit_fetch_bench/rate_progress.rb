@@ -30,8 +30,8 @@ module LimitFetchBench
       return text unless latencies
 
       format("%<text>s  pickup p50 %<p50>s / p99 %<p99>s ms (%<n>d openings)", text: text,
-        p50: Table.num(Stats.median(latencies), "%.2f"), p99: Table.num(Stats.percentile(latencies, 99), "%.2f"),
-        n: latencies.size)
+        p50: LimitFetchTools::Markdown.num(Stats.median(latencies), "%.2f"),
+        p99: LimitFetchTools::Markdown.num(Stats.percentile(latencies, 99), "%.2f"), n: latencies.size)
     end
   end
 end

@@ -65,15 +65,7 @@ module LimitFetchBench
     def hot_row(variant, runs)
       {"label" => variant.label, "runs" => runs.size, "hot_jobs" => runs.first["hot_jobs"],
        "rate" => runs.first["rate"], "seconds" => Stats.spread(runs.map { _1["seconds"] })}
-        .merge(first_starts(runs), backlog(runs), HOT_MEDIANS.to_h { |key| [key, median(runs, key)] })
-    end
-
-    # The other tenants' first starts: percentiles over all runs' tenants,
-    # and the spread of the runs' p99.
-    def first_starts(runs)
-      firsts = runs.flat_map { _1["cold_first_start_s"] }
-      {"cold_first_start_s" => {"p50" => Stats.percentile(firsts, 50), "p99" => Stats.percentile(firsts, 99)},
-       "run_p99_s" => Stats.spread(runs.map { Stats.percentile(_1["cold_first_start_s"], 99) })}
+        .merge(KeyedSummary.first_starts(runs), backlog(runs), HOT_MEDIANS.to_h { |key| [key, median(runs, key)] })
     end
 
     # The hot backlog: its last start against the least the rate allows,

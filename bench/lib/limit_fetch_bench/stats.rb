@@ -15,6 +15,11 @@ module LimitFetchBench
       sorted[((pct / 100.0 * sorted.size).ceil - 1).clamp(0, sorted.size - 1)]
     end
 
+    # {"p50" => ..., "max" => ...}: each named percentile ("min" and "max": the ends) of the values.
+    def percentiles(values, *names)
+      names.to_h { [_1, _1.start_with?("p") ? percentile(values, _1[1..].to_i) : values.public_send(_1)] }
+    end
+
     def mean(values) = values.empty? ? nil : values.sum.fdiv(values.size)
 
     # Median, min and max of the values.

@@ -1,131 +1,99 @@
 # frozen_string_literal: true
 
 module LimitFetchChaos
-  # A report (Report#to_h) as short Markdown: what bin/chaos prints at the end
-  # and writes to results/latest.md.
-  module Markdown
-    module_function
+  # A report as short Markdown: what bin/chaos prints at the end and writes
+  # to results/latest.md (Report#to_h, report.md.erb), or what bin/chaos
+  # --fault prints (FaultReport#to_h, fault.md.erb). The templates hold the
+  # prose and the facts; the tables come from the column lists here.
+  class Markdown
+    include LimitFetchTools::Markdown
 
-    def render(report)
-      ["# bin/chaos: #{report[:passed] ? "passed" : "FAILED"}", "", environment(report[:environment]), "",
-       setup(report[:plan]), "", *tables(report), *verdict(report[:failures])].join("\n") << "\n"
+    CONCURRENCY = [
+      ["queue", -> { _1[0] }], ["most at once / limit", -> { "#{_1[1][:max]} / #{_1[1][:limit] || "-"}" }],
+      ["most in one process / limit", -> { "#{_1[1][:max_per_process]} / #{_1[1][:process_limit] || "-"}" }]
+    ].freeze
+    JOB_LIMITS = [
+      ["job limit", -> { "`#{_1[0]}`" }], ["queues", -> { plan[:job_limits].dig(_1[0], :queues).join(", ") }],
+      ["most at once / limit", -> { "#{_1[1][:max]} / #{_1[1][:limit]}" }],
+      ["most in one process", -> { _1[1][:max_per_process] }]
+    ].freeze
+    # Each rate's starts, its tightest window, the shortest span of one start
+    # more than its limit against what the check allows (its period less
+    # RATE_SLACK), and its parked jobs' waits (RatesReport#to_h).
+    RATES = [
+      ["rate", -> { "`#{_1[0]}`" }], ["queues", -> { plan.dig(:rates, _1[0], :queues).join(", ") }],
+      ["starts", -> { _1[1][:starts] }],
+      ["most in any period / limit", -> { "#{_1[1][:most_in_period]} / #{_1[1][:limit]} per #{_1[1][:period_s]} s" }],
+      ["shortest span of limit + 1 starts (checked: at least)",
+       -> { "#{_1[1][:shortest_span_ms] || "-"} ms (#{_1[1][:checked_ms].round} ms)" }],
+      ["counted by the gem (Redis's clock): starts, most in any period; lags from fetch to start within",
+       -> { recorded(_1[1][:recorded]) }],
+      ["samples with jobs parked", -> { "#{_1[1][:parked_samples]} of #{_1[1][:samples]}" }],
+      ["longest wait with jobs parked and none begun within a period (a stall: over)",
+       -> { "#{_1[1][:longest_wait_s]} s (#{_1[1][:stall_after_s]} s)" }]
+    ].freeze
+    FAULT_LIMITS = [
+      ["limit", -> { "`#{_1[0]}`" }],
+      ["most at once / limit (woken originals left out)", -> { "#{_1[1][:max]} / #{_1[1][:limit]}" }]
+    ].freeze
+    # The jobs run more than once (Duplicates), SHOWN at most.
+    REPEATS = [["job run more than once", -> { _1[:jid] }], ["runs", -> { _1[:runs].size }],
+               ["why it ran again", -> { _1[:repeats].map { |repeat| Duplicates.why(repeat) }.join("; ") }]].freeze
+    SHOWN = 30
+
+    def self.render(report) = new(report).render("report.md.erb")
+
+    def self.fault(report) = new(report).render("fault.md.erb")
+
+    def initialize(report)
+      @report = report
     end
 
-    def tables(report)
-      [*table(["", ""], facts(report)), "",
-       *table(["queue", "most at once / limit", "most in one process / limit"], concurrency(report)), "",
-       *table(["job limit", "queues", "most at once / limit", "most in one process"], job_limits(report)), "",
-       *RatesMarkdown.table(report[:rates], report[:plan]), "",
-       *RepeatsMarkdown.table(report[:jobs][:repeated_jobs])]
-    end
+    def render(template) = LimitFetchTools::Markdown.render(File.join(__dir__, template), binding)
 
-    def table(header, rows)
-      [header, header.map { "---" }, *rows].map { |cells| "| #{cells.join(" | ")} |" }
-    end
+    private
 
-    def verdict(failures) = failures.empty? ? ["No failures."] : failures.map { "- FAILED: #{_1}" }
+    attr_reader :report
 
-    def environment(env)
+    %i[plan jobs limited tuner chaos fault].each { |name| define_method(name) { report[name] } }
+
+    def discards = limited[:discards]
+
+    def environment
+      env = report[:environment]
       "#{env[:date]}; #{env[:cpus]} CPUs (#{env[:cpu]}), Linux #{env[:kernel]}; Ruby #{env[:ruby]}, " \
         "Sidekiq #{env[:sidekiq]}, #{env[:redis]}; commit #{env[:commit]}"
     end
 
-    def setup(plan)
-      "#{plan[:processes]} Sidekiq processes x #{plan[:concurrency]} threads; #{jobs(plan)} of " \
-        "#{plan[:job_ms].join("-")} ms on queues #{plan[:queues].join(", ")}; a kill -9 every " \
-        "#{plan[:kill_every_s].join("-")} s; Redis down #{plan[:redis_down_s]} s and a process frozen " \
-        "#{plan[:freeze_s]} s once each; heartbeat period #{plan[:heartbeat_period]} s; " \
-        "Redis `#{plan[:redis]}`; seed #{plan[:seed]}."
+    # "a 2, b 0": a hash's pairs.
+    def pairs(hash) = hash.map { _1.join(" ") }.join(", ")
+
+    def recorded(seen)
+      lag = seen[:lag_ms] ? "#{seen[:lag_ms]} ms" : "- (a run paired with none within FETCH_LAG)"
+      "#{seen[:starts]}, #{seen[:most_in_period]}; #{lag}"
     end
 
-    # With --jobs, the rated queue's besides, pushed while those are.
-    def jobs(plan)
-      [("#{plan[:jobs]} jobs (and #{RatedLimit.queues.join(", ")}'s meanwhile)" if plan[:jobs]),
-       ("jobs pushed for #{plan[:duration]} s" if plan[:duration])].compact.join(" or ")
+    # A Report's or a FaultReport's freeze (Frozen#to_h, with its woken originals).
+    def frozen(freeze)
+      return "none" unless freeze
+
+      "#{freeze[:worker]} stopped (SIGSTOP) for #{freeze[:seconds]} s, holding #{freeze[:held]&.size.inspect} jobs; " \
+        "#{freeze[:originals]} of its runs went on once it woke (its woken originals, left out of the limits' counts)"
     end
 
-    def facts(report)
-      jobs = report[:jobs]
-      [["jobs enqueued / completed / discarded / lost",
-        "#{jobs[:enqueued]} / #{jobs[:completed]} / #{jobs[:discarded]} / #{jobs[:lost]}"],
-       ["runs; jobs run more than once", RepeatsMarkdown.summary(jobs)], *limited(report), *chaos(report[:chaos]),
-       ["time until every job completed; throughput",
-        "#{report[:timing][:seconds]} s; #{report[:timing][:jobs_per_second]} jobs/s"],
-       *aftermath(report)]
+    # Booked#to_h, in short.
+    def booked(booked) = booked.values.all?(&:empty?) ? "nothing" : "see the failures"
+
+    # The table of the jobs run more than once, then how many more the JSON
+    # report lists, and a blank line; nothing if none.
+    def repeats
+      repeated = jobs[:repeated_jobs]
+      return "" if repeated.empty?
+
+      more = repeated.size > SHOWN ? "\n#{repeated.size - SHOWN} more in the JSON report (results/latest.json).\n" : ""
+      "#{table(REPEATS, repeated.first(SHOWN))}\n#{more}\n"
     end
 
-    def aftermath(report)
-      [["booked 2 heartbeat periods after the last job ended", FaultMarkdown.booked(report[:booked_after_jobs])],
-       ["left in Redis after the processes stopped", leftovers(report[:redis_after_stop])]]
-    end
-
-    def limited(report)
-      limited = report[:limited]
-      [*limited[:classes].map { |name, seen| ["#{name}'s jobs", limited_class(seen)] },
-       ["jobs parked at their job limits", parked(limited)], ["discarded (DiscardChaosJob)", discards(limited)],
-       ["most of a PerQueueChaosJob tenant at once across p and q (1 per queue)",
-        limited[:per_queue_most].map { _1.join(" ") }.join(", ")],
-       ["#{report[:tuner][:id]} changed at run time", tuned(report)]]
-    end
-
-    def limited_class(seen)
-      "#{seen[:enqueued]} enqueued / #{seen[:completed]} completed / #{seen[:discarded]} discarded / " \
-        "#{seen[:lost]} lost; #{seen[:carried]} pushes carried their job limits, #{seen[:not_carried]} did not"
-    end
-
-    def parked(limited)
-      by_queue = limited[:ticks_parked_by_queue].map { _1.join(" ") }.join(", ")
-      "at most #{limited[:parked_most]} at once; some in #{limited[:ticks_parked]} of #{limited[:ticks]} feeder " \
-        "ticks (by queue: #{by_queue})"
-    end
-
-    def unlogged(count) = count.to_i.positive? ? ", #{count} whose log line a kill cut off" : ""
-
-    def discards(limited)
-      discards = limited[:discards]
-      "#{discards[:jobs]} jobs: #{discards[:counted].fetch(Discards::NAME, 0)} counted in Redis, " \
-        "#{discards[:logged]} logged#{unlogged(discards[:unlogged])}"
-    end
-
-    # The limit's stretches (the most at once seen in each / its limit) and when each change was made.
-    def tuned(report)
-      stretches = report[:limited][:tuned].map { "#{_1[:most]}/#{_1[:limit]}" }.join(", ")
-      changes = report[:tuner][:changes].map { "#{_1[:limit] || "reset"} at #{_1[:at_s]} s" }.join(", ")
-      "#{report[:tuner][:schedule]} (#{changes}); most at once / limit in each stretch: #{stretches}"
-    end
-
-    def job_limits(report)
-      queues = report[:plan][:job_limits]
-      report[:job_limits].map do |id, seen|
-        ["`#{id}`", queues.dig(id, :queues).join(", "), "#{seen[:max]} / #{seen[:limit]}", seen[:max_per_process]]
-      end
-    end
-
-    def chaos(chaos)
-      reaped = chaos[:reaped]
-      restart = chaos[:redis_restart]
-      [["kills / replacements", "#{chaos[:kills]} / #{chaos[:replacements]}"],
-       ["dead capsules reaped (busy slots freed, jobs pushed back)",
-        "#{reaped[:capsules]} (#{reaped[:slots]}, #{reaped[:jobs]})"],
-       ["Redis outage", restart ? outage(restart) : "none"], ["freeze", FaultMarkdown.frozen(chaos[:freeze])]]
-    end
-
-    def outage(restart)
-      "at #{restart[:at_s]} s, down #{restart[:down_s]} s; #{restart[:survived].size} processes lived through it, " \
-        "their fetches and heartbeats raising (#{restart[:survived].join(", ")})"
-    end
-
-    def concurrency(report)
-      report[:concurrency].map do |queue, seen|
-        [queue, "#{seen[:max]} / #{seen[:limit] || "-"}", "#{seen[:max_per_process]} / #{seen[:process_limit] || "-"}"]
-      end
-    end
-
-    def leftovers(left)
-      return "see the failures" unless left[:clean]
-
-      "nothing (busy lists, in-progress lists, capsule keys, capsules set, job limits' busy and parked lists, " \
-        "parked set, rates' windows, released counts and rate-parked set, queues, dead set)"
-    end
+    def verdict = report[:failures].empty? ? "No failures." : report[:failures].map { "- FAILED: #{_1}" }.join("\n")
   end
 end

@@ -1,0 +1,46 @@
+# frozen_string_literal: true
+
+require "erb"
+
+module LimitFetchTools
+  # What bin/bench's and bin/chaos's reports share: a view (a class that
+  # includes this module) renders an ERB template of the report's prose,
+  # whose fields are the view's methods, and its tables from column lists:
+  # [header, cell] pairs, the cell a lambda of the row, run on the view (so
+  # that it can call these formats and the view's own helpers).
+  module Markdown
+    module_function
+
+    # The template at `path` (ERB, `-%>` trims a line's end), rendered in
+    # `scope` (the view's binding: its methods and constants are the
+    # fields); the blank lines that end it come out as one newline.
+    def render(path, scope)
+      ERB.new(File.read(path), trim_mode: "-").result(scope).sub(/\n*\z/, "\n")
+    end
+
+    # One line per row, each cell from its column's lambda.
+    def table(columns, rows)
+      grid(columns.map(&:first), rows.map { |row| columns.map { |_, cell| instance_exec(row, &cell) } })
+    end
+
+    def grid(head, rows) = [head, head.map { "---" }, *rows].map { "| #{_1.join(" | ")} |" }.join("\n")
+
+    def num(value, fmt) = value ? format(fmt, value) : "–"
+
+    def ratio(value) = value ? format("×%.2f", value) : "–"
+
+    # "28.0 ×2.95"; the value alone without a ratio.
+    def with_ratio(value, fmt, factor)
+      return "–" unless value
+
+      factor ? "#{format(fmt, value)} #{ratio(factor)}" : format(fmt, value)
+    end
+
+    # "9695 (9503–9731)": a median and its range.
+    def spread(spread, fmt)
+      return "–" unless spread
+
+      "#{format(fmt, spread["median"])} (#{format(fmt, spread["min"])}–#{format(fmt, spread["max"])})"
+    end
+  end
+end
