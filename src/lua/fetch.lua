@@ -85,6 +85,9 @@ local rate_full
 -- limits found full, and those that parked a job; jobs set aside and
 -- discarded.
 local freed, vacated, held, written, moved, full, parked, aside, discarded
+-- The in-progress list each job discarded by a take is still in, in order
+-- (see set_aside).
+local discarded_from
 -- The job taken was held: a parked job sent back by this call.
 local took_held
 -- The job limits of a run that ended here (the acknowledged job whose
@@ -147,6 +150,13 @@ end
 
 local function done(reply)
   push_held()
+  -- Held jobs are in lists now: their limits may leave the parked set,
+  -- unless this call parked more of theirs.
+  if emptied then
+    for id in pairs(emptied) do
+      if not parked[id] then redis.call('SREM', PARKED_KEY, id) end
+    end
+  end
   for id, n in pairs(vacated) do
     if n > 0 then unbook_job_limit(uuid, id, n) end
   end
@@ -168,6 +178,12 @@ local function done(reply)
   if rate_parked_written then
     wrote(RATE_PARKED_KEY)
     wrote(RATE_DUE_KEY)
+  end
+  -- The last writes: until the reply carries their payloads, discarded jobs
+  -- stay where a refused write (the ACL changed under a running process)
+  -- leaves them to be fetched again.
+  if discarded_from ~= NONE then
+    for _, at in ipairs(discarded_from) do redis.call('LREM', at[1], 1, at[2]) end
   end
   if watch and #written > 0 then redis.call('EXISTS', unpack(written)) end
   return reply
@@ -387,14 +403,19 @@ local function discard(job, limit)
   discarded[#discarded + 1] = {job, limit.id}
 end
 
--- Moves the job just taken (first in `inprogress`) aside, for `limit`.
+-- Moves the job just taken (first in `inprogress`) aside, for `limit`. Its
+-- bookkeeping first: a write refused after it (the ACL changed under a
+-- running process) leaves a spurious entry, never a job where nothing looks.
+-- A discarded job leaves `inprogress` last of all (done): its payload is
+-- nowhere else until the reply.
 local function set_aside(job, inprogress, limit)
   if limit.discard then
-    redis.call('LPOP', inprogress)
     discard(job, limit)
+    if discarded_from == NONE then discarded_from = {} end
+    discarded_from[#discarded_from + 1] = {inprogress, job}
   else
-    redis.call('LMOVE', inprogress, parked_key(limit.id), 'LEFT', 'LEFT')
     parks(limit.id)
+    redis.call('LMOVE', inprogress, parked_key(limit.id), 'LEFT', 'LEFT')
   end
   aside = aside + 1
 end
@@ -423,12 +444,15 @@ local function park_front(name, queue, batch)
     n = n + 1
   end
   if n == 0 then return false end
+  -- Out of the queue, then into the parked lists: noted parked first, and a
+  -- user denied the push stops before the trim (see may_send).
+  for _, id in ipairs(ids) do
+    parks(id)
+    may_send('LPUSH', parked_key(id), 'job')
+  end
   redis.call('LTRIM', queue, 0, -n - 1)
   moved_from(name, queue)
-  for _, id in ipairs(ids) do
-    redis.call('LPUSH', parked_key(id), unpack(by_id[id]))
-    parks(id)
-  end
+  for _, id in ipairs(ids) do redis.call('LPUSH', parked_key(id), unpack(by_id[id])) end
   aside = aside + n
   return n == room
 end
@@ -500,6 +524,7 @@ return function(KEYS, ARGV)
   written = watch and {} or NONE
   moved = watch and {} or NONE
   full, parked, discarded, aside, rate_full, opens = NONE, NONE, NONE, 0, NONE, nil
+  discarded_from = NONE
   took_held, ended = false, nil
 
   -- Idempotent: an acknowledgement sent again (its reply was lost) finds its

@@ -107,6 +107,20 @@ end
 -- and takes them from the right.
 local function push_back(name, job) redis.call('RPUSH', queue_key(name), job) end
 
+-- Stops the call before a move that takes two writes (out of one list, then
+-- into another) if its user may not send the second, `command` with the
+-- arguments given (its key first). Redis keeps what a script wrote before a
+-- command it refuses: with the ACL changed under running processes (the
+-- capsule's boot check passed, src/acl.rs), the job would be in neither
+-- list. Refused in Redis's own words, which src/acl.rs reads to name the
+-- rule to add.
+local function may_send(command, key, ...)
+  if not redis.acl_check_cmd(command, key, ...) then
+    error({err = "NOPERM this user has no permissions to run the '" .. string.lower(command) ..
+      "' command (or to access '" .. key .. "'), checked before the move that needs it"})
+  end
+end
+
 -- What this call has learnt, so that it asks once: payloads parsed, the
 -- limits they carry (by payload, and by the text of their array) and the
 -- queue written after them (a hot key's job is met twice in a fetch:
@@ -116,9 +130,14 @@ local parsed_jobs, carried_limits, carried_arrays, carried_queues, stored_job_li
 -- room left in windows, by starts key (false: full), and when each full
 -- one; and whether this call wrote RATE_PARKED_KEY.
 local clock, job_rates, rate_rooms, rate_opens, rate_parked_written
+-- Job limits whose last parked jobs a release handed to the fetch (`held`,
+-- see release), by id, or nil: they leave PARKED_KEY once those jobs are in
+-- a list again (fetch.lua's done).
+local emptied
 local function new_call()
   parsed_jobs, carried_limits, carried_arrays, carried_queues, stored_job_limits = {}, {}, {}, {}, {}
   clock, job_rates, rate_rooms, rate_opens, rate_parked_written = nil, {}, {}, {}, false
+  emptied = nil
 end
 
 -- Redis's clock now, in microseconds: the same for the whole call (a
@@ -386,17 +405,16 @@ local function release(id, n, held, vacated, known)
     if rate_left == 0 then rate_parks(id, opens) end
     return {}
   end
+  if not held then
+    -- Out of the list, then into their queues: a user denied the push
+    -- stops here, not between the two (see may_send).
+    local name = job_queue(redis.call('LINDEX', parked, -1))
+    if name then may_send('RPUSH', queue_key(name), 'job') end
+  end
+  -- Its bookkeeping is written once its jobs are where they go (below): a
+  -- write refused there leaves them there, and an entry that outlives its
+  -- jobs is dropped by the next look (a spurious one costs a look).
   local jobs = redis.call('RPOP', parked, room)
-  if #jobs == left then
-    redis.call('SREM', PARKED_KEY, id)
-  elseif rate_left == room then
-    rate_parks(id, reopens(starts, rate))
-  end
-  if rate then
-    -- Counted until they start (book_start), or for a period at most.
-    redis.call('INCRBY', job_released_key(id), #jobs)
-    redis.call('PEXPIRE', job_released_key(id), math.ceil(rate[2] / 1000))
-  end
   local queues = {}
   for i = #jobs, 1, -1 do
     -- A job without a queue was written by hand (Sidekiq's payloads all
@@ -415,6 +433,21 @@ local function release(id, n, held, vacated, known)
     else
       redis.call('ZADD', DEAD_KEY, 0, jobs[i])
     end
+  end
+  if #jobs == left then
+    if held then
+      emptied = emptied or {}
+      emptied[id] = true
+    else
+      redis.call('SREM', PARKED_KEY, id)
+    end
+  elseif rate_left == room then
+    rate_parks(id, reopens(starts, rate))
+  end
+  if rate then
+    -- Counted until they start (book_start), or for a period at most.
+    redis.call('INCRBY', job_released_key(id), #jobs)
+    redis.call('PEXPIRE', job_released_key(id), math.ceil(rate[2] / 1000))
   end
   return queues
 end

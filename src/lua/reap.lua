@@ -43,17 +43,18 @@ return function(KEYS, ARGV)
     end
     local since = tonumber(redis.call('HGET', UNREGISTERED_KEY, uuid))
     if not since or tonumber(redis.call('TIME')[1]) - since < tonumber(ARGV[5]) then return nil end
-    redis.call('HDEL', UNREGISTERED_KEY, uuid)
   else
     if not clean and redis.call('EXISTS', KEYS[2]) == 1 then return nil end
-    redis.call('DEL', KEYS[2])
     -- Either set: a v5 process may have reaped it from the shared one first.
-    local removed = redis.call('SREM', KEYS[1], uuid) + redis.call('SREM', REGISTERED_KEY, uuid)
-    if removed == 0 and not clean then return nil end
+    if not clean and redis.call('SISMEMBER', KEYS[1], uuid) == 0
+      and redis.call('SISMEMBER', REGISTERED_KEY, uuid) == 0 then
+      return nil
+    end
   end
-  redis.call('DEL', capsule_info_key(uuid))
-  -- The last to beat, leaving: no capsule beats now that could vouch for Redis.
-  if clean and redis.call('GET', LAST_BEAT_KEY) == uuid then redis.call('DEL', LAST_BEAT_KEY) end
+  -- What names it as one to reap (its note, its place in the sets) goes
+  -- last, once its jobs are back: a write refused on the way (the ACL
+  -- changed under a running process) leaves it to be reaped again, not its
+  -- jobs in a list nothing looks at.
 
   -- Its slots: in the lists given, and in those of the queues it fetched from
   -- (every fetch that books a slot notes its queue there).
@@ -76,8 +77,9 @@ return function(KEYS, ARGV)
   for _, name in ipairs(redis.call('SMEMBERS', capsule_queues_key(uuid))) do
     local inprogress = in_progress_key(uuid, name)
     local before = pushed
-    -- Newest first, each pushed in front of the last: the oldest ends up first.
-    local job = redis.call('LPOP', inprogress)
+    -- Newest first, each pushed in front of the last: the oldest ends up
+    -- first. Each moves in one write (LMOVE), its recovery counted before.
+    local job = redis.call('LINDEX', inprogress, 0)
     while job do
       local poison = false
       if not clean then
@@ -90,14 +92,16 @@ return function(KEYS, ARGV)
         counted = true
       end
       if poison then
+        -- In the dead set before it leaves the list: twice rather than nowhere.
         redis.call('ZADD', DEAD_KEY, now, job)
+        redis.call('LPOP', inprogress)
         local jid, class = describe_job(job)
         table.insert(dead, {name, jid, class})
       else
-        push_back(name, job)
+        redis.call('LMOVE', inprogress, queue_key(name), 'LEFT', 'RIGHT')
         pushed = pushed + 1
       end
-      job = redis.call('LPOP', inprogress)
+      job = redis.call('LINDEX', inprogress, 0)
     end
     if pushed > before then by_queue[#by_queue + 1] = {name, pushed - before} end
   end
@@ -107,5 +111,15 @@ return function(KEYS, ARGV)
     redis.call('INCRBY', RECOVERED_KEY, 1)
     redis.call('EXPIRE', RECOVERED_KEY, 604800)
   end
+  if mode == 'o' then
+    redis.call('HDEL', UNREGISTERED_KEY, uuid)
+  else
+    redis.call('DEL', KEYS[2])
+    redis.call('SREM', KEYS[1], uuid)
+    redis.call('SREM', REGISTERED_KEY, uuid)
+  end
+  redis.call('DEL', capsule_info_key(uuid))
+  -- The last to beat, leaving: no capsule beats now that could vouch for Redis.
+  if clean and redis.call('GET', LAST_BEAT_KEY) == uuid then redis.call('DEL', LAST_BEAT_KEY) end
   return {freed, pushed, dead, by_queue}
 end

@@ -84,6 +84,8 @@ return function(KEYS, ARGV)
       else
         -- Its job limits' entries are looked at too, wherever they are.
         count_limits(job, 0)
+        -- Out of the list, then into its queue (see may_send).
+        may_send('RPUSH', queue_key(name), job)
         redis.call('LREM', inprogress, -1, job)
         if finished[name] and finished[name][redis.sha1hex(job)] then
           table.insert(dropped, {name, (describe_job(job))})
@@ -95,6 +97,8 @@ return function(KEYS, ARGV)
     end
     for job, missing in pairs(mine.jobs) do
       for _ = 1, missing do
+        -- Into the list, then out of its queue or parked list (see may_send).
+        may_send('LREM', queue_key(name), '-1', job)
         redis.call('LPUSH', inprogress, job)
         count_limits(job, 1)
         -- Pushed back to the front of its queue (the right), or parked.

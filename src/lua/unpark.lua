@@ -22,22 +22,28 @@ return function(KEYS, ARGV)
   local id, batch = ARGV[1], tonumber(ARGV[2])
   local parked = parked_key(id)
   -- Newest first: the parked list's oldest is last (fetch.lua's LPUSH).
-  local jobs = redis.call('LPOP', parked, batch) or {}
+  -- Each moves in one write (LMOVE): a write refused on the way (the ACL
+  -- changed under a running process) leaves every job in one list or the
+  -- other.
   local sent, order, dead = {}, {}, {}
-  for _, job in ipairs(jobs) do
+  for _ = 1, batch do
+    local job = redis.call('LINDEX', parked, 0)
+    if not job then break end
     -- A job without a queue was written by hand (Sidekiq's payloads all
     -- name theirs): it goes where Sidekiq shows it, as release does.
     local name = job_queue(job)
     if name then
-      push_back(name, job)
+      redis.call('LMOVE', parked, queue_key(name), 'LEFT', 'RIGHT')
       if not sent[name] then
         sent[name] = 0
         order[#order + 1] = name
       end
       sent[name] = sent[name] + 1
     else
-      -- Scored in seconds, as Sidekiq scores its dead set.
+      -- Scored in seconds, as Sidekiq scores its dead set; in it before it
+      -- leaves the list: twice rather than nowhere.
       redis.call('ZADD', DEAD_KEY, math.floor(now() / 1000000), job)
+      redis.call('LPOP', parked)
       local jid, class = describe_job(job)
       dead[#dead + 1] = {jid, class}
     end
