@@ -103,8 +103,12 @@ RSpec.describe Sidekiq::LimitFetch, "discard handlers" do
   # still discards when Redis runs it; the capsule holds the job until its
   # next call, or hands it over when Sidekiq quiets or stops.
   describe "a discard whose fetching thread walked away" do
+    # Redis paused for long enough that the raise lands while the fetch
+    # waits for it even on a loaded machine (a raise after the fetch
+    # returned would land in the delivery itself), and briefly enough for
+    # the spec's own client (its timeout: 1 s).
     def paused_fetch_raised(client)
-      RedisServer.with_client { |conn| conn.call("CLIENT", "PAUSE", 500, "ALL") }
+      RedisServer.with_client { |conn| conn.call("CLIENT", "PAUSE", 900, "ALL") }
       thread = Thread.new do
         Thread.current.report_on_exception = false
         client.fetch([queue])
