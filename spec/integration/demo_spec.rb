@@ -17,7 +17,11 @@ RSpec.describe "bin/demo --small", :e2e do
     summary = out[/^Summary: .*/m]
     expect(summary).to match(/^  acme, 60 jobs pushed first: at most 2 ran at once; up to [1-9]\d* waited parked/)
     expect(summary).to match(/^  10 other tenants, 20 jobs pushed behind that backlog: .* at most [12] of a tenant/)
-    expect(summary).to match(/^  30 jobs: at most (20|1\d|\d) starts in any 1 s window \(30 starts counted/)
+    rate = summary.match(/^  30 jobs: at most (\d+) starts in any 1 s window \((\d+) of 30 starts read as the gem/)
+    expect(rate).not_to be_nil, summary
+    expect(rate[1].to_i).to be_between(1, 20)
+    # read every 0.2 s, each kept 1 s at least: a driver slowed down may miss some
+    expect(rate[2].to_i).to be_positive
     expect(summary).to include("Sidekiq's retry, scheduled and dead sets stayed empty")
     expect(summary).to match(%r{^api .* / 3 .*OK})
     expect(summary).to match(/^All limits held and all 170 jobs ran, each once\.$/)

@@ -54,8 +54,8 @@ module LimitFetchDemo
 
     def rate_line
       "#{@plan.rated_jobs} jobs: at most #{most_in_window} starts in any #{rate[:period]} s window " \
-        "(#{@rated_starts.size} starts counted by the gem, by Redis's clock), over #{seconds(rated_span)} " \
-        "(the rate allows no less than #{seconds(rated_least)})"
+        "(#{@rated_starts.size} of #{@plan.rated_jobs} starts read as the gem counted them, by Redis's clock), " \
+        "over #{seconds(rated_span)} (the rate allows no less than #{seconds(rated_least)})"
     end
 
     def rated_span = @rated_starts.empty? ? 0 : @rated_starts.last - @rated_starts.first
