@@ -7,6 +7,8 @@ module LimitFetchDemo
   # rescheduled or run twice).
   class SpotlightSummary
     # `final`: Spotlight#final; `rated_starts`: Spotlight#rated_starts.
+    INDENT = " " * 8
+
     def initialize(plan, final, rated_starts:, most_hot_parked:)
       @plan = plan
       @final = final
@@ -16,9 +18,9 @@ module LimitFetchDemo
 
     def lines
       ["Tenants (TenantJob: at most #{concurrency} jobs of a tenant at once, across both processes):",
-       "  #{hot_line}", "  #{others_line}",
+       *hot_lines, *others_lines,
        "Rate (RatedJob: at most #{rate[:limit]} starts in any #{rate[:period]} s, across both processes):",
-       "  #{rate_line}", sets_line]
+       *rate_lines, *sets_lines]
     end
 
     def problems
@@ -30,17 +32,17 @@ module LimitFetchDemo
 
     private
 
-    def hot_line
-      "#{hot}, #{@plan.hot_jobs} jobs pushed first: at most #{most_at_once(hot)} ran at once; up to " \
-        "#{@most_hot_parked} waited parked in Redis at once; its last job started " \
-        "#{seconds(@final[:wait][hot])} after its push"
+    def hot_lines
+      ["  #{hot}: #{@plan.hot_jobs} jobs pushed first; at most #{most_at_once(hot)} ran at once, up to " \
+       "#{@most_hot_parked} waited parked in Redis;",
+       "#{INDENT}its last job started #{seconds(@final[:wait][hot])} after its push"]
     end
 
-    def others_line
-      "#{others.size} other tenants, #{others.size * Plan::JOBS_PER_TENANT} jobs pushed behind that backlog: " \
-        "each started within #{seconds(others_most(:wait))} of its push, at most " \
-        "#{others.map { most_at_once(_1) }.max} of a tenant at once; #{hot}'s last job started " \
-        "#{seconds(hot_behind)} after theirs"
+    def others_lines
+      ["  #{others.size} other tenants: #{others.size * Plan::JOBS_PER_TENANT} jobs pushed behind #{hot}'s " \
+       "backlog; each started within #{seconds(others_most(:wait))} of its push,",
+       "#{INDENT}#{seconds(hot_behind)} before #{hot}'s last; at most #{others.map { most_at_once(_1) }.max} " \
+       "of a tenant at once"]
     end
 
     # How long after the other tenants' last start the hot tenant's last
@@ -52,10 +54,10 @@ module LimitFetchDemo
     # The most of a recorded figure (:wait, :last) over the other tenants.
     def others_most(figure) = others.filter_map { @final[figure][_1] }.max.to_f
 
-    def rate_line
-      "#{@plan.rated_jobs} jobs: at most #{most_in_window} starts in any #{rate[:period]} s window " \
-        "(#{@rated_starts.size} of #{@plan.rated_jobs} starts read as the gem counted them, by Redis's clock), " \
-        "over #{seconds(rated_span)} (the rate allows no less than #{seconds(rated_least)})"
+    def rate_lines
+      ["  #{@plan.rated_jobs} jobs: at most #{most_in_window} starts in any #{rate[:period]} s window " \
+       "(#{@rated_starts.size} of #{@plan.rated_jobs} starts read as the gem counted them,",
+       "#{INDENT}by Redis's clock), over #{seconds(rated_span)} (the rate allows no less than #{seconds(rated_least)})"]
     end
 
     def rated_span = @rated_starts.empty? ? 0 : @rated_starts.last - @rated_starts.first
@@ -63,11 +65,11 @@ module LimitFetchDemo
     # The least time the rated jobs' starts can span: (⌈jobs / limit⌉ − 1) periods.
     def rated_least = (@plan.rated_jobs.fdiv(rate[:limit]).ceil - 1) * rate[:period]
 
-    def sets_line
-      return "Sidekiq's retry, scheduled and dead sets: #{in_sets}" unless in_sets.empty?
+    def sets_lines
+      return ["Sidekiq's retry, scheduled and dead sets: #{in_sets}"] unless in_sets.empty?
 
-      "Sidekiq's retry, scheduled and dead sets stayed empty: the waiting jobs were parked, " \
-        "not retried or rescheduled#{"; no job ran twice" if run_twice.zero?}."
+      ["Sidekiq's retry, scheduled and dead sets stayed empty: the waiting jobs were parked,",
+       "#{INDENT}not retried or rescheduled#{"; no job ran twice" if run_twice.zero?}."]
     end
 
     # The most of the rated starts within any window of the rate's period (a
