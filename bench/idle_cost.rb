@@ -5,15 +5,16 @@
 # processes (bench/idle_cost/app.rb) on an empty queue, everything they send
 # counted (Sidekiq's own heartbeat and scheduler poller, the fetch's blocking
 # waits or re-checks, the gem's capsule heartbeat and reaper), over windows
-# of --seconds (default 60) after --settle seconds (default 20: past
-# Sidekiq's boot and its poller's first wait). Per scenario: Redis commands
-# per second by command (those a script or function runs included) and
-# Redis CPU (INFO commandstats and INFO cpu deltas, as bin/bench's
-# RedisProbe reads them), per capsule and times 100, and the ratio to
-# BasicFetch; first, the same window with no process at all (Redis's own
-# background work). The scenarios: one process of concurrency 5, then 10;
-# --processes processes of concurrency 5 (default 10 and 30); one process of
-# --capsules capsules of concurrency 5 each (default 100).
+# of --seconds (default 60) after --settle seconds (default 80: past
+# Sidekiq's boot and its poller's first wait, and past a heartbeat's expiry,
+# 60 s, after which a capsule reaps at each of its beats). Per scenario:
+# Redis commands per second by command (those a script or function runs
+# included) and Redis CPU (INFO commandstats and INFO cpu deltas, as
+# bin/bench's RedisProbe reads them), per capsule and times 100, and the
+# ratio to BasicFetch; first, the same window with no process at all
+# (Redis's own background work). The scenarios: one process of concurrency
+# 5, then 10; --processes processes of concurrency 5 (default 10 and 30);
+# one process of --capsules capsules of concurrency 5 each (default 100).
 #
 #   bundle exec ruby bench/idle_cost.rb [--seconds S] [--settle S] [--processes N,N] [--capsules N,N]
 #                                       [--only basic|limit]
@@ -42,7 +43,7 @@ module IdleCost
 
   # The command line's options, as a Hash.
   module Options
-    DEFAULTS = {seconds: 60.0, settle: 20.0, processes: [10, 30], capsules: [100], fetches: %w[basic limit]}.freeze
+    DEFAULTS = {seconds: 60.0, settle: 80.0, processes: [10, 30], capsules: [100], fetches: %w[basic limit]}.freeze
     INTEGERS = ->(list) { list.map { Integer(_1) } }
     SWITCHES = [[:seconds, "--seconds S", Float], [:settle, "--settle S", Float],
                 [:processes, "--processes N,N", Array, INTEGERS], [:capsules, "--capsules N,N", Array, INTEGERS],
@@ -173,4 +174,5 @@ module IdleCost
 end
 
 require "etc"
+$stdout.sync = true
 IdleCost.run(ARGV)
