@@ -2,23 +2,29 @@
 
 module LimitFetchDemo
   # Command-line options of bin/demo.
-  Options = Data.define(:jobs, :timeout) do
+  Options = Data.define(:jobs, :small, :timeout, :screenshot) do
     def self.parse(argv)
-      values = {jobs: 500, timeout: 120.0}
+      values = {jobs: nil, small: false, timeout: 120.0, screenshot: nil}
       parser(values).parse!(argv)
-      raise OptionParser::InvalidArgument, "--jobs must be at least 1" unless values[:jobs].positive?
+      raise OptionParser::InvalidArgument, "--jobs must be at least 1" if values[:jobs]&.<(1)
 
       new(**values)
+    end
+
+    def self.switches
+      [[:jobs, "--jobs N", Integer, "jobs of the queues with queue limits (default: " \
+                                    "#{Plan::SIZES[false].queue_jobs}, --small #{Plan::SIZES[true].queue_jobs})"],
+       [:small, "--small", "a short run: fewer jobs of every kind (a few seconds)"],
+       [:timeout, "--timeout SECONDS", Float, "give up after that long (default: 120.0)"],
+       [:screenshot, "--screenshot PATH", "saves a PNG of the Web UI's Limits tab while jobs wait parked " \
+                                          "(headless Chromium)"]]
     end
 
     def self.parser(values)
       OptionParser.new do |opts|
         opts.banner = "Usage: bin/demo [options]\n\nRuns jobs on two Sidekiq processes through " \
                       "sidekiq-limit_fetch-rs and checks that the limits held.\n\n"
-        opts.on("--jobs N", Integer, "how many jobs to run (default: #{values[:jobs]})") { values[:jobs] = _1 }
-        opts.on("--timeout SECONDS", Float, "give up after that long (default: #{values[:timeout]})") do |seconds|
-          values[:timeout] = seconds
-        end
+        switches.each { |key, *switch| opts.on(*switch) { |value| values[key] = value } }
         opts.on("-h", "--help", "show this help") { exit puts(opts) || 0 }
       end
     end

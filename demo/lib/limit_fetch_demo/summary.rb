@@ -2,23 +2,24 @@
 
 module LimitFetchDemo
   # The closing report: per queue, the most jobs seen running at once, across
-  # the processes and within each, against the limits; and the throughput.
+  # the processes and within each, against the limits; the throughput; and
+  # the job limits' part (SpotlightSummary).
   class Summary
-    COLUMNS = Columns.new(-9, 6, 17, 21, -1)
+    COLUMNS = Columns.new(-11, 6, 17, 21, -1)
     HEADER = COLUMNS.line("queue", "jobs", "max at once/limit", "max per process/limit", "result")
 
-    def initialize(plan, snapshot, enqueued_at:, busy_slots:, out: $stdout)
+    def initialize(plan, snapshot, spotlight:, enqueued_at:, busy_slots:)
       @plan = plan
+      @spotlight = spotlight
       @snapshot = snapshot
       @enqueued_at = enqueued_at
       @busy_slots = busy_slots
-      @out = out
     end
 
     # Prints the report; returns the exit status: 0 if every limit held and
     # every job ran.
     def print
-      @out.puts("", headline, "", HEADER, *@plan.queues.map { row(_1) }, "", *verdict)
+      puts("", headline, "", HEADER, *@plan.queues.map { row(_1) }, "", *@spotlight.lines, "", *verdict)
       problems.empty? ? 0 : 1
     end
 
@@ -39,7 +40,7 @@ module LimitFetchDemo
 
     def result(queue)
       checks = checks(queue)
-      return "no limit" if checks.empty?
+      return "no queue limit" if checks.empty?
       return "EXCEEDED" unless checks.all? { |seen, limit| seen <= limit }
 
       checks.all? { |seen, limit| seen == limit } ? "OK, reached" : "OK, not reached"
@@ -56,14 +57,14 @@ module LimitFetchDemo
     def verdict
       return problems.map { "FAILED: #{_1}" } + warnings if problems.any?
 
-      ["All limits held and all #{@plan.total_jobs} jobs ran."] + warnings
+      ["All limits held and all #{@plan.total_jobs} jobs ran, each once."] + warnings
     end
 
     def problems
       exceeded = @plan.queues.select { result(_1) == "EXCEEDED" }
       missing = counts(@plan.queues.to_h { [_1, @plan.jobs[_1] - @snapshot.done[_1]] })
       [("limits exceeded on #{exceeded.join(", ")}" if exceeded.any?),
-       ("jobs that did not run: #{missing}" unless missing.empty?)].compact
+       ("jobs that did not run: #{missing}" unless missing.empty?), *@spotlight.problems].compact
     end
 
     def warnings

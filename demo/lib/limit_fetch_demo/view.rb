@@ -5,7 +5,7 @@ module LimitFetchDemo
   # (CI, a pipe) it prints one line a second.
   class View
     LINE_INTERVAL = 1.0
-    COLUMNS = Columns.new(-9, 13, 17, 7, 6, 8, -1)
+    COLUMNS = Columns.new(-11, 13, 17, 7, 6, 8, -1)
     HEADER = COLUMNS.line("queue", "running/limit", "per process/limit", "queued", "done", "max seen")
 
     def initialize(plan, out: $stdout)
@@ -18,19 +18,20 @@ module LimitFetchDemo
       @out.puts("Each second, per queue: running now/limit (queued, done)") unless @tty
     end
 
-    def update(snapshot, elapsed)
+    # `now`: a Spotlight::Now.
+    def update(snapshot, now, elapsed)
       if @tty
-        draw(table(snapshot, elapsed))
+        draw(table(snapshot, elapsed) + ["", *spotlight(now)])
       elsif @printed_at.nil? || elapsed - @printed_at >= LINE_INTERVAL
         @printed_at = elapsed
-        @out.puts(line(snapshot, elapsed))
+        @out.puts(line(snapshot, elapsed), *spotlight(now).map { "        #{_1}" })
       end
     end
 
     # Shows the last state, however soon after the one before.
-    def finish(snapshot, elapsed)
+    def finish(snapshot, now, elapsed)
       @printed_at = nil
-      update(snapshot, elapsed)
+      update(snapshot, now, elapsed)
       close
     end
 
@@ -68,6 +69,15 @@ module LimitFetchDemo
     # A block per running job, then a dot per free slot up to the limit.
     def bar(running, queue)
       "#{"█" * running}#{"·" * [@plan.limits.fetch(queue, 0) - running, 0].max}"
+    end
+
+    # The hot tenant and the rate, now.
+    def spotlight(now)
+      ["hot tenant #{Plan::HOT_TENANT}: #{now.hot_running} running / limit #{TenantJob::CONCURRENCY}, " \
+       "#{now.hot_parked} parked (most #{now.most_hot_parked})   other tenants' jobs started: " \
+       "#{now.others_started} of #{@plan.other_tenants.size} tenants",
+       "partner_api (RatedJob, rate #{RatedJob::RATE[:limit]}/#{RatedJob::RATE[:period]} s): " \
+       "#{now.rated_recent} starts in the last #{RatedJob::RATE[:period]} s, #{now.rated_parked} parked"]
     end
 
     def line(snapshot, elapsed)
