@@ -10,8 +10,9 @@ require_relative "../support/sidekiq_processes"
 # from this process, a real `sidekiq` process running the jobs. Run it alone
 # with `rspec --tag browser`.
 #
-# LIMIT_FETCH_SCREENSHOT=docs/limits-tab.png also saves a screenshot of the
-# tab while the jobs run.
+# LIMIT_FETCH_SCREENSHOT=PATH also saves a screenshot of the tab while the
+# jobs run (docs/limits-tab.png comes from `bin/demo --screenshot`, whose
+# app has rates and parked jobs).
 module WebUiBrowser
   CHROMIUM = "/usr/bin/chromium-headless-shell"
   # Debian's ruby-sidekiq ships without it; Sidekiq's layout links it.
