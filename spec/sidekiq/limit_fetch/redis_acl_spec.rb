@@ -6,6 +6,7 @@ require "sidekiq/limit_fetch/metrics"
 require "sidekiq/limit_fetch/web"
 require_relative "../../support/own_redis_server"
 require_relative "../../support/sentinel_cluster"
+require_relative "../../support/sidekiq_app"
 
 # The gem, and a Sidekiq server with it, under a Redis ACL user allowed only
 # the keys and commands README.md lists: the users are made from the
@@ -285,6 +286,38 @@ RSpec.describe Sidekiq::LimitFetch, "under a minimal Redis ACL" do
     expect(max_running(keyed.class_label(LimitFetchSpec::ExportJob))).to be <= 2
     expect(denied).to eq([])
     expect(spec_log.string).not_to match(/NOPERM/i)
+  end
+
+  # The same, as a `sidekiq` process that connects as the README's user.
+  it "runs a `sidekiq` process as the README's user through a parked backlog, a rated class and a class limit" do
+    url = acl_user("sidekiq", "+incr", "+decr") # the jobs' own records, as below
+    @redis = server.client(db: 1)
+    keyed = LimitFetchSpec::KeyedJobs
+    with_sidekiq_redis(url) do
+      Array.new(6) { LimitFetchSpec::SyncJob.perform_async("acme", 0.05) } # 5 parked at the head at once
+      Array.new(4) { LimitFetchSpec::RatedJob.perform_async(0) }
+      Array.new(4) { LimitFetchSpec::ExportJob.perform_async(0.05) }
+    end
+    labels = {keyed.key_label("acme") => 6, keyed.class_label(LimitFetchSpec::RatedJob) => 4,
+              keyed.class_label(LimitFetchSpec::ExportJob) => 4}
+    app = SidekiqApp.new
+    process = app.spawn("acl", config: app.write_config("acl", queues: [keyed::QUEUE], concurrency: 5),
+      redis_url: url)
+
+    wait_until(timeout: 30, message: -> { "14 jobs done, #{labels.keys.sum { done_jids(_1).size }} are" }) do
+      labels.all? { |label, count| done_jids(label).size == count }
+    end
+    process.signal("TERM")
+    process.wait(20)
+    expect(process.alive?).to be(false)
+
+    expect(max_running(keyed.key_label("acme"))).to eq(1)
+    expect(max_running(keyed.class_label(LimitFetchSpec::ExportJob))).to be <= 2
+    expect(denied).to eq([])
+    expect(process.log).not_to match(/NOPERM|denies/i)
+  ensure
+    app&.stop_all
+    app&.remove
   end
 
   it "runs a Sidekiq server with the gem: jobs, limits, retries, the dead set, scheduled jobs, reaping, shutdown" do
