@@ -70,9 +70,9 @@
 //!
 //! Jobs parked behind a rate go back only with a script (fetch.lua's
 //! `release_opened`): a hand-over leaves it to the script once their window
-//! opens within `RATE_DUE_SOON` (verdict.rs) by this host's clock (the margin stands
-//! for the clocks' difference), so that a thread handing over one job after
-//! another cannot keep them parked.
+//! opens within `RATE_DUE_SOON` (verdict.rs) by this host's clock (the
+//! margin stands for the clocks' difference), so that a thread handing over
+//! one job after another cannot keep them parked.
 //!
 //! A hand-over is tried only where it should succeed: for a queue a script
 //! on this thread last took a job of, without a process limit or a rate
