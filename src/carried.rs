@@ -1,5 +1,5 @@
 //! The job limits a payload carries, read by the core only where the
-//! hand-over (capsule/hand_over.rs) may pass their slots from one job to
+//! hand-over (capsule/hand_over/) may pass their slots from one job to
 //! the next without the fetch script.
 //!
 //! The client middleware writes the field first, then the queue:

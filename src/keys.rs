@@ -142,7 +142,7 @@ pub const RECOVERIES: &str = "sidekiq:limit_fetch:recoveries";
 
 /// How many reaps counted a recovery, expiring with [`RECOVERIES`]: a
 /// hand-over that read it unchanged since it found [`RECOVERIES`] gone
-/// leaves out the acknowledgement's `HDEL` (capsule/hand_over.rs).
+/// leaves out the acknowledgement's `HDEL` (capsule/hand_over/).
 pub const RECOVERED: &str = "sidekiq:limit_fetch:recovered";
 
 /// Sidekiq's dead set, where a job recovered too many times goes.
@@ -184,7 +184,7 @@ pub fn job_released(id: &str) -> String {
     format!("{PREFIX}limit:{id}:released")
 }
 
-/// The job limits a capsule's runs pass slots of (src/capsule/hand_over.rs):
+/// The job limits a capsule's runs pass slots of (src/capsule/hand_over/):
 /// freed with the rest if it dies. Its other job-limit slots are found by
 /// the jobs holding them, in its in-progress lists, which carry their limits.
 pub fn capsule_limits(uuid: &str) -> String {
@@ -200,7 +200,7 @@ pub const PARKED: &str = "sidekiq:limit_fetch:parked";
 pub const RATE_PARKED: &str = "sidekiq:limit_fetch:rate_parked";
 
 /// [`RATE_PARKED`]'s first score, as text, absent with it: kept by the
-/// scripts that change it, for a hand-over's `MGET` (capsule/hand_over.rs).
+/// scripts that change it, for a hand-over's `MGET` (capsule/hand_over/).
 pub const RATE_DUE: &str = "sidekiq:limit_fetch:rate_due";
 
 /// Jobs discarded at their limit (`on_limit: :discard`), per class.

@@ -1,4 +1,4 @@
-//! The hand-over (src/capsule/hand_over.rs), against a real Redis: a
+//! The hand-over (src/capsule/hand_over/), against a real Redis: a
 //! processor's next job of the queue it just finished a job of is taken
 //! under that job's slot without the fetch script; a change to the queue's
 //! limits or pause (even one written by hand), an empty queue, or a next job

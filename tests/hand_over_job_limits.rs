@@ -1,4 +1,4 @@
-//! The hand-over of jobs that carry job limits (src/capsule/hand_over.rs),
+//! The hand-over of jobs that carry job limits (src/capsule/hand_over/),
 //! against a real Redis: in a run of jobs carrying the same limits (a
 //! class's, a hot key's), a processor's next job takes the finished job's
 //! slots without the fetch script, from the queue or, once the limit has

@@ -1,7 +1,6 @@
-//! A look on the calling thread's own connection (see direct/), and the
-//! opening of that connection. The thread writes the fetch script (or a
-//! hand-over, hand_over.rs) and reads a reply already there; only a reply
-//! still to come is waited for.
+//! A look on the calling thread's own connection (see direct/, which opens
+//! it). The thread writes the fetch script (or a hand-over, hand_over/) and
+//! reads a reply already there; only a reply still to come is waited for.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -9,38 +8,13 @@ use std::time::Instant;
 use tokio::sync::OwnedRwLockReadGuard;
 
 use super::hand_over::{self, HandOver, Outcome};
-use super::{Capsule, Inner};
+use super::Inner;
 use crate::direct::{self, Direct, Flight};
 use crate::ledger::Ack;
-use crate::runtime::run_plain;
-use crate::script::fetch::{Fetched, Handed, Look, Mode};
+use crate::script::fetch::{Handed, Look, Mode};
 use crate::script::{lost_script, Send};
 use crate::sentinel::moved_reply;
 use crate::{Error, Interrupt, Result};
-
-impl Capsule {
-    /// Opens this thread's direct connection if it has none (and the last
-    /// attempt is not too recent): the thread's next looks go through it.
-    pub(crate) fn open_direct(&self, interrupt: &Interrupt) {
-        let inner = &self.inner;
-        if !Direct::supports(&inner.settings) || !direct::wanted(inner.id, inner.redis.generation())
-        {
-            return;
-        }
-        // Behind sentinels, to the master they name now.
-        let redis = inner.redis.clone();
-        let opened = run_plain(interrupt, inner.timeout, async move {
-            let (generation, settings) = redis.master().await?;
-            let conn = Direct::connect(&settings, generation).await?;
-            Ok((conn, settings))
-        })
-        .and_then(|(conn, settings)| {
-            conn.set_up(&settings, inner.redis.follows_master(), interrupt)
-        });
-        inner.redis.trips.add(1);
-        direct::opened(inner.id, opened.ok());
-    }
-}
 
 /// A look on the calling thread's own connection (see direct/). Dropped
 /// before its reply was taken, it is finished on the runtime, and a job in
@@ -87,7 +61,7 @@ impl DirectLook {
         let conn = direct::take(inner.id, generation)?;
         let acks = inner.ledger().take_acks(Some(std::thread::current().id()));
         let mode = Mode::of_look(watch, true);
-        let hand_over = HandOver::of(inner.id, generation, mode, &acks, queues);
+        let hand_over = HandOver::of(inner.id, generation, &inner.uuid, mode, &acks, queues);
         inner.redis.trips.add(1);
         if hand_over.is_some() {
             inner.hand_overs.add(1);
@@ -107,8 +81,7 @@ impl DirectLook {
             handed: None,
         };
         look.flight = Some(match hand_over {
-            Some(hand_over) => {
-                let request = hand_over.request(&inner.uuid, &look.acks[0]);
+            Some((hand_over, request)) => {
                 let replies = hand_over.replies();
                 look.hand_over = Some(Box::new(hand_over));
                 Flight::start_all(conn, request, replies)
@@ -158,78 +131,68 @@ impl DirectLook {
     }
 
     pub(super) fn finish(&mut self, interrupt: &Interrupt) -> Result<Look> {
-        let Some(flight) = self.flight.as_mut() else {
-            return Err(Error::Connection("the reply was already taken".into()));
-        };
-        let value = match flight.finish(interrupt, self.deadline) {
-            Err(Error::Interrupted) => return Err(Error::Interrupted),
-            // Timed out: dropping this look finishes it on the runtime, and a
-            // job in the late reply goes back.
-            Err(err) if flight.is_alive() => return Err(err),
-            Ok(value) if lost_script(self.send, &value) => {
-                let conn = self.flight.take().and_then(Flight::into_conn);
-                let Some(conn) = conn else {
-                    return self.settle(Err(Error::Connection("lost".into())));
-                };
-                self.send = Send::Load;
-                self.flight = Some(Flight::start(
-                    conn,
-                    self.script_request(),
-                    self.send.replies(),
-                ));
-                self.inner.redis.trips.add(1);
-                return self.finish(interrupt);
+        loop {
+            let Some(flight) = self.flight.as_mut() else {
+                return Err(Error::Connection("the reply was already taken".into()));
+            };
+            let value = match flight.finish(interrupt, self.deadline) {
+                Err(Error::Interrupted) => return Err(Error::Interrupted),
+                // Timed out: dropping this look finishes it on the runtime,
+                // and a job in the late reply goes back.
+                Err(err) if flight.is_alive() => return Err(err),
+                other => other,
+            };
+            match self.step(value) {
+                Step::Answer(reply) => return self.settle(reply),
+                Step::Script(conn) => {
+                    let request = self.script_request();
+                    self.flight = Some(Flight::start(conn, request, self.send.replies()));
+                    self.inner.redis.trips.add(1);
+                }
             }
-            other => other,
-        };
+        }
+    }
+
+    /// What the reply its flight got comes to; the flight is done.
+    fn step(&mut self, value: Result<redis::Value>) -> Step {
         let flight = self.flight.take();
-        let reply = match value {
+        match value {
+            Ok(value) if lost_script(self.send, &value) => {
+                self.send = Send::Load;
+                Step::again(flight)
+            }
             // Behind sentinels, its server became a replica: the script did
             // not run. The look goes again through the runtime's connection,
             // opened to the master the sentinels name now.
             Ok(value) if self.inner.redis.follows_master() && self.moved(&value) => {
                 self.inner.redis.moved(self.generation);
                 self.lost = true;
-                Err(Error::Connection(
+                Step::Answer(Err(Error::Connection(
                     "Redis Sentinel: the master became a replica".into(),
-                ))
+                )))
             }
             Ok(value) => match self.hand_over.take() {
                 Some(hand_over) => match hand_over.outcome(value) {
-                    Outcome::Taken(job, more, queued) => {
-                        if let Some(conn) = flight.and_then(Flight::into_conn) {
-                            direct::put(self.inner.id, conn);
-                        }
+                    Outcome::Taken(look, queued) => {
+                        self.give_back(flight);
                         hand_over::note_more(self.inner.id, queued);
-                        let fetched = Fetched {
-                            queue: hand_over.queue,
-                            job,
-                        };
-                        Ok(Look::handed_over(fetched, more))
+                        Step::Answer(Ok(look))
                     }
                     // The script decides, on the same connection.
                     Outcome::Decide(handed) => {
                         hand_over::forget(self.inner.id);
-                        let Some(conn) = flight.and_then(Flight::into_conn) else {
-                            return self.settle(Err(Error::Connection("lost".into())));
-                        };
                         self.handed = Some(Box::new(handed));
                         self.send = Send::Call;
-                        let request = self.script_request();
-                        self.flight = Some(Flight::start(conn, request, self.send.replies()));
-                        self.inner.redis.trips.add(1);
-                        return self.finish(interrupt);
+                        Step::again(flight)
                     }
                 },
                 None => {
-                    if let Some(conn) = flight.and_then(Flight::into_conn) {
-                        direct::put(self.inner.id, conn);
-                    }
+                    self.give_back(flight);
                     let look = Look::from_value(value);
                     if let Ok(look) = &look {
                         hand_over::note(self.inner.id, self.generation, look);
                     }
-                    look
+                    Step::Answer(look)
                 }
             },
             // Broken before a reply: the script did not run, or if Redis
@@ -238,10 +201,17 @@ impl DirectLook {
             Err(err) => {
                 self.inner.redis.moved(self.generation);
                 self.lost = true;
-                Err(err)
+                Step::Answer(Err(err))
             }
-        };
-        self.settle(reply)
+        }
+    }
+
+    /// Gives this thread's connection back for its next looks, once a
+    /// reply left it clean.
+    fn give_back(&self, flight: Option<Flight>) {
+        if let Some(conn) = flight.and_then(Flight::into_conn) {
+            direct::put(self.inner.id, conn);
+        }
     }
 
     /// Its writes were another connection's than the doorbell's: Redis
@@ -250,6 +220,26 @@ impl DirectLook {
         let settled = self.inner.settle(std::mem::take(&mut self.acks), reply);
         self.gate = None;
         settled
+    }
+}
+
+/// Where a reply leads a direct look.
+enum Step {
+    /// The look's answer, to settle.
+    Answer(Result<Look>),
+    /// The fetch script, sent on the same connection as the look's `send`
+    /// and `handed` now say: again with its library after Redis had lost
+    /// it, or to decide what a hand-over left.
+    Script(Direct),
+}
+
+impl Step {
+    /// The script on the connection `flight` leaves, if it left one.
+    fn again(flight: Option<Flight>) -> Step {
+        match flight.and_then(Flight::into_conn) {
+            Some(conn) => Step::Script(conn),
+            None => Step::Answer(Err(Error::Connection("lost".into()))),
+        }
     }
 }
 
@@ -306,12 +296,7 @@ fn abandon_hand_over(
                 None
             }
             Ok(replies) => match hand_over.outcome(replies) {
-                Outcome::Taken(job, more, _) => {
-                    let fetched = Fetched {
-                        queue: hand_over.queue,
-                        job,
-                    };
-                    let look = Look::handed_over(fetched, more);
+                Outcome::Taken(look, _) => {
                     inner.settle(acks, Ok(look)).ok().and_then(|l| l.fetched)
                 }
                 Outcome::Decide(handed) => {

@@ -123,7 +123,7 @@ struct Inner {
     /// Where the next beat goes on with its sweep of parked jobs' limits
     /// (`SSCAN` cursor).
     sweep: Mutex<u64>,
-    /// Hand-overs sent (see hand_over.rs).
+    /// Hand-overs sent (see hand_over/).
     hand_overs: RoundTrips,
 }
 

@@ -10,6 +10,7 @@ use std::cell::OnceCell;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::direct;
 use crate::doorbell::{queue_set, QueueSet, Ticket, Woken};
 use crate::runtime::{handle, run_plain};
 use crate::script::fetch::Fetched;
@@ -196,7 +197,8 @@ impl Fetch {
         if matches!(pending, LookPending::Task(_)) {
             // While the reply comes, this thread opens its own connection,
             // which its next looks use.
-            self.capsule.open_direct(interrupt);
+            let inner = &self.capsule.inner;
+            direct::open(inner.id, &inner.redis, &inner.settings, interrupt);
         }
         let reply = pending.wait(interrupt);
         if matches!(reply, Err(Error::Interrupted)) {

@@ -16,4 +16,5 @@ mod resp;
 
 pub(crate) use conn::Direct;
 pub(crate) use flight::Flight;
-pub(crate) use registry::{has, opened, put, take, wanted};
+pub(crate) use open::open;
+pub(crate) use registry::{has, put, take};

@@ -1,26 +1,55 @@
-//! A second Redis client's handshake: connecting a direct connection's
-//! socket, then AUTH, SELECT and (behind sentinels) ROLE on it, for one
-//! thread's requests.
+//! Opening a thread's direct connection: a second Redis client's
+//! handshake, connecting its socket, then AUTH, SELECT and (behind
+//! sentinels) ROLE on it, for one thread's requests.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use redis::Value;
 
 use super::conn::{Direct, Stream};
 use super::flight::{lost, Flight};
+use super::registry::{opened, wanted};
+use crate::connection::Redis;
+use crate::runtime::run_plain;
 use crate::sentinel::is_master;
 use crate::{ConnectionSettings, Error, Interrupt, Result, Tls};
+
+/// Opens the calling thread's direct connection to `capsule`'s Redis if it
+/// has none (and its last attempt is not too recent): the thread's next
+/// looks go through it. `settings` are the capsule's; its callers wait for
+/// the connection as for a reply.
+pub(crate) fn open(
+    capsule: u64,
+    redis: &Arc<Redis>,
+    settings: &ConnectionSettings,
+    interrupt: &Interrupt,
+) {
+    if !Direct::supports(settings) || !wanted(capsule, redis.generation()) {
+        return;
+    }
+    // Behind sentinels, to the master they name now.
+    let master = redis.clone();
+    let conn = run_plain(interrupt, settings.timeout, async move {
+        let (generation, settings) = master.master().await?;
+        let conn = Direct::connect(&settings, generation).await?;
+        Ok((conn, settings))
+    })
+    .and_then(|(conn, settings)| conn.set_up(&settings, redis.follows_master(), interrupt));
+    redis.trips.add(1);
+    opened(capsule, conn.ok());
+}
 
 impl Direct {
     /// Whether `settings` allow a direct connection: TLS goes through the
     /// runtime's connection only.
-    pub(crate) fn supports(settings: &ConnectionSettings) -> bool {
+    fn supports(settings: &ConnectionSettings) -> bool {
         settings.tls == Tls::Off
     }
 
     /// Connects to the master of `generation`, on the runtime (so that an
     /// interrupt cuts it short).
-    pub(crate) async fn connect(settings: &ConnectionSettings, generation: u64) -> Result<Direct> {
+    async fn connect(settings: &ConnectionSettings, generation: u64) -> Result<Direct> {
         let stream = tokio::time::timeout(settings.timeout, connect(settings))
             .await
             .map_err(|_| Error::Connection("timed out connecting to Redis".into()))??;
@@ -30,7 +59,7 @@ impl Direct {
     /// AUTH and SELECT as configured, on the calling thread; with
     /// `master_only` (behind sentinels), in the same request, ROLE, which
     /// must say master.
-    pub(crate) fn set_up(
+    fn set_up(
         self,
         settings: &ConnectionSettings,
         master_only: bool,

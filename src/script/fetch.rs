@@ -48,7 +48,7 @@ pub(crate) struct Look {
     pub(crate) more: bool,
     pub(crate) discarded: Vec<Discarded>,
     /// With a job: its queue has a process limit or a rate (such a queue
-    /// is left to the script: see capsule/hand_over.rs).
+    /// is left to the script: see capsule/hand_over/).
     pub(crate) scripted: bool,
     /// With a job: it was parked, sent back by this fetch (its job limits
     /// may have more parked).
@@ -127,7 +127,7 @@ impl Look {
         })
     }
 
-    /// A job a hand-over took (see capsule/hand_over.rs); `more`: another
+    /// A job a hand-over took (see capsule/hand_over/); `more`: another
     /// may be eligible.
     pub(crate) fn handed_over(fetched: Fetched, more: bool) -> Self {
         Look {

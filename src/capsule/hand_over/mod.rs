@@ -1,0 +1,189 @@
+//! The hand-over: a processor that finished a job and fetches again with
+//! that job's queue first takes the queue's next job under the finished
+//! job's slot, without the fetch script. One pipeline on its own connection:
+//!
+//! ```text
+//! SADD   capsule-limits <ids>          with job limits whose slots pass:
+//!                                      the capsule's run limits (below)
+//! LREM   in-progress 1 <finished job>  the acknowledgement
+//! HDEL   recoveries <its digest>       as the script's acknowledgement
+//!                                      does, unless recoveries are known gone
+//! LMOVE  queue in-progress RIGHT LEFT  the next job, under the same slot
+//!                                      (from a job limit's parked list
+//!                                      instead of the queue: below)
+//! MGET   limit process_limit paused    the queue's state after the move,
+//!        rate rate_due recovered       its rate, when parked rates are due,
+//!        job-limit...                  the count of reaps that recovered
+//!                                      jobs, each job limit's stored value,
+//! LLEN   busy                          the queue's count (the slot
+//!                                      included), while it has a limit,
+//! LLEN   job-busy  (one a job limit)   each job limit's count,
+//! EXISTS parked...  (all job limits)   whether any of them has parked jobs,
+//! LLEN   queue                         while fetchers sleep on the doorbell:
+//!                                      whether another job may be eligible,
+//!                                      to wake one (the script's `more`),
+//! EXISTS recoveries                    with the HDEL: whether any are left
+//! ```
+//!
+//! The `HDEL` forgets the finished job's recovery count (if a reaper
+//! recovered it). It is left out where this thread read `recovered`
+//! unchanged, in the pipeline that moved the job, since a pipeline found
+//! `recoveries` gone: a reaper that recovers a job (and counts it) changes
+//! `recovered` in the same script, before the job is back in its queue to
+//! be moved.
+//!
+//! A job that carries job limits (a class's, a key's) passes their slots
+//! too, to a next job that carries the same ([`Carried::head`]: the same
+//! limits and queue), where the last two jobs this thread finished carried
+//! the same (a run of them: a class's jobs, a hot key's). The pipeline then
+//! also reads each limit's stored value (in the `MGET`) and count
+//! (`LLEN`), and whether it has parked jobs (one `EXISTS`), which go first:
+//! once a hand-over from the queue finds some, the next ones take them,
+//! oldest first, from the limit's parked list instead of the queue (a
+//! job of one limit only: a job parked by one of several limits may be
+//! behind the parked jobs of another). It opens with an `SADD` of their
+//! ids to the capsule's set of run limits: a job limit's slot is otherwise
+//! found, if the capsule dies, by the job that holds it, in an in-progress
+//! list (reap.lua), and the job this pipeline moves may carry other limits.
+//! The script that ends the run takes them out once the capsule holds no
+//! slot of them.
+//!
+//! Sidekiq Pro's super_fetch (LMOVE, LREM) and three reads, without the
+//! script's call: Redis spends about a third of what the script costs it
+//! (bench/results/profile.md).
+//!
+//! Why no limit is exceeded: the job is handed to Sidekiq only if what was
+//! read after the move says the queue is not paused, has no process limit
+//! and no rate (whose starts the script counts), and holds no more slots
+//! than its limit (the passed slot counted; a queue that had no limit at
+//! the last hand-over is not counted, and a limit read after the move
+//! sends the job to the script, which counts), and the same of each job
+//! limit the job carries (no rate: [`Carried`] reads none). Then
+//! it starts within the limit: since the read, every other capsule booked
+//! a slot only below it. Anything else (a pause, a process limit, a queue
+//! over a lowered limit, an empty queue, a finished job no longer in the
+//! in-progress list because it was reaped, a new job carrying job limits,
+//! an error reply, a job limit's parked jobs the job would overtake) is left
+//! to the fetch script on the same connection, which decides the moved job
+//! as a fetch would, and frees the job limits' slots the acknowledged job
+//! passed, sending their parked jobs first (fetch.lua's ARGV[5..9]).
+//!
+//! Jobs parked behind a rate go back only with a script (fetch.lua's
+//! `release_opened`): a hand-over leaves it to the script once their window
+//! opens within `RATE_DUE_SOON` (verdict.rs) by this host's clock (the
+//! margin stands for the clocks' difference), so that a thread handing over
+//! one job after another cannot keep them parked.
+//!
+//! A hand-over is tried only where it should succeed: for a queue a script
+//! on this thread last took a job of, without a process limit or a rate
+//! then ([`note`]); a queue with either pays the script alone, not both. While
+//! fetchers sleep (the queue ran dry lately), only if the last look said
+//! another job was there: a hand-over that finds the queue empty costs a
+//! round trip more than the script.
+//!
+//! A capsule taken for dead (frozen, or cut off past its heartbeat's
+//! expiry) between a hand-over and the script that decides after it had its
+//! slots freed by the reaper, the passed one included: the script frees
+//! the passed slot only while the capsule's heartbeat key exists (a reaper
+//! takes only capsules without one), and a moved job found gone frees
+//! nothing (fetch.lua's `adopt`). A capsule that beat again in between, and
+//! so frees the slot a second time, reconciles its slots as soon as the
+//! script is done: every beat does, and the beat waits for the look.
+//!
+//! Here, the decision ([`HandOver::of`]); in `memory.rs`, what the thread
+//! noted between fetches (hints, runs); in `pipeline.rs`, the commands
+//! above and where each reply is ([`Layout`]); in `verdict.rs`, what the
+//! replies say ([`Outcome`]).
+
+mod memory;
+mod pipeline;
+mod verdict;
+
+pub(super) use memory::{forget, note, note_more};
+pub(super) use verdict::Outcome;
+
+use crate::carried::{Carried, CarriedLimit};
+use crate::ledger::Ack;
+use crate::script::fetch::{carries_job_limits, Mode};
+use memory::{continues_run, noted};
+use pipeline::{Layout, Sends};
+
+/// A hand-over under way.
+pub(super) struct HandOver {
+    /// The queue it takes from.
+    queue: String,
+    capsule: u64,
+    /// The job limits of the acknowledged job, whose slots pass too, and
+    /// that job (for the script, if it decides).
+    limits: Option<(Carried, Vec<u8>)>,
+    /// The next job comes from the parked jobs of the one job limit.
+    from_parked: bool,
+    /// Where its pipeline's replies are.
+    layout: Layout,
+}
+
+impl HandOver {
+    /// The hand-over a look can be, and its pipeline, encoded: the one
+    /// acknowledgement it carries is of the first queue of this fetch and
+    /// carries no job limits, or continues a run of them (see the module's
+    /// documentation), the queue was noted on this thread for this master,
+    /// and, if fetchers sleep on the doorbell, it is the fetch's only queue
+    /// (whether another queue has a job for them is the script's to say)
+    /// and the last look left a job in it.
+    pub(super) fn of(
+        capsule: u64,
+        generation: u64,
+        uuid: &str,
+        mode: Mode,
+        acks: &[Ack],
+        queues: &[String],
+    ) -> Option<(HandOver, Vec<u8>)> {
+        let report = match mode {
+            Mode::Plain => false,
+            Mode::Report if queues.len() == 1 => true,
+            _ => return None,
+        };
+        let ([ack], Some(first)) = (acks, queues.first()) else {
+            return None;
+        };
+        if ack.queue != *first {
+            return None;
+        }
+        let (limits, from_parked) = if carries_job_limits(&ack.job) {
+            let carried = Carried::read(&ack.job)?;
+            let parked = continues_run(capsule, &carried)?;
+            let one = carried.limits.len() == 1;
+            (Some((carried, ack.job.clone())), parked && one)
+        } else {
+            (None, false)
+        };
+        // Parked jobs are taken whether or not the queue holds any.
+        let (count_busy, forget) = noted(capsule, generation, first, report && !from_parked)?;
+        let sends = Sends {
+            from_parked,
+            count_busy,
+            forget,
+            report,
+        };
+        let carried = limits.as_ref().map_or(&[][..], |(c, _)| &c.limits[..]);
+        let (request, layout) = pipeline::build(first, uuid, ack, carried, &sends);
+        let hand_over = HandOver {
+            queue: first.clone(),
+            capsule,
+            limits,
+            from_parked,
+            layout,
+        };
+        Some((hand_over, request))
+    }
+
+    /// How many replies its pipeline gets.
+    pub(super) fn replies(&self) -> usize {
+        self.layout.replies
+    }
+
+    /// The job limits whose slots pass, if any.
+    fn carried(&self) -> &[CarriedLimit] {
+        self.limits.as_ref().map_or(&[], |(c, _)| &c.limits)
+    }
+}

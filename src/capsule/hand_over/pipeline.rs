@@ -1,0 +1,220 @@
+//! A hand-over's pipeline, as the module's diagram shows it, and its
+//! [`Layout`]: where each reply the verdict reads is, recorded as each
+//! command is added, so that the pipeline and its reading cannot drift
+//! apart.
+
+use std::ops::Range;
+
+use crate::carried::CarriedLimit;
+use crate::keys;
+use crate::ledger::Ack;
+
+/// The commands a hand-over sends besides those every one sends, as it was
+/// decided.
+pub(super) struct Sends {
+    /// The next job comes from the parked jobs of the one job limit.
+    pub(super) from_parked: bool,
+    /// The queue's busy list is counted (it had a limit lately).
+    pub(super) count_busy: bool,
+    /// The acknowledgement's `HDEL` is sent (recoveries may be counted),
+    /// and the `EXISTS` of recoveries after it.
+    pub(super) forget: bool,
+    /// Fetchers sleep on the doorbell: the `LLEN` of the queue says whether
+    /// more is eligible.
+    pub(super) report: bool,
+}
+
+/// Where each read reply is in the pipeline's replies (one a command, in
+/// the order sent). The `SADD`'s and the `HDEL`'s are not read.
+pub(super) struct Layout {
+    /// How many replies the pipeline gets.
+    pub(super) replies: usize,
+    /// The `LREM`'s: 1 if the acknowledged job was there, and its slot
+    /// passes.
+    pub(super) acked: usize,
+    /// The `LMOVE`'s: the next job.
+    pub(super) moved: usize,
+    /// The `MGET`'s: the queue's state, then each job limit's stored value.
+    pub(super) state: usize,
+    /// The `LLEN` of the queue's busy list, when counted.
+    pub(super) busy: Option<usize>,
+    /// The `LLEN`s of the job limits' busy lists, in their order (empty
+    /// without job limits).
+    pub(super) job_busy: Range<usize>,
+    /// The `EXISTS` of the job limits' parked lists, with job limits.
+    pub(super) parked: Option<usize>,
+    /// The `LLEN` of the queue, while fetchers sleep.
+    pub(super) queued: Option<usize>,
+    /// The `EXISTS` of recoveries, with the `HDEL`.
+    pub(super) recoveries: Option<usize>,
+}
+
+/// Hands out replies' indices in the order commands are added.
+struct Next(usize);
+
+impl Next {
+    fn one(&mut self) -> usize {
+        self.many(1).start
+    }
+
+    fn many(&mut self, n: usize) -> Range<usize> {
+        let start = self.0;
+        self.0 += n;
+        start..self.0
+    }
+}
+
+/// The pipeline of a hand-over from `queue` that acknowledges `ack` and
+/// passes the slots of `limits` (its job limits, if any) too, encoded; and
+/// its layout.
+pub(super) fn build(
+    queue: &str,
+    uuid: &str,
+    ack: &Ack,
+    limits: &[CarriedLimit],
+    sends: &Sends,
+) -> (Vec<u8>, Layout) {
+    let in_progress = keys::in_progress(uuid, queue);
+    let mut pipe = redis::pipe();
+    let mut next = Next(0);
+    if !limits.is_empty() {
+        // First: until the script decides a next job that does not carry
+        // them, no job in the capsule's in-progress lists may say whose the
+        // passed slots are (see reap.lua). From parked jobs too, each of
+        // which carries the limit: the list may be empty by the move.
+        let named = pipe.cmd("SADD").arg(keys::capsule_limits(uuid));
+        for limit in limits {
+            named.arg(&limit.id);
+        }
+        next.one();
+    }
+    pipe.cmd("LREM").arg(&in_progress).arg(1).arg(&ack.job);
+    let acked = next.one();
+    if sends.forget {
+        pipe.cmd("HDEL").arg(keys::RECOVERIES).arg(ack.digest.hex());
+        next.one();
+    }
+    let source = match limits.first() {
+        Some(limit) if sends.from_parked => keys::parked(&limit.id),
+        _ => keys::queue(queue),
+    };
+    pipe.cmd("LMOVE")
+        .arg(source)
+        .arg(&in_progress)
+        .arg("RIGHT")
+        .arg("LEFT");
+    let moved = next.one();
+    let state = pipe
+        .cmd("MGET")
+        .arg(keys::limit(queue))
+        .arg(keys::process_limit(queue))
+        .arg(keys::paused(queue))
+        .arg(keys::rate(queue))
+        .arg(keys::RATE_DUE)
+        .arg(keys::RECOVERED);
+    for limit in limits {
+        state.arg(keys::job_limit(&limit.id));
+    }
+    let state = next.one();
+    let busy = sends.count_busy.then(|| {
+        pipe.cmd("LLEN").arg(keys::busy(queue));
+        next.one()
+    });
+    for limit in limits {
+        pipe.cmd("LLEN").arg(keys::job_busy(&limit.id));
+    }
+    let job_busy = next.many(limits.len());
+    let parked = (!limits.is_empty()).then(|| {
+        let parked = pipe.cmd("EXISTS");
+        for limit in limits {
+            parked.arg(keys::parked(&limit.id));
+        }
+        next.one()
+    });
+    let queued = sends.report.then(|| {
+        pipe.cmd("LLEN").arg(keys::queue(queue));
+        next.one()
+    });
+    let recoveries = sends.forget.then(|| {
+        pipe.cmd("EXISTS").arg(keys::RECOVERIES);
+        next.one()
+    });
+    let layout = Layout {
+        replies: next.0,
+        acked,
+        moved,
+        state,
+        busy,
+        job_busy,
+        parked,
+        queued,
+        recoveries,
+    };
+    (pipe.get_packed_pipeline(), layout)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ledger::Digest;
+
+    /// The commands' names in a packed pipeline whose arguments hold no
+    /// line break.
+    fn names(packed: &[u8]) -> Vec<String> {
+        let text = std::str::from_utf8(packed).unwrap_or_default();
+        let mut lines = text.split("\r\n");
+        let mut names = vec![];
+        while let Some(count) = lines.next().and_then(|l| l.strip_prefix('*')) {
+            let args: usize = count.parse().unwrap_or(0);
+            let mut words = (0..args).filter_map(|_| lines.nth(1));
+            names.extend(words.next().map(str::to_owned));
+            words.for_each(drop);
+        }
+        names
+    }
+
+    /// Every index the layout records is its command's, whatever the
+    /// decision sent.
+    #[test]
+    fn the_layout_points_at_its_commands() {
+        let job = b"{\"class\":\"J\"}".to_vec();
+        let ack = Ack {
+            queue: "q".into(),
+            digest: Digest::of(&job),
+            job,
+            thread: std::thread::current().id(),
+        };
+        let limits: Vec<CarriedLimit> = (0..2)
+            .map(|i| CarriedLimit {
+                id: format!("class:C{i}"),
+                concurrency: 2,
+            })
+            .collect();
+        for bits in 0..16u8 {
+            for n in 0..=limits.len() {
+                let sends = Sends {
+                    from_parked: bits & 1 != 0,
+                    count_busy: bits & 2 != 0,
+                    forget: bits & 4 != 0,
+                    report: bits & 8 != 0,
+                };
+                let (packed, at) = build("q", "u", &ack, &limits[..n], &sends);
+                let sent = names(&packed);
+                assert_eq!(sent.len(), at.replies, "{sent:?}");
+                let named = |i: Option<usize>| i.map(|i| sent[i].as_str());
+                assert_eq!(sent[0], if n > 0 { "SADD" } else { "LREM" });
+                assert_eq!(sent[at.acked], "LREM");
+                assert_eq!(sent[at.moved], "LMOVE");
+                assert_eq!(sent[at.state], "MGET");
+                assert_eq!(named(at.busy), sends.count_busy.then_some("LLEN"));
+                assert_eq!(at.job_busy.len(), n);
+                assert!(sent[at.job_busy.clone()].iter().all(|c| c == "LLEN"));
+                assert_eq!(named(at.parked), (n > 0).then_some("EXISTS"));
+                assert_eq!(named(at.queued), sends.report.then_some("LLEN"));
+                assert_eq!(named(at.recoveries), sends.forget.then_some("EXISTS"));
+                let hdel = sent.iter().filter(|c| *c == "HDEL").count();
+                assert_eq!(hdel, usize::from(sends.forget));
+            }
+        }
+    }
+}
