@@ -381,7 +381,7 @@ fn acknowledgement_releasing_a_parked_job_then_refused_its_push() {
 }
 
 /// A job a hand-over moved unchecked into the capsule's in-progress list
-/// (src/capsule/hand_over.rs), at its key's full limit: the fetch takes it
+/// (src/capsule/hand_over/), at its key's full limit: the fetch takes it
 /// out of the list (LREM), then parks it (LPUSH, SADD).
 #[test]
 #[ignore = "known gap: a job a hand-over passed is lost or stranded if its parking's LPUSH or SADD is refused"]

@@ -38,7 +38,7 @@
 --                  when a rate holds something back, {1 or 0, opens in}.
 -- ARGV[3]     how many jobs the fetch may set aside at most (>= 1)
 -- ARGV[4]     n, the number of acknowledgements that follow ARGV[9]
--- ARGV[5..9]  what a hand-over left to decide (see src/capsule/hand_over.rs),
+-- ARGV[5..9]  what a hand-over left to decide (see src/capsule/hand_over/),
 --             else '', '0', '', '', '': the name of the queue it took from;
 --             '1' if its acknowledgement freed a slot of that queue (which
 --             counts as freed here, while the capsule's heartbeat key
@@ -61,7 +61,7 @@
 -- microseconds until a rate may let something go that it holds back now
 -- (a queue's window, or jobs parked behind a job limit's), else false;
 -- parked: with a job, 1 if it was a parked job this fetch sent back (its
--- limits may have more: see src/capsule/hand_over.rs), else false.
+-- limits may have more: see src/capsule/hand_over/), else false.
 
 -- The chunk above `return` runs once, when Redis loads the library; the
 -- function it returns runs at every fetch. Helpers are defined once, here,
@@ -161,7 +161,7 @@ local function done(reply)
     if n > 0 then unbook_job_limit(uuid, id, n) end
   end
   -- A run's limits leave the capsule's set with its last slot of them: a
-  -- run that passes one still holds that slot (src/capsule/hand_over.rs).
+  -- run that passes one still holds that slot (src/capsule/hand_over/).
   -- Others its beats drop (reconcile.lua).
   for _, limit in ipairs(ended or NONE) do
     if not redis.call('LPOS', job_busy_key(limit.id), uuid) then

@@ -49,7 +49,7 @@ local function job_starts_key(id) return PREFIX .. 'limit:' .. id .. ':starts' e
 local function job_released_key(id) return PREFIX .. 'limit:' .. id .. ':released' end
 local RATE_PARKED_KEY = 'sidekiq:limit_fetch:rate_parked'
 -- RATE_PARKED_KEY's first score, or absent with it: a plain string that a
--- processor's hand-over reads in its MGET (src/capsule/hand_over.rs).
+-- processor's hand-over reads in its MGET (src/capsule/hand_over/).
 local RATE_DUE_KEY = 'sidekiq:limit_fetch:rate_due'
 local DISCARDED_KEY = 'sidekiq:limit_fetch:discarded'
 
@@ -471,7 +471,7 @@ end
 -- The ids of the job limits capsule `uuid` may hold slots of, each once:
 -- those its in-progress jobs carry (a slot is booked with its job, in one
 -- step), and those its runs name (a run's hand-over passes a slot before
--- it reads the job that takes it: see src/capsule/hand_over.rs).
+-- it reads the job that takes it: see src/capsule/hand_over/).
 local function capsule_job_limits(uuid)
   local ids, seen = {}, {}
   local function add(id)

@@ -20,7 +20,7 @@
 --   queues set (whatever it serves now), so that a later reconciliation or
 --   reaping finds them; a job limit's slot is found by the job carrying
 --   it, in an in-progress list. Its set of run limits (see
---   src/capsule/hand_over.rs) keeps only those it still holds jobs of.
+--   src/capsule/hand_over/) keeps only those it still holds jobs of.
 --
 -- ARGV[1]  the capsule's UUID
 -- ARGV[2]  k, the number of queues it holds jobs of
