@@ -301,8 +301,8 @@ impl Redis {
             Ok(Value::ServerError(err)) => err.details().unwrap_or_default().to_owned(),
             Ok(_) => String::new(),
         };
-        if crate::acl::denied_command(&refusal).is_some() {
-            return Err(Error::Command(crate::acl::explain(refusal)));
+        if crate::denial::denied_command(&refusal).is_some() {
+            return Err(Error::Command(crate::denial::explain(refusal)));
         }
         if !role.as_ref().is_ok_and(is_master) {
             follower.moved(generation);

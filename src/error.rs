@@ -43,7 +43,7 @@ impl From<redis::RedisError> for Error {
             Error::Connection(err.to_string())
         } else {
             // A denied command names the rule to add.
-            Error::Command(crate::acl::explain(err.to_string()))
+            Error::Command(crate::denial::explain(err.to_string()))
         }
     }
 }

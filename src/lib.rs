@@ -15,6 +15,7 @@ mod admin;
 mod capsule;
 mod carried;
 mod connection;
+mod denial;
 mod direct;
 mod doorbell;
 mod error;
