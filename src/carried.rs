@@ -8,7 +8,7 @@
 //! here: ids and queue names without quote or backslash, a concurrency of
 //! decimal digits, an optional `"discard":true`. Anything else (a rate, an
 //! escape, another order) reads as `None`, and the script, whose reading
-//! is the rule (prelude.lua's `job_limits`), decides. So this reader can
+//! is the rule (lua/prelude/payloads.lua's `job_limits`), decides. So this reader can
 //! only make the hand-over rarer, never read a limit differently: two jobs
 //! whose [`Carried::head`] bytes are equal carry the same limits to the
 //! script too.

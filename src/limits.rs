@@ -31,7 +31,7 @@ impl LimitKind {
 pub const MAX_LIMIT: u64 = (1 << 53) - 1;
 
 /// Reads a stored limit the way the fetch script does (`read_limit` in
-/// `lua/prelude.lua`; the values all readers must agree on are in
+/// `lua/prelude/values.lua`; the values all readers must agree on are in
 /// `spec/fixtures/limit_values.json`): decimal digits, with ASCII whitespace
 /// around (Lua's `%s`), up to [`MAX_LIMIT`]. Anything else counts as 0, so a
 /// broken limit never means "unlimited".

@@ -2,7 +2,7 @@
 //! counted where jobs are taken (the fetch script). Stored as text,
 //! `"<limit>/<period in seconds>"`, in a queue's or a job limit's rate key
 //! (src/keys.rs); read here the way the fetch script reads it (`parse_rate`
-//! in lua/prelude.lua; the values every reader must agree on are in
+//! in lua/prelude/values.lua; the values every reader must agree on are in
 //! spec/fixtures/rate_values.json).
 
 use std::time::Duration;

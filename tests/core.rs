@@ -252,7 +252,7 @@ fn odd_queue_names_and_two_hundred_queues() {
     );
 }
 
-/// A fetch over many queues skips the empty ones in runs (fetch.lua's
+/// A fetch over many queues skips the empty ones in runs (lua/fetch/queues.lua's
 /// `next_queued`): it still takes from the first that holds an eligible job,
 /// in order, past a full queue that holds jobs.
 #[test]

@@ -233,7 +233,7 @@ fn lpush(key: &str, values: &[String]) {
     }
 }
 
-/// The fetch's arguments (src/lua/fetch.lua): no hand-over, `acks`
+/// The fetch's arguments (src/lua/fetch/state.lua): no hand-over, `acks`
 /// triples, then the queues.
 fn fetch_args(uuid: &str, acks: &[(&str, &str)], queues: &[&str]) -> Vec<String> {
     let mut args: Vec<String> = vec![uuid.into(), "0".into(), "100".into()];

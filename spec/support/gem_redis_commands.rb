@@ -65,7 +65,7 @@ module GemRedisCommands
     found
   end
 
-  def lua_sources = Dir[File.join(ROOT, "src/lua/*.lua")]
+  def lua_sources = Dir[File.join(ROOT, "src/lua/**/*.lua")]
 
   def rust_sources
     Dir[File.join(ROOT, "{src,ext}/**/*.rs")].reject do |path|

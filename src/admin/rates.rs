@@ -1,6 +1,6 @@
 //! Rates administration: a queue's or a job limit's rate, read and set at
 //! run time, and how full its window is now. The fetch script counts starts
-//! and parks or holds back what a rate does not let start (fetch.lua);
+//! and parks or holds back what a rate does not let start (lua/fetch/);
 //! setting a job limit's rate sends the parked jobs it now has room for
 //! back to their queues at once, as setting its limit does.
 

@@ -44,7 +44,7 @@ impl LookPending {
 
 impl Capsule {
     /// One run of the fetch script; `watch`: a fetcher sleeps on the
-    /// doorbell (see fetch.lua). On the thread's own connection if it has
+    /// doorbell (see lua/fetch/). On the thread's own connection if it has
     /// one: its writes ring the doorbell through Redis, and only those that
     /// change what a sleeping fetcher may take (an acknowledgement whose slot
     /// the same fetch takes again writes no busy list).

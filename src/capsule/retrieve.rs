@@ -101,7 +101,7 @@ pub struct Fetch {
     begun: bool,
     pending: Option<(Option<Ticket>, LookPending)>,
     /// The last look found nothing only because it set aside as many jobs
-    /// as it may (see fetch.lua): the next looks at once.
+    /// as it may (see lua/fetch/): the next looks at once.
     again: bool,
     /// The current look follows a ring that disarmed the bell (see
     /// [`Fetch::wait`]): if it takes a job, the bell is armed again

@@ -196,7 +196,7 @@ impl Doorbell {
     }
 
     /// Rings at `at`, as a change would: a rate's window opens then, which
-    /// no write announces (fetch.lua's "opens in"). One timer per moment: a
+    /// no write announces (the fetch script's "opens in"). One timer per moment: a
     /// ring set up to [`ALARM_SLACK`] earlier stands for this one, and this
     /// one stands for those set up to that much later (they ring no more).
     pub(crate) fn ring_at(self: &Arc<Self>, at: Instant) {

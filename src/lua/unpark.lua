@@ -21,7 +21,7 @@
 return function(KEYS, ARGV)
   local id, batch = ARGV[1], tonumber(ARGV[2])
   local parked = parked_key(id)
-  -- Newest first: the parked list's oldest is last (fetch.lua's LPUSH).
+  -- Newest first: the parked list's oldest is last (the fetch's LPUSH).
   -- Each moves in one write (LMOVE): a write refused on the way (the ACL
   -- changed under a running process) leaves every job in one list or the
   -- other.

@@ -20,7 +20,7 @@
 -- Cost: the limits with parked jobs, a page at a time (SSCAN), and for
 -- each read its jobs (LRANGE, in slices; LLEN past the first) or its
 -- oldest: bounded by the budget. Parked lists hold the oldest job last
--- (fetch.lua parks with LPUSH; a job going back to parking goes with
+-- (the fetch parks with LPUSH; a job going back to parking goes with
 -- RPUSH). Why a scan, not counters kept as jobs park and leave: it adds
 -- nothing to the fetch, and nothing can drift (a kill, a reap, an outage
 -- or a hand-edited key leaves no count to correct).

@@ -1,4 +1,4 @@
-//! The fetch script's protocol, the Rust side of fetch.lua's contract: its
+//! The fetch script's protocol, the Rust side of the contract at the head of lua/fetch/: its
 //! arguments, the modes the doorbell needs (ARGV[2]) and its reply.
 
 use std::time::Duration;
@@ -63,7 +63,7 @@ pub(crate) struct Look {
     wrote: bool,
 }
 
-/// What a hand-over left the fetch script to decide (fetch.lua's
+/// What a hand-over left the fetch script to decide (lua/fetch/state.lua's
 /// ARGV[5..9]): the queue it took from, whether its acknowledgement freed a
 /// slot of that queue, the job it moved unchecked, if any, and where from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,7 +97,7 @@ fn opens_in(micros: Option<i64>) -> Option<Duration> {
 impl Look {
     /// The script's reply: `{queue or false, job or false, more, discarded,
     /// process limited or rated, queued, opens in, parked}` (the last four
-    /// may be missing) or nil (see fetch.lua).
+    /// may be missing) or nil (see lua/fetch/state.lua).
     pub(crate) fn from_value(value: Value) -> Result<Self> {
         let value = match value {
             Value::Array(mut items) if items.len() < 8 => {
@@ -145,7 +145,7 @@ impl Look {
     }
 }
 
-/// What a fetch script does for the doorbell (fetch.lua's ARGV[2]).
+/// What a fetch script does for the doorbell (lua/fetch/state.lua's ARGV[2]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Mode {
     /// Nobody sleeps on the doorbell: just fetch.
@@ -199,7 +199,7 @@ impl Mode {
     }
 }
 
-/// fetch.lua, with its arguments built in one place.
+/// lua/fetch/, with its arguments built in one place.
 pub(crate) struct FetchScript {
     script: LuaScript,
     /// How many jobs one run may set aside at most, as an argument.
@@ -216,7 +216,7 @@ impl FetchScript {
         }
     }
 
-    /// The script's arguments (see fetch.lua's header).
+    /// The script's arguments (see lua/fetch/state.lua's head).
     fn args(
         &self,
         uuid: &str,
@@ -327,10 +327,13 @@ mod tests {
     /// The prelude's `job_limits` looks for the same bytes first.
     #[test]
     fn the_mark_is_the_preludes() {
-        let prelude = include_str!("../lua/prelude.lua");
+        let prelude = include_str!("../lua/prelude/payloads.lua");
         let mark = std::str::from_utf8(JOB_LIMITS_MARK).unwrap();
         let find = format!("if not string.find(job, '{mark}', 1, true) then return nil end");
-        assert!(prelude.contains(&find), "prelude.lua no longer has: {find}");
+        assert!(
+            prelude.contains(&find),
+            "payloads.lua no longer has: {find}"
+        );
         assert!(carries_job_limits(br#"{"limit_fetch":[],"queue":"q"}"#));
         assert!(!carries_job_limits(br#"{"class":"C","queue":"q"}"#));
     }

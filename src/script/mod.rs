@@ -19,23 +19,28 @@ use crate::connection::Conn;
 use crate::Result;
 
 /// The prelude every function shares (key names and the rules several
-/// scripts use), run once when the library loads.
-const PRELUDE: &str = include_str!("../lua/prelude.lua");
+/// scripts use), run once when the library loads: the files of
+/// `src/lua/prelude/`, joined in this order.
+const PRELUDE: [&str; 11] = include!("../lua/prelude/parts.rs");
 
-/// Each script: its name in the library and its file, a chunk that runs
-/// once, when the library loads, and returns the function of `(KEYS, ARGV)`
-/// that Redis calls (what it defines before, it defines once).
-const SCRIPTS: [(&str, &str); 10] = [
-    (FETCH, include_str!("../lua/fetch.lua")),
-    (REAP, include_str!("../lua/reap.lua")),
-    (RECONCILE, include_str!("../lua/reconcile.lua")),
-    (REQUEUE, include_str!("../lua/requeue.lua")),
-    (RELEASE, include_str!("../lua/release.lua")),
-    (ORPHANS, include_str!("../lua/orphans.lua")),
-    (ACTIVE, include_str!("../lua/active.lua")),
-    (UNPARK, include_str!("../lua/unpark.lua")),
-    (ACL_CHECK, include_str!("../lua/acl_check.lua")),
-    (WAITING, include_str!("../lua/waiting.lua")),
+/// The fetch script: the files of `src/lua/fetch/`, joined in this order.
+const FETCH_PARTS: [&str; 10] = include!("../lua/fetch/parts.rs");
+
+/// Each script: its name in the library and its files, joined in order
+/// into a chunk that runs once, when the library loads, and returns the
+/// function of `(KEYS, ARGV)` that Redis calls (what it defines before, it
+/// defines once).
+const SCRIPTS: [(&str, &[&str]); 10] = [
+    (FETCH, &FETCH_PARTS),
+    (REAP, &[include_str!("../lua/reap.lua")]),
+    (RECONCILE, &[include_str!("../lua/reconcile.lua")]),
+    (REQUEUE, &[include_str!("../lua/requeue.lua")]),
+    (RELEASE, &[include_str!("../lua/release.lua")]),
+    (ORPHANS, &[include_str!("../lua/orphans.lua")]),
+    (ACTIVE, &[include_str!("../lua/active.lua")]),
+    (UNPARK, &[include_str!("../lua/unpark.lua")]),
+    (ACL_CHECK, &[include_str!("../lua/acl_check.lua")]),
+    (WAITING, &[include_str!("../lua/waiting.lua")]),
 ];
 
 pub(crate) const FETCH: &str = "fetch";
@@ -67,8 +72,10 @@ struct Library {
 const READ_ONLY: [&str; 1] = [WAITING];
 
 static LIBRARY: LazyLock<Library> = LazyLock::new(|| {
-    let mut source = format!("#!lua name=limit_fetch_{VERSION}\n{PRELUDE}");
-    for (name, body) in SCRIPTS {
+    let prelude = PRELUDE.join("\n");
+    let mut source = format!("#!lua name=limit_fetch_{VERSION}\n{prelude}");
+    for (name, parts) in SCRIPTS {
+        let body = parts.join("\n");
         let function = function_name(name, VERSION);
         let callback = "function(KEYS, ARGV)\nnew_call()\nreturn run(KEYS, ARGV)\nend";
         let register = if READ_ONLY.contains(&name) {
@@ -226,4 +233,36 @@ pub(crate) fn decode<T: FromRedisValue>(reply: Value) -> Result<T> {
         return Err(redis::RedisError::from(err).into());
     }
     Ok(T::from_owned_redis_value(reply)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{FETCH_PARTS, PRELUDE};
+
+    /// Each file of a folder of parts is joined, once: a file added to the
+    /// folder and not to its list in `parts.rs` fails here.
+    #[test]
+    fn every_part_is_joined_once() {
+        for (folder, parts) in [("prelude", &PRELUDE[..]), ("fetch", &FETCH_PARTS[..])] {
+            let dir = format!("{}/src/lua/{folder}", env!("CARGO_MANIFEST_DIR"));
+            let mut files = 0;
+            for entry in std::fs::read_dir(&dir).expect("the folder of parts") {
+                let path = entry.expect("an entry").path();
+                if path.extension().is_some_and(|e| e == "lua") {
+                    files += 1;
+                    let text = std::fs::read_to_string(&path).expect("a part");
+                    let joined = parts.iter().filter(|part| **part == text).count();
+                    assert_eq!(joined, 1, "{} is joined {joined} times", path.display());
+                }
+            }
+            assert_eq!(files, parts.len(), "src/lua/{folder}/: files and parts");
+        }
+    }
+
+    /// The fetch's last part returns the function Redis calls.
+    #[test]
+    fn the_fetch_ends_with_its_function() {
+        let last = FETCH_PARTS.last().expect("a part");
+        assert!(last.contains("\nreturn function(KEYS, ARGV)\n"));
+    }
 }

@@ -274,11 +274,13 @@ fn json_string(text: &str) -> Option<(String, &str)> {
 }
 
 /// Runs `body` in real Redis after the Lua prelude every script starts with
-/// (`src/lua/prelude.lua`), as the scripts run.
+/// (`src/lua/prelude/`, its files joined in the library's order), as the
+/// scripts run.
 pub fn eval_after_prelude<T: redis::FromRedisValue>(body: &str, keys: &[&str], args: &[&str]) -> T {
-    const PRELUDE: &str = include_str!("../../src/lua/prelude.lua");
+    const PRELUDE: [&str; 11] = include!("../../src/lua/prelude/parts.rs");
+    let prelude = PRELUDE.join("\n");
     redis::cmd("EVAL")
-        .arg(format!("{PRELUDE}{body}"))
+        .arg(format!("{prelude}{body}"))
         .arg(keys.len())
         .arg(keys)
         .arg(args)

@@ -5,7 +5,7 @@ module LimitFetchBench
   # client, acknowledging the one it took before (`last`), and returns it:
   # BRPOP (BasicFetch), LMOVE and LREM pipelined (a reliable fetch, as
   # Sidekiq Pro's super_fetch), the gem's hand-over pipeline
-  # (src/capsule/hand_over/) and its fetch script (src/lua/fetch.lua); and,
+  # (src/capsule/hand_over/) and its fetch script (src/lua/fetch/); and,
   # for jobs that each carry a key limit of their own (concurrency 1), the
   # script, and two floors of what a fetch of such a job must send: the
   # hand-over's pipeline with the key's slot freed and booked (a second
@@ -75,7 +75,7 @@ module LimitFetchBench
       end[last ? 2 : 0]
     end
 
-    # fetch.lua's arguments: no hand-over to decide, one acknowledgement.
+    # The fetch script's arguments: no hand-over to decide, one acknowledgement.
     NO_HAND_OVER = ["", "0", "", "", ""].freeze
 
     def script(client, thread, last)

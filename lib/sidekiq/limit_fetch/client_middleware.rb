@@ -51,7 +51,7 @@ module Sidekiq
 
       # The limits first in the payload and its queue next: the fetch
       # decodes the limits there alone, and reads the queue of a parked job
-      # it releases there, not the whole payload (prelude.lua's carried).
+      # it releases there, not the whole payload (lua/prelude/payloads.lua's carried).
       # spec/fixtures/job_limit_payloads.json holds the bytes both sides
       # agree on (payloads_spec.rb here, tests/payloads.rs there).
       def carry(job, limits)

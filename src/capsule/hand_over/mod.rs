@@ -66,9 +66,9 @@
 //! an error reply, a job limit's parked jobs the job would overtake) is left
 //! to the fetch script on the same connection, which decides the moved job
 //! as a fetch would, and frees the job limits' slots the acknowledged job
-//! passed, sending their parked jobs first (fetch.lua's ARGV[5..9]).
+//! passed, sending their parked jobs first (lua/fetch/state.lua's ARGV[5..9]).
 //!
-//! Jobs parked behind a rate go back only with a script (fetch.lua's
+//! Jobs parked behind a rate go back only with a script (lua/fetch/rates.lua's
 //! `release_opened`): a hand-over leaves it to the script once their window
 //! opens within `RATE_DUE_SOON` (verdict.rs) by this host's clock (the
 //! margin stands for the clocks' difference), so that a thread handing over
@@ -86,7 +86,7 @@
 //! slots freed by the reaper, the passed one included: the script frees
 //! the passed slot only while the capsule's heartbeat key exists (a reaper
 //! takes only capsules without one), and a moved job found gone frees
-//! nothing (fetch.lua's `adopt`). A capsule that beat again in between, and
+//! nothing (lua/fetch/adopt.lua). A capsule that beat again in between, and
 //! so frees the slot a second time, reconciles its slots as soon as the
 //! script is done: every beat does, and the beat waits for the look.
 //!

@@ -1,0 +1,85 @@
+-- Jobs set aside at a full job limit: parked (parks, and park_front for a
+-- run at the front of a queue) or discarded (discard), one at a time
+-- (set_aside).
+-- Reads: lookahead, rate_full, watch. Writes: parked, discarded,
+-- discarded_from, aside, moved, written, opens, full (at_limit), the
+-- prelude's rate_parked_written (rate_parks).
+
+-- Notes that job limit `id` parked a job, and if at its rate, when the
+-- window opens for it.
+local function parks(id)
+  if not parked[id] then
+    if parked == NONE then parked = {} end
+    parked[id] = true
+    redis.call('SADD', PARKED_KEY, id)
+    local at = rate_full[id]
+    if at then
+      rate_parks(id, at ~= 0 and at or nil)
+      opens_at(at ~= 0 and at or nil)
+    end
+  end
+end
+
+-- Counts and reports a job dropped at its full `limit`: the reply carries
+-- its payload, the only copy left, to the process that fetched it.
+local function discard(job, limit)
+  local parsed = parse(job) or {}
+  local class = tostring(parsed.wrapped or parsed.class or '?')
+  redis.call('HINCRBY', DISCARDED_KEY, class, 1)
+  if discarded == NONE then discarded = {} end
+  discarded[#discarded + 1] = {job, limit.id}
+end
+
+-- Moves the job just taken (first in `inprogress`) aside, for `limit`. Its
+-- bookkeeping first: a write refused after it (the ACL changed under a
+-- running process) leaves a spurious entry, never a job where nothing looks.
+-- A discarded job leaves `inprogress` last of all (done): its payload is
+-- nowhere else until the reply.
+local function set_aside(job, inprogress, limit)
+  if limit.discard then
+    discard(job, limit)
+    if discarded_from == NONE then discarded_from = {} end
+    discarded_from[#discarded_from + 1] = {inprogress, job}
+  else
+    parks(limit.id)
+    redis.call('LMOVE', inprogress, parked_key(limit.id), 'LEFT', 'LEFT')
+  end
+  aside = aside + 1
+end
+
+-- Parks at once the jobs at the front of queue `name` that a full limit
+-- parks (a hot key's backlog), up to `batch` of them and the lookahead:
+-- one LRANGE, one LTRIM and one LPUSH per limit, where taking and setting
+-- aside each costs two moves. Stops at the first job it would not park
+-- (under its limits, or discarded at its limit), which the caller takes.
+-- Returns whether it parked the whole batch.
+local function park_front(name, queue, batch)
+  local room = math.min(batch, lookahead - aside)
+  local front = redis.call('LRANGE', queue, -room, -1)
+  local by_id, ids, n = {}, {}, 0
+  for i = #front, 1, -1 do
+    local limits = job_limits(front[i])
+    local limit = limits and at_limit(limits)
+    if not limit or limit.discard then break end
+    local jobs = by_id[limit.id]
+    if not jobs then
+      jobs = {}
+      by_id[limit.id] = jobs
+      ids[#ids + 1] = limit.id
+    end
+    jobs[#jobs + 1] = front[i]
+    n = n + 1
+  end
+  if n == 0 then return false end
+  -- Out of the queue, then into the parked lists: noted parked first, and a
+  -- user denied the push stops before the trim (see may_send).
+  for _, id in ipairs(ids) do
+    parks(id)
+    may_send('LPUSH', parked_key(id), 'job')
+  end
+  redis.call('LTRIM', queue, 0, -n - 1)
+  moved_from(name, queue)
+  for _, id in ipairs(ids) do redis.call('LPUSH', parked_key(id), unpack(by_id[id])) end
+  aside = aside + n
+  return n == room
+end

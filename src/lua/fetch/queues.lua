@@ -1,0 +1,89 @@
+-- Queue eligibility (eligible: pause, limits, rate) and the skip-ahead
+-- scan over queues that hold no job (any_queued, next_queued, after,
+-- more_from).
+-- Reads: argv, uuid, freed, held. Writes: seen, seen_rate, opens.
+
+-- Whether the capsule may take one more job of the queue, whose busy list is
+-- `busy` (the slots it freed above count as free): not paused, and under
+-- its limits and its rate. One MGET reads the limits, the pause and the
+-- rate: a queue with none costs one call, as the limit's GET alone did
+-- before pauses.
+local function eligible(name, busy)
+  local state = redis.call('MGET', limit_key(name), process_limit_key(name), paused_key(name), rate_key(name))
+  seen, seen_rate = state, nil
+  if state[3] then return false end
+  local own_freed = freed[name] or 0
+  local limit = parse_limit(state[1])
+  if limit and redis.call('LLEN', busy) - own_freed >= limit then return false end
+  local process_limit = parse_limit(state[2])
+  if process_limit == 0 then return false end
+  -- Stops scanning as soon as the capsule's share is known to be full.
+  if process_limit and
+    #redis.call('LPOS', busy, uuid, 'COUNT', process_limit + own_freed) - own_freed >= process_limit then
+    return false
+  end
+  if not state[4] then return true end
+  seen_rate = parse_rate(state[4])
+  local room, at = rate_room(starts_key(name), seen_rate)
+  if room > 0 then return true end
+  opens_at(at)
+  return false
+end
+
+-- Whether any of the queues from the `from`-th argument to the `to`-th
+-- holds a job (an empty list does not exist): one EXISTS for them all. Jobs
+-- held for a queue (see release) count.
+local function any_queued(from, to)
+  local keys = {}
+  for i = from, to do
+    local name = argv[i]
+    if held[name] and #held[name] > 0 then return true end
+    keys[#keys + 1] = queue_key(name)
+  end
+  return redis.call('EXISTS', unpack(keys)) > 0
+end
+
+-- The first queue from the `from`-th argument on that holds a job, or nil:
+-- EXISTS over runs of queues that double in length, then over halves of
+-- the run that holds one. Over n empty queues that is about 2 log2(n)
+-- calls, where a look at each queue in turn costs n or 2n (a fetch from
+-- the last of 200 queues was 2.6 times BasicFetch's).
+local function next_queued(from)
+  local last = #argv
+  local lo, size = from, 1
+  while lo <= last do
+    local hi = math.min(lo + size - 1, last)
+    if any_queued(lo, hi) then
+      while lo < hi do
+        local mid = math.floor((lo + hi) / 2)
+        if any_queued(lo, mid) then hi = mid else lo = mid + 1 end
+      end
+      return lo
+    end
+    lo, size = hi + 1, size * 2
+  end
+  return nil
+end
+
+-- The queue to look at after the `i`-th argument's, or nil: the next, or,
+-- with more than a few left, the next that holds a job.
+local GALLOP_OVER = 4
+local function after(i)
+  if #argv - i > GALLOP_OVER then return next_queued(i + 1) end
+  if i < #argv then return i + 1 end
+  return nil
+end
+
+-- Queues before the one a job came from are empty or at a limit. Also
+-- returns how many jobs the first queue holds.
+local function more_from(first)
+  local i, queued = first, 0
+  while i do
+    local name = argv[i]
+    local length = redis.call('LLEN', queue_key(name))
+    if i == first then queued = length end
+    if length > 0 and eligible(name, busy_key(name)) then return 1, queued end
+    i = after(i)
+  end
+  return 0, queued
+end

@@ -1,0 +1,68 @@
+-- The end of a call: the writes left to its end (held jobs pushed, slots
+-- freed, limits leaving the parked set and the capsule's set, discarded
+-- jobs removed; push_held, done), and the reply without a job (none).
+-- Reads: uuid, watch, freed, vacated, held, parked, ended, discarded_from,
+-- discarded, aside, opens, written, the prelude's emptied and
+-- rate_parked_written. Writes: held (each queue's jobs cleared), written.
+
+-- Pushes the held jobs this fetch did not take to the front of their
+-- queues, as release would have: the last held goes first.
+local function push_held()
+  for name, jobs in pairs(held) do
+    if #jobs > 0 then
+      local queue = queue_key(name)
+      for _, job in ipairs(jobs) do redis.call('RPUSH', queue, job) end
+      wrote(queue)
+    end
+    held[name] = nil
+  end
+end
+
+local function done(reply)
+  push_held()
+  -- Held jobs are in lists now: their limits may leave the parked set,
+  -- unless this call parked more of theirs.
+  if emptied then
+    for id in pairs(emptied) do
+      if not parked[id] then redis.call('SREM', PARKED_KEY, id) end
+    end
+  end
+  for id, n in pairs(vacated) do
+    if n > 0 then unbook_job_limit(uuid, id, n) end
+  end
+  -- A run's limits leave the capsule's set with its last slot of them: a
+  -- run that passes one still holds that slot (src/capsule/hand_over/).
+  -- Others its beats drop (reconcile.lua).
+  for _, limit in ipairs(ended or NONE) do
+    if not redis.call('LPOS', job_busy_key(limit.id), uuid) then
+      redis.call('SREM', capsule_limits_key(uuid), limit.id)
+    end
+  end
+  for name, n in pairs(freed) do
+    if n > 0 then
+      local busy = busy_key(name)
+      redis.call('LREM', busy, n, uuid)
+      wrote(busy)
+    end
+  end
+  if rate_parked_written then
+    wrote(RATE_PARKED_KEY)
+    wrote(RATE_DUE_KEY)
+  end
+  -- The last writes: until the reply carries their payloads, discarded jobs
+  -- stay where a refused write (the ACL changed under a running process)
+  -- leaves them to be fetched again.
+  if discarded_from ~= NONE then
+    for _, at in ipairs(discarded_from) do redis.call('LREM', at[1], 1, at[2]) end
+  end
+  if watch and #written > 0 then redis.call('EXISTS', unpack(written)) end
+  return reply
+end
+
+-- The reply without a job: nil when there is nothing to say (and nothing
+-- was written: a reply says the script wrote, see script/fetch.rs).
+local function none(more)
+  if opens then return done({false, false, more, discarded, false, false, opens_in()}) end
+  if more == 0 and discarded == NONE and aside == 0 and not rate_parked_written then return done(nil) end
+  return done({false, false, more, discarded})
+end

@@ -1,0 +1,54 @@
+-- Taking a job: its queue's slot and rate start booked (book_queue), the
+-- job moved into the in-progress list (take, moved_from), and the reply
+-- with it (taken).
+-- Reads: uuid, report, watch, seen, seen_rate, freed, held, moved,
+-- discarded, took_held, opens. Writes: freed, held, moved, took_held,
+-- written, and (taken, through more_from and done) what those write.
+
+-- Books the capsule a slot of queue `name`, whose busy list is `busy`, and
+-- a start of its rate (read by the eligible that let it).
+local function book_queue(name, busy)
+  if seen_rate then record_start(starts_key(name), seen_rate, uuid) end
+  if (freed[name] or 0) > 0 then
+    -- Takes again a slot it freed: its busy entry stays, and so does the
+    -- queue in the capsule's set (its job was there).
+    freed[name] = freed[name] - 1
+  else
+    redis.call('RPUSH', busy, uuid)
+    wrote(busy)
+    redis.call('SADD', capsule_queues_key(uuid), name)
+  end
+end
+
+-- The reply for job `job` taken from queue `name`, the i-th argument.
+local function taken(name, job, i)
+  local state = seen
+  local more, queued = 0, false
+  if report then more, queued = more_from(i) end
+  return done({name, job, more, discarded, (state[2] or state[4]) and 1 or false, queued, opens_in(),
+    took_held and 1 or false})
+end
+
+-- A queue's key, written by this fetch: the doorbell's reads of it end.
+local function moved_from(name, queue)
+  if watch and not moved[name] then
+    moved[name] = true
+    wrote(queue)
+  end
+end
+
+-- The job at the front of queue `name`, moved into the capsule's
+-- in-progress list `inprogress`: the last job held for it, else its queue's
+-- own (whose key is then written).
+local function take(name, queue, inprogress)
+  local waiting = held[name]
+  if waiting and #waiting > 0 then
+    local job = table.remove(waiting)
+    redis.call('LPUSH', inprogress, job)
+    took_held = true
+    return job
+  end
+  local job = redis.call('LMOVE', queue, inprogress, 'RIGHT', 'LEFT')
+  if job then moved_from(name, queue) end
+  return job
+end

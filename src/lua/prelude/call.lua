@@ -1,0 +1,33 @@
+-- What one call keeps, reset by new_call() at its start: its caches of
+-- payloads, carried limits and stored values, its rate state, the job
+-- limits a release emptied for the fetch; and Redis's clock, read once a
+-- call (now).
+
+-- What this call has learnt, so that it asks once: payloads parsed, the
+-- limits they carry (by payload, and by the text of their array) and the
+-- queue written after them (a hot key's job is met twice in a fetch:
+-- released from parking, then taken), and job limits' stored values, by id.
+local parsed_jobs, carried_limits, carried_arrays, carried_queues, stored_job_limits = {}, {}, {}, {}, {}
+-- Rates: Redis's clock, read once a call; job limits' rates by id; the
+-- room left in windows, by starts key (false: full), and when each full
+-- one; and whether this call wrote RATE_PARKED_KEY.
+local clock, job_rates, rate_rooms, rate_opens, rate_parked_written
+-- Job limits whose last parked jobs a release handed to the fetch (`held`,
+-- see release), by id, or nil: they leave PARKED_KEY once those jobs are in
+-- a list again (lua/fetch/reply.lua's done).
+local emptied
+local function new_call()
+  parsed_jobs, carried_limits, carried_arrays, carried_queues, stored_job_limits = {}, {}, {}, {}, {}
+  clock, job_rates, rate_rooms, rate_opens, rate_parked_written = nil, {}, {}, {}, false
+  emptied = nil
+end
+
+-- Redis's clock now, in microseconds: the same for the whole call (a
+-- script's writes carry one time, as if they were made at once).
+local function now()
+  if not clock then
+    local time = redis.call('TIME')
+    clock = tonumber(time[1]) * 1000000 + tonumber(time[2])
+  end
+  return clock
+end

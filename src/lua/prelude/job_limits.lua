@@ -1,0 +1,34 @@
+-- A job limit's values: its concurrency (job_limit) and its rate
+-- (job_rate), stored for its id or declared by its job; read once a call.
+
+-- A job limit's value: the one stored for its id (set at run time), else
+-- the default its job carries. Like a stored limit, a broken default reads
+-- as 0. A limit that declares a rate and no concurrency has none (the
+-- largest limit), unless one is stored.
+local function job_limit(limit)
+  local stored = stored_job_limits[limit.id]
+  if stored == nil then
+    stored = read_limit(job_limit_key(limit.id)) or false
+    stored_job_limits[limit.id] = stored
+  end
+  if stored then return stored end
+  local default = limit.concurrency
+  if default == nil and limit.rate ~= nil then return MAX_LIMIT end
+  if type(default) == 'number' and default >= 0 and default <= MAX_LIMIT and default % 1 == 0 then
+    return default
+  end
+  return 0
+end
+
+-- A job limit's rate ({limit, period}), or nil: the one stored for its id
+-- (set at run time), else the one its job carries. Only a limit that
+-- declares a rate has one: the others never pay for the stored one's read.
+local function job_rate(limit)
+  if limit.rate == nil then return nil end
+  local rate = job_rates[limit.id]
+  if rate == nil then
+    rate = parse_rate(redis.call('GET', job_rate_key(limit.id))) or declared_rate(limit.rate)
+    job_rates[limit.id] = rate
+  end
+  return rate
+end

@@ -1,0 +1,55 @@
+-- The prelude: the top of the function library whose functions the scripts
+-- are (see script/mod.rs), run once when Redis loads it, joined from this
+-- folder's files in the order src/lua/prelude/parts.rs lists them. It
+-- defines locals only, which every script sees; no Redis command runs here
+-- (Redis allows none while it loads a library). Locals here outlive a call:
+-- what one call may keep is reset by new_call() (call.lua), which every
+-- function runs first (script/mod.rs).
+--
+-- This file: the Redis data model's key names, built as src/keys.rs builds
+-- them (tests/lua_prelude.rs holds the two to each other). The capsules set
+-- and heartbeat keys reach the reap script from the core, as KEYS; the
+-- orphans script, which meets UUIDs in busy lists, builds them here.
+
+local PREFIX = 'sidekiq:limit_fetch:'
+local RECOVERIES_KEY = 'sidekiq:limit_fetch:recoveries'
+-- How many reaps counted a recovery (src/keys.rs's RECOVERED).
+local RECOVERED_KEY = 'sidekiq:limit_fetch:recovered'
+local DEAD_KEY = 'dead'
+local CAPSULES_KEY = 'sidekiq:limit_fetch:capsules'
+local REGISTERED_KEY = 'sidekiq:limit_fetch:registered'
+local UNREGISTERED_KEY = 'sidekiq:limit_fetch:unregistered'
+local OUTAGE_KEY = 'sidekiq:limit_fetch:outage'
+local LAST_BEAT_KEY = 'sidekiq:limit_fetch:last_beat'
+
+-- Sidekiq's own list for a queue.
+local function queue_key(name) return 'queue:' .. name end
+local function limit_key(name) return PREFIX .. 'queue:' .. name .. ':limit' end
+local function process_limit_key(name) return PREFIX .. 'queue:' .. name .. ':process_limit' end
+local function busy_key(name) return PREFIX .. 'queue:' .. name .. ':busy' end
+local function paused_key(name) return PREFIX .. 'queue:' .. name .. ':paused' end
+local function in_progress_key(uuid, name) return PREFIX .. 'capsule:' .. uuid .. ':inprogress:' .. name end
+local function capsule_queues_key(uuid) return PREFIX .. 'capsule:' .. uuid .. ':queues' end
+local function heartbeat_key(uuid) return PREFIX .. 'capsule:' .. uuid .. ':heartbeat' end
+local function capsule_info_key(uuid) return PREFIX .. 'capsule:' .. uuid .. ':info' end
+-- Job limits (a job class's, or a key's) by id: see src/keys.rs.
+local function job_limit_key(id) return PREFIX .. 'limit:' .. id .. ':limit' end
+local function job_busy_key(id) return PREFIX .. 'limit:' .. id .. ':busy' end
+local function parked_key(id) return PREFIX .. 'limit:' .. id .. ':parked' end
+-- The job limits a capsule's runs pass slots of (src/keys.rs): a slot's
+-- other holders carry their limits, in the capsule's in-progress lists.
+local function capsule_limits_key(uuid) return PREFIX .. 'capsule:' .. uuid .. ':limits' end
+local PARKED_KEY = 'sidekiq:limit_fetch:parked'
+-- Rates: a queue's or a job limit's stored rate, its starts (a sorted set
+-- scored by start time, in microseconds of Redis's clock), and the job
+-- limits parked at their rate, scored by when their window may next open.
+local function rate_key(name) return PREFIX .. 'queue:' .. name .. ':rate' end
+local function starts_key(name) return PREFIX .. 'queue:' .. name .. ':starts' end
+local function job_rate_key(id) return PREFIX .. 'limit:' .. id .. ':rate' end
+local function job_starts_key(id) return PREFIX .. 'limit:' .. id .. ':starts' end
+local function job_released_key(id) return PREFIX .. 'limit:' .. id .. ':released' end
+local RATE_PARKED_KEY = 'sidekiq:limit_fetch:rate_parked'
+-- RATE_PARKED_KEY's first score, or absent with it: a plain string that a
+-- processor's hand-over reads in its MGET (src/capsule/hand_over/).
+local RATE_DUE_KEY = 'sidekiq:limit_fetch:rate_due'
+local DISCARDED_KEY = 'sidekiq:limit_fetch:discarded'

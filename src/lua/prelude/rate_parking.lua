@@ -1,0 +1,55 @@
+-- Job limits parked behind their rate: noted in RATE_PARKED_KEY with when
+-- their window opens (rate_parks, which keeps RATE_DUE_KEY in step:
+-- sync_rate_due), a start booked against the jobs sent back for a rate
+-- (book_start), and when a window taken whole opens again (reopens).
+
+-- Notes that job limit `id` has jobs parked behind its rate, whose window
+-- opens at `opens` (Redis's clock, microseconds): a fetch then sends them
+-- back (see lua/fetch/rates.lua). Without `opens` (a rate of 0) only a
+-- change of the rate does (lua/release.lua). An earlier time noted stays.
+-- Sets RATE_DUE_KEY to RATE_PARKED_KEY's first score, after a change of it.
+local function sync_rate_due()
+  local first = redis.call('ZRANGE', RATE_PARKED_KEY, 0, 0, 'WITHSCORES')
+  if #first == 0 then
+    redis.call('DEL', RATE_DUE_KEY)
+  else
+    redis.call('SET', RATE_DUE_KEY, first[2])
+  end
+end
+
+local function rate_parks(id, opens)
+  if opens then
+    redis.call('ZADD', RATE_PARKED_KEY, 'LT', opens, id)
+    rate_parked_written = true
+    sync_rate_due()
+  end
+end
+
+-- Counts a start of job limit `id` under its rate now, and one fewer of
+-- its jobs sent back but not started. The last of those to start, if the
+-- limit has more parked (release holds them back until then), notes it due
+-- when its window next has room: now (then returns true), or as it opens.
+-- A job taken from another queue than the one they wait at the front of
+-- may be counted for one of them: the next release may then come before
+-- that one starts, and go ahead of it.
+local function book_start(id, rate, who)
+  local starts = job_starts_key(id)
+  record_start(starts, rate, who)
+  local released = job_released_key(id)
+  if redis.call('EXISTS', released) == 0 then return false end
+  local left = redis.call('DECR', released)
+  if left > 0 then return false end
+  redis.call('DEL', released)
+  if left < 0 or redis.call('EXISTS', parked_key(id)) == 0 then return false end
+  local room, opens = rate_room(starts, rate)
+  rate_parks(id, room > 0 and now() or opens)
+  return room > 0
+end
+
+-- When the window of `starts` ({limit, period} `rate`), whose room is
+-- about to be taken whole, opens again: as the oldest start in it leaves,
+-- or a period from now if it holds none.
+local function reopens(starts, rate)
+  local oldest = redis.call('ZRANGE', starts, 0, 0, 'WITHSCORES')[2]
+  return (oldest and tonumber(oldest) or now()) + rate[2]
+end

@@ -1,0 +1,46 @@
+-- Rate windows: the room a window has left now (rate_room) and a start
+-- counted in it (record_start). Reads and writes the call's rate caches
+-- (call.lua).
+
+-- How many more starts the window of `rate` ({limit, period}) whose starts
+-- are the sorted set `starts` allows now; at 0, also when it next will
+-- (microseconds, Redis's clock), or nil if never (a limit of 0). Starts
+-- that left the window are removed first: a window is strict, a start at
+-- t counts until t + period.
+local function rate_room(starts, rate)
+  local room = rate_rooms[starts]
+  if room ~= nil then return room or 0, rate_opens[starts] end
+  local limit, period = rate[1], rate[2]
+  if limit == 0 then
+    rate_rooms[starts] = false
+    return 0, nil
+  end
+  local t = now()
+  redis.call('ZREMRANGEBYSCORE', starts, '-inf', t - period)
+  local n = redis.call('ZCARD', starts)
+  if n < limit then
+    rate_rooms[starts] = limit - n
+    return limit - n
+  end
+  -- The window opens when the start `limit` places before the newest
+  -- leaves it.
+  local opens = tonumber(redis.call('ZRANGE', starts, n - limit, n - limit, 'WITHSCORES')[2]) + period
+  rate_rooms[starts], rate_opens[starts] = false, opens
+  return 0, opens
+end
+
+-- Counts a start now in the window `starts` of `rate`, which expires with
+-- its last start: an idle rate leaves nothing in Redis. `who`: the capsule
+-- (a member is unique per capsule and time).
+local function record_start(starts, rate, who)
+  local t = now()
+  -- Lua's own number to text keeps 14 digits; Redis's, for arguments, all.
+  redis.call('ZADD', starts, t, who .. ':' .. string.format('%.0f', t))
+  redis.call('PEXPIRE', starts, math.ceil(rate[2] / 1000))
+  local room = rate_rooms[starts]
+  if room then
+    rate_rooms[starts] = room > 1 and room - 1 or nil
+  else
+    rate_rooms[starts] = nil
+  end
+end

@@ -1,0 +1,100 @@
+-- Sending a job limit's oldest parked jobs back to their queues as it has
+-- room (release), or holding them for the fetch that takes them.
+
+-- Sends up to `n` of a job limit's oldest parked jobs (n > 0; nil: as many
+-- as it has room for) back to the front of their queues, to be fetched
+-- next, the oldest first. Room is what both its concurrency and its rate
+-- leave. Parked jobs carry the limit; the oldest tells its default,
+-- unless `known`, a limit of that id at hand (a job that just ended),
+-- tells it for them. Returns the queues' keys it wrote. With `held` (a
+-- table), jobs are not pushed but appended to held[queue name], in the
+-- order they would have been pushed: the fetch takes them from there, so
+-- that a job it takes at once never writes its queue, which would wake
+-- idle fetchers for nothing, and pushes the rest when it ends (see
+-- lua/fetch/). `vacated`: how many entries of the limit's busy list are
+-- slots already freed, that the caller removes later (the fetch's
+-- hand-over; 0 if nil). Jobs left parked behind the rate are noted to go
+-- when its window opens (rate_parks).
+local function release(id, n, held, vacated, known)
+  -- A limit with parked jobs is in PARKED_KEY: every script that parks a
+  -- job adds its limit. Most limits never park: a slot freed (n) of one
+  -- costs this one look.
+  if n and redis.call('SISMEMBER', PARKED_KEY, id) == 0 then return {} end
+  local parked = parked_key(id)
+  local left = redis.call('LLEN', parked)
+  if left == 0 then
+    redis.call('SREM', PARKED_KEY, id)
+    return {}
+  end
+  local room, rate, rate_left, opens = 0, nil, nil, nil
+  for _, limit in ipairs(known and {known} or job_limits(redis.call('LINDEX', parked, -1)) or {}) do
+    if limit.id == id then
+      local concurrency = job_limit(limit)
+      -- A slot freed (n) of a limit without concurrency sends nothing
+      -- back: its jobs were parked by its rate, and go, in order, as its
+      -- window opens.
+      if n and concurrency == MAX_LIMIT then return {} end
+      room = concurrency - redis.call('LLEN', job_busy_key(id)) + (vacated or 0)
+      rate = job_rate(limit)
+    end
+  end
+  local starts = rate and job_starts_key(id)
+  if room > 0 and rate then
+    -- Jobs sent back earlier wait at the front of their queues until they
+    -- start: more sent now would go ahead of them. The last to start says
+    -- when (book_start); a period at most, as the count then expires.
+    if redis.call('EXISTS', job_released_key(id)) == 1 then return {} end
+    rate_left, opens = rate_room(starts, rate)
+    if rate_left < room then room = rate_left end
+  end
+  if n and n < room then room = n end
+  if room <= 0 then
+    if rate_left == 0 then rate_parks(id, opens) end
+    return {}
+  end
+  if not held then
+    -- Out of the list, then into their queues: a user denied the push
+    -- stops here, not between the two (see may_send).
+    local name = job_queue(redis.call('LINDEX', parked, -1))
+    if name then may_send('RPUSH', queue_key(name), 'job') end
+  end
+  -- Its bookkeeping is written once its jobs are where they go (below): a
+  -- write refused there leaves them there, and an entry that outlives its
+  -- jobs is dropped by the next look (a spurious one costs a look).
+  local jobs = redis.call('RPOP', parked, room)
+  local queues = {}
+  for i = #jobs, 1, -1 do
+    -- A job without a queue was written by hand (Sidekiq's payloads all
+    -- name theirs): it goes where Sidekiq shows it, not nowhere.
+    local name = job_queue(jobs[i])
+    if name then
+      if held then
+        local waiting = held[name] or {}
+        waiting[#waiting + 1] = jobs[i]
+        held[name] = waiting
+      else
+        local queue = queue_key(name)
+        redis.call('RPUSH', queue, jobs[i])
+        queues[#queues + 1] = queue
+      end
+    else
+      redis.call('ZADD', DEAD_KEY, 0, jobs[i])
+    end
+  end
+  if #jobs == left then
+    if held then
+      emptied = emptied or {}
+      emptied[id] = true
+    else
+      redis.call('SREM', PARKED_KEY, id)
+    end
+  elseif rate_left == room then
+    rate_parks(id, reopens(starts, rate))
+  end
+  if rate then
+    -- Counted until they start (book_start), or for a period at most.
+    redis.call('INCRBY', job_released_key(id), #jobs)
+    redis.call('PEXPIRE', job_released_key(id), math.ceil(rate[2] / 1000))
+  end
+  return queues
+end
