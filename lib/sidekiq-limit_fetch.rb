@@ -11,8 +11,14 @@ require "sidekiq/limit_fetch"
 Sidekiq.configure_server do |config|
   config[:fetch_class] = Sidekiq::LimitFetch
   config.client_middleware { |chain| chain.add Sidekiq::LimitFetch::ClientMiddleware }
+  config.server_middleware { |chain| chain.add Sidekiq::LimitFetch::BackOffMiddleware }
 
   config.on(:startup) do
+    # Innermost, after the app's own: they see a job that backs off return.
+    config.server_middleware do |chain|
+      chain.remove(Sidekiq::LimitFetch::BackOffMiddleware)
+      chain.add(Sidekiq::LimitFetch::BackOffMiddleware)
+    end
     config.capsules.each_value { |capsule| Sidekiq::LimitFetch.setup(capsule) }
     Sidekiq::LimitFetch::BootLine.log(config)
   end

@@ -184,6 +184,36 @@ pub fn job_released(id: &str) -> String {
     format!("{PREFIX}limit:{id}:released")
 }
 
+/// Present while a job limit backs off (a job heard "too many requests"
+/// from what it protects): no job of it starts until the time it holds,
+/// `"<until> <class> <jid>"` (until in microseconds of Redis's clock; the
+/// class and jid of the job that backed it off, or "console"), and expires
+/// then.
+pub fn job_back_off(id: &str) -> String {
+    format!("{PREFIX}limit:{id}:back_off")
+}
+
+/// How many back-offs of a job limit came one after another (each within a
+/// minute of the last one's end): a back-off that names no time lasts
+/// longer with each.
+pub fn job_back_off_streak(id: &str) -> String {
+    format!("{PREFIX}limit:{id}:back_off_streak")
+}
+
+/// Present while a class that declares no limit backs off in the queue:
+/// the latest end (microseconds of Redis's clock) of those back-offs, which
+/// the queue's fetch reads with its limits; the classes are in
+/// [`class_back_offs`].
+pub fn class_back_off(queue: &str) -> String {
+    format!("{PREFIX}queue:{queue}:class_back_off")
+}
+
+/// The classes that declare no limit and back off in the queue, each with
+/// the id of the job limit whose back-off holds its jobs (`class:<name>`).
+pub fn class_back_offs(queue: &str) -> String {
+    format!("{PREFIX}queue:{queue}:class_back_offs")
+}
+
 /// The job limits a capsule's runs pass slots of (src/capsule/hand_over/):
 /// freed with the rest if it dies. Its other job-limit slots are found by
 /// the jobs holding them, in its in-progress lists, which carry their limits.
@@ -202,6 +232,9 @@ pub const RATE_PARKED: &str = "sidekiq:limit_fetch:rate_parked";
 /// [`RATE_PARKED`]'s first score, as text, absent with it: kept by the
 /// scripts that change it, for a hand-over's `MGET` (capsule/hand_over/).
 pub const RATE_DUE: &str = "sidekiq:limit_fetch:rate_due";
+
+/// How many back-offs each job limit had, by id.
+pub const BACK_OFFS: &str = "sidekiq:limit_fetch:back_offs";
 
 /// Jobs discarded at their limit (`on_limit: :discard`), per class.
 pub const DISCARDED: &str = "sidekiq:limit_fetch:discarded";

@@ -34,7 +34,9 @@ fn the_preludes_key_names_are_the_data_models() {
                          capsule_info_key(ARGV[2]), CAPSULES_KEY, REGISTERED_KEY, UNREGISTERED_KEY, OUTAGE_KEY, LAST_BEAT_KEY,
                          heartbeat_key(ARGV[2]), rate_key(ARGV[1]), starts_key(ARGV[1]),
                          job_rate_key(ARGV[1]), job_starts_key(ARGV[1]), RATE_PARKED_KEY,
-                         job_released_key(ARGV[1]), RATE_DUE_KEY, RECOVERED_KEY}",
+                         job_released_key(ARGV[1]), RATE_DUE_KEY, RECOVERED_KEY,
+                         job_back_off_key(ARGV[1]), job_back_off_streak_key(ARGV[1]),
+                         class_back_off_key(ARGV[1]), class_back_offs_key(ARGV[1]), BACK_OFFS_KEY}",
                 &[],
                 &[name, uuid],
             );
@@ -70,6 +72,11 @@ fn the_preludes_key_names_are_the_data_models() {
                 keys::job_released(name),
                 keys::RATE_DUE.to_owned(),
                 keys::RECOVERED.to_owned(),
+                keys::job_back_off(name),
+                keys::job_back_off_streak(name),
+                keys::class_back_off(name),
+                keys::class_back_offs(name),
+                keys::BACK_OFFS.to_owned(),
             ];
             assert_eq!(got, want, "queue {name:?}, capsule {uuid:?}");
         }

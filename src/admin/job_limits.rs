@@ -33,6 +33,32 @@ pub struct JobLimitState {
     /// Its rate set at run time, as the fetch reads it; `None`: each job's
     /// own (if any) applies.
     pub stored_rate: Option<Rate>,
+    /// The back-off that holds it now, if any.
+    pub back_off: Option<BackOffState>,
+}
+
+/// A back-off in force: how long it has left, and who backed the limit off.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BackOffState {
+    pub left: std::time::Duration,
+    /// The class of the job that backed it off, or "console".
+    pub by: String,
+    /// That job's jid (empty from the console).
+    pub jid: String,
+}
+
+impl BackOffState {
+    /// From the stored text `"<until> <class> <jid>"` and its key's PTTL.
+    fn read(raw: Option<&[u8]>, pttl: i64) -> Option<Self> {
+        let text = String::from_utf8_lossy(raw?);
+        let mut parts = text.splitn(3, ' ');
+        parts.next()?.parse::<u64>().ok()?;
+        Some(Self {
+            left: std::time::Duration::from_millis(u64::try_from(pttl).ok()?),
+            by: parts.next().unwrap_or_default().to_owned(),
+            jid: parts.next().unwrap_or_default().to_owned(),
+        })
+    }
 }
 
 impl Limits {
@@ -51,20 +77,29 @@ impl Limits {
                 pipe.cmd("LLEN").arg(keys::job_busy(id));
                 pipe.cmd("LLEN").arg(keys::parked(id));
                 pipe.cmd("GET").arg(keys::job_rate(id));
+                pipe.cmd("GET").arg(keys::job_back_off(id));
+                pipe.cmd("PTTL").arg(keys::job_back_off(id));
             }
-            type Reply = (Option<Vec<u8>>, u64, u64, Option<Vec<u8>>);
+            type Reply = (
+                Option<Vec<u8>>,
+                u64,
+                u64,
+                Option<Vec<u8>>,
+                Option<Vec<u8>>,
+                i64,
+            );
             let replies: Vec<Reply> = if ids.is_empty() {
                 Vec::new()
             } else {
                 let flat: Vec<redis::Value> = pipe.query_async(&mut redis.conn().await?).await?;
-                flat.chunks(4)
+                flat.chunks(6)
                     .map(|c| redis::from_redis_value(&redis::Value::Array(c.to_vec())))
                     .collect::<redis::RedisResult<_>>()?
             };
             Ok(ids
                 .into_iter()
                 .zip(replies)
-                .map(|(id, (raw, running, parked, rate))| {
+                .map(|(id, (raw, running, parked, rate, back_off, left))| {
                     let raw = raw.as_deref().map(String::from_utf8_lossy);
                     let rate = rate.as_deref().map(String::from_utf8_lossy);
                     JobLimitState {
@@ -73,6 +108,7 @@ impl Limits {
                         running,
                         parked,
                         stored_rate: Rate::parse_stored(rate.as_deref()),
+                        back_off: BackOffState::read(back_off.as_deref(), left),
                     }
                 })
                 .collect())

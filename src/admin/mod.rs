@@ -9,8 +9,10 @@
 //! state, pauses, the queues the gem knows of), job_limits.rs, registered.rs
 //! (the registered capsules), rates.rs (queues' and job limits' rates),
 //! release_all.rs (every job the gem holds back to its queue: the way out),
-//! waiting.rs (the jobs waiting in queues, parked ones included).
+//! waiting.rs (the jobs waiting in queues, parked ones included),
+//! back_offs.rs (job limits backed off by what they protect).
 
+mod back_offs;
 pub(crate) mod job_limits;
 mod queue_limits;
 mod queues;
@@ -25,7 +27,9 @@ use std::time::Duration;
 use crate::connection::Redis;
 use crate::ConnectionSettings;
 
-pub use job_limits::JobLimitState;
+pub(crate) use back_offs::BACK_OFF_SCRIPT;
+pub use back_offs::{BackOff, BackedOff};
+pub use job_limits::{BackOffState, JobLimitState};
 pub use queue_limits::StoredLimit;
 pub(crate) use queue_limits::{limit_defaults, rate_defaults, write_defaults};
 pub use queues::{Pause, QueueState};

@@ -17,6 +17,7 @@
 //! its own to one over its connection.
 
 mod acks;
+mod back_off;
 mod beat;
 mod continuity;
 mod direct_look;

@@ -30,7 +30,7 @@ const FETCH_PARTS: [&str; 10] = include!("../lua/fetch/parts.rs");
 /// into a chunk that runs once, when the library loads, and returns the
 /// function of `(KEYS, ARGV)` that Redis calls (what it defines before, it
 /// defines once).
-const SCRIPTS: [(&str, &[&str]); 10] = [
+const SCRIPTS: [(&str, &[&str]); 12] = [
     (FETCH, &FETCH_PARTS),
     (REAP, &[include_str!("../lua/reap.lua")]),
     (RECONCILE, &[include_str!("../lua/reconcile.lua")]),
@@ -41,6 +41,8 @@ const SCRIPTS: [(&str, &[&str]); 10] = [
     (UNPARK, &[include_str!("../lua/unpark.lua")]),
     (ACL_CHECK, &[include_str!("../lua/acl_check.lua")]),
     (WAITING, &[include_str!("../lua/waiting.lua")]),
+    (BACK_OFF, &[include_str!("../lua/back_off.lua")]),
+    (RESUME, &[include_str!("../lua/resume.lua")]),
 ];
 
 pub(crate) const FETCH: &str = "fetch";
@@ -53,6 +55,8 @@ pub(crate) const ACTIVE: &str = "active";
 pub(crate) const UNPARK: &str = "unpark";
 pub(crate) const ACL_CHECK: &str = "acl_check";
 pub(crate) const WAITING: &str = "waiting";
+pub(crate) const BACK_OFF: &str = "back_off";
+pub(crate) const RESUME: &str = "resume";
 
 /// What stands for the library's version in its source.
 const VERSION: &str = "{version}";

@@ -9,6 +9,7 @@
 //! the shapes (lib/sidekiq/limit_fetch/shapes.rb). This file only wires
 //! them up.
 
+mod back_off;
 mod beat_report;
 mod capsule_entry;
 mod capsule_options;
@@ -50,6 +51,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     queue_state::init(namespace)?;
     capsule_entry::init(namespace)?;
     job_limit_state::init(namespace)?;
+    back_off::init(namespace)?;
     release_report::init(namespace)?;
     keys::init(ruby, namespace)?;
     native::init(ruby, namespace)?;

@@ -166,6 +166,25 @@ impl Native {
         }
     }
 
+    /// Backs a job limit off (a `BackOffRequest`) for `job`, a fetched job
+    /// of `queue` that ended: it goes back parked. Returns a `BackedOff`.
+    fn back_off(
+        ruby: &Ruby,
+        rb_self: &Self,
+        queue: String,
+        job: RString,
+        request: Value,
+    ) -> Result<Value, Error> {
+        let request = crate::back_off::from_ruby(ruby, request)?;
+        // SAFETY: the bytes are copied while the GVL is held.
+        let job = unsafe { job.as_slice() }.to_vec();
+        let capsule = rb_self.capsule.clone();
+        let done = call(ruby, |interrupt| {
+            capsule.back_off(&queue, job.clone(), request.clone(), interrupt)
+        })?;
+        crate::back_off::backed_off(ruby, done)
+    }
+
     /// A `BeatReport`.
     fn beat(ruby: &Ruby, rb_self: &Self) -> Result<Value, Error> {
         let capsule = rb_self.capsule.clone();
@@ -250,6 +269,7 @@ pub fn init(ruby: &Ruby, namespace: RClass) -> Result<(), Error> {
     class.define_method("acknowledge", method!(Native::acknowledge, 2))?;
     class.define_method("flush", method!(Native::flush, 0))?;
     class.define_method("requeue", method!(Native::requeue, 1))?;
+    class.define_method("back_off", method!(Native::back_off, 3))?;
     class.define_method("beat", method!(Native::beat, 0))?;
     class.define_method("check_server", method!(Native::check_server, 0))?;
     class.define_method("register", method!(Native::register, 0))?;

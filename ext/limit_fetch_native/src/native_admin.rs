@@ -13,8 +13,8 @@ use crate::helpers::symbol_enum::{LIMIT_KIND, RATE_OF};
 use crate::helpers::{array_of, seconds};
 use crate::nogvl::call;
 use crate::{
-    capsule_entry, job_limit_state, queue_state, rate, rate_window, redis_settings, release_report,
-    stored_limit,
+    back_off, capsule_entry, job_limit_state, queue_state, rate, rate_window, redis_settings,
+    release_report, stored_limit,
 };
 
 #[magnus::wrap(class = "Sidekiq::LimitFetch::NativeAdmin", free_immediately, size)]
@@ -36,6 +36,21 @@ impl NativeAdmin {
         let limits = rb_self.limits.clone();
         let states = call(ruby, |interrupt| limits.job_limits(&ids, interrupt))?;
         array_of(ruby, states, job_limit_state::to_ruby)
+    }
+
+    /// Backs a job limit off (a `BackOffRequest`); returns a `BackedOff`.
+    fn back_off(ruby: &Ruby, rb_self: &Self, request: Value) -> Result<Value, Error> {
+        let request = back_off::from_ruby(ruby, request)?;
+        let limits = rb_self.limits.clone();
+        let done = call(ruby, |interrupt| limits.back_off(&request, interrupt))?;
+        back_off::backed_off(ruby, done)
+    }
+
+    /// Ends a job limit's back-off now; returns [whether one held it, how
+    /// many parked jobs went back to their queues].
+    fn resume(ruby: &Ruby, rb_self: &Self, id: String) -> Result<(bool, u64), Error> {
+        let limits = rb_self.limits.clone();
+        call(ruby, |interrupt| limits.resume(&id, interrupt))
     }
 
     /// Stores a job limit (nil: back to each job's default); returns how many
@@ -223,6 +238,8 @@ pub fn init(ruby: &Ruby, namespace: RClass) -> Result<(), Error> {
     class.define_singleton_method("new", function!(NativeAdmin::new, 1))?;
     class.define_method("job_limits", method!(NativeAdmin::job_limits, 1))?;
     class.define_method("set_job_limit", method!(NativeAdmin::set_job_limit, 2))?;
+    class.define_method("back_off", method!(NativeAdmin::back_off, 1))?;
+    class.define_method("resume", method!(NativeAdmin::resume, 1))?;
     class.define_method("limit", method!(NativeAdmin::limit, 2))?;
     class.define_method("rate", method!(NativeAdmin::rate, 2))?;
     class.define_method("set_rate", method!(NativeAdmin::set_rate, 3))?;

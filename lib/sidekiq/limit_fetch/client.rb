@@ -83,6 +83,21 @@ module Sidekiq
         @native.acknowledge(queue_name, job)
       end
 
+      # Parks +job+ (a fetched job of +queue_name+ that ended) first in line
+      # for the limit +request+ (a BackOffRequest) names, which backs off.
+      # Never raises: a job Redis did not get parked goes back to its queue
+      # with the capsule's next reconciliation.
+      def back_off(queue_name, job, request)
+        done = @native.back_off(queue_name, job, request)
+        logger.info("sidekiq-limit_fetch: #{backer(request)} backs #{request.limit} off for #{done.ends_in.round(3)} s")
+        done
+      rescue => e
+        AclDenial.report(e, logger) if e.is_a?(CommandError)
+        logger.error("sidekiq-limit_fetch: #{backer(request)} could not back #{request.limit} off " \
+                     "(#{e.message}); it goes back to its queue")
+        nil
+      end
+
       def requeue(units)
         @native.requeue(units.map { |unit| [unit.queue_name, unit.job] })
       end
@@ -92,6 +107,8 @@ module Sidekiq
       end
 
       private
+
+      def backer(request) = "#{request.who} #{request.jid}"
 
       # A fetch's reply, its discarded jobs (a third element, rare) told.
       def delivered(reply)

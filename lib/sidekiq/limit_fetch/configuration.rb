@@ -31,7 +31,11 @@ module Sidekiq
       # counts the jobs parked at their job limits or rates as waiting in
       # their queues; false: Sidekiq's raw list lengths. Read at each call,
       # in every process (web and console ones too).
-      count_parked_as_waiting: true
+      count_parked_as_waiting: true,
+      # Errors from any job's perform that back its limit off as a BackOff
+      # does (exception classes, or their names), besides those its class
+      # lists in `limit_fetch: {back_off_on: [...]}` (BackOffMiddleware).
+      back_off_on: []
     }.freeze
 
     @configuration = DEFAULTS.dup

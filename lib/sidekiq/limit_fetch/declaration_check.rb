@@ -6,7 +6,7 @@ module Sidekiq
     # check returns the value as JobLimits keeps it, or raises an
     # ArgumentError naming the class, the option and the value.
     class DeclarationCheck
-      OPTIONS = %i[concurrency key class_concurrency group per_queue on_limit rate].freeze
+      OPTIONS = %i[concurrency key class_concurrency group per_queue on_limit rate back_off_on].freeze
       ON_LIMIT = %i[park discard].freeze
       KEY_ONLY = %i[class_concurrency group per_queue].freeze
 
@@ -29,6 +29,11 @@ module Sidekiq
         key = options[:key]
         invalid(:key, "a callable (a lambda of the job's arguments)", key) if key && !key.respond_to?(:call)
         KEY_ONLY.each { |name| invalid(name, "used with key:", options[name]) if options.key?(name) && !key }
+      end
+
+      # The errors that back off (BackOffOn's rule).
+      def back_off_on(value)
+        BackOffOn.listed("#{@class_name}'s limit_fetch back_off_on", value)
       end
 
       def limit(name, value)
@@ -70,7 +75,7 @@ module Sidekiq
       end
 
       def missing(name)
-        invalid(name, "given (or rate:, or key: with a default of 1)", nil)
+        invalid(name, "given (or rate:, or key: with a default of 1, or back_off_on: alone)", nil)
       end
 
       def invalid(name, expected, got)

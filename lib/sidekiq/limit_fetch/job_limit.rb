@@ -11,6 +11,8 @@ module Sidekiq
     #   Sidekiq::LimitFetch::JobLimit.for(SyncJob, key: tenant.id).reset      # back to the default
     #   Sidekiq::LimitFetch::JobLimit.for(ExportJob).running
     #   Sidekiq::LimitFetch::JobLimit.for(ApiJob, key: account.id).rate = {limit: 200, period: 60}
+    #   Sidekiq::LimitFetch::JobLimit.for(ApiJob, key: account.id).back_off(30)  # no start for 30 s
+    #   Sidekiq::LimitFetch::JobLimit.for(ApiJob, key: account.id).resume        # starts again now
     #   Sidekiq::LimitFetch::JobLimit.active                                  # with running or parked jobs
     #
     # Also reached as Sidekiq::LimitFetch.job_limit(SyncJob, key: tenant.id)
@@ -44,7 +46,15 @@ module Sidekiq
         # its rate the stored one or +default_rate+.
         def state_h(state, default = nil, default_rate = nil)
           {id: state.id, limit: state.stored || default, stored: state.stored, running: state.running,
-           parked: state.parked, rate: (state.stored_rate || default_rate)&.to_h, stored_rate: state.stored_rate&.to_h}
+           parked: state.parked, rate: (state.stored_rate || default_rate)&.to_h, stored_rate: state.stored_rate&.to_h,
+           back_off: state.back_off&.to_h}
+        end
+
+        # "backing off, 12.3 s left (BackOff from ApiJob, jid ...)" for a
+        # BackOffState.
+        def back_off_text(back_off)
+          from = back_off.by == "console" ? "from the console" : "BackOff from #{back_off.by}, jid #{back_off.jid}"
+          format("backing off, %<left>.1f s left (%<from>s)", left: back_off.left, from: from)
         end
 
         def admin
@@ -110,6 +120,39 @@ module Sidekiq
       def rate_window
         rate = self.rate
         JobLimit.admin.rate_windows([[:job_limit, id, rate]]).first if rate
+      end
+
+      # Backs it off in every process for +seconds+ (as a BackOff's
+      # retry_after: Numeric, a Retry-After value, a Time): no job of it
+      # starts until then; one in force for longer is kept. Returns the
+      # seconds until the back-off ends.
+      def back_off(seconds)
+        seconds = RetryAfter.seconds(seconds) or raise ArgumentError, "sidekiq-limit_fetch: back_off needs seconds"
+        request = BackOffRequest.new(limit: id, carried: true, who: "console", jid: "", seconds: seconds)
+        JobLimit.admin.back_off(request).ends_in
+      end
+
+      # Ends its back-off now: its parked jobs go back to their queues as it
+      # has room. Returns how many went.
+      def resume
+        JobLimit.admin.resume(id).last
+      end
+
+      # The back-off in force (a BackOffState: +left+ seconds, +by+, +jid+),
+      # or nil.
+      def back_off_state = state.back_off
+
+      # A one-line sentence: "backing off, 12.3 s left (BackOff from ApiJob,
+      # jid 5f0c...)", "at its limit 3/3, 12 parked", "2 of 3 running".
+      def explain
+        state = self.state
+        limit = state.stored || @default
+        return JobLimit.back_off_text(state.back_off) if state.back_off
+        return "#{state.running} running, #{state.parked} parked" if limit.nil?
+
+        full = state.running >= limit
+        text = full ? "at its limit #{state.running}/#{limit}" : "#{state.running} of #{limit} running"
+        state.parked.positive? ? "#{text}, #{state.parked} parked" : text
       end
 
       def to_h

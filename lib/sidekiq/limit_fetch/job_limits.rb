@@ -22,7 +22,8 @@ module Sidekiq
     # :discard), rate ({limit:, period:}: at most limit starts in any window
     # of period seconds, of the class, or with key:, of each key; a job over
     # it is parked until the window has room; with a rate, concurrency is
-    # only what is given).
+    # only what is given), back_off_on (errors from perform that back the
+    # job's limit off, as a BackOff does: see BackOffMiddleware).
     class JobLimits
       attr_reader :class_name
 
@@ -89,12 +90,21 @@ module Sidekiq
 
       private
 
-      def class_limit? = @key.nil? || @class_concurrency
+      def class_limit? = !@back_off_only && (@key.nil? || @class_concurrency)
+
+      # back_off_on: alone limits nothing: the class backs off as a class
+      # that declares no limit (BackOff). Checked here, at the first push.
+      def back_off_only?(options)
+        @check.back_off_on(options[:back_off_on])
+        @back_off_only = options.keys == [:back_off_on]
+      end
 
       # Without concurrency:, a key's limit is 1 unless a rate is given; a
       # class's must be given, or a rate. A callable's answer is checked at
       # each push.
       def read_concurrency(options)
+        return if back_off_only?(options)
+
         concurrency = options.fetch(:concurrency) { default_concurrency }
         fixed = !concurrency.nil? && !concurrency.respond_to?(:call)
         @concurrency = fixed ? checked(:concurrency, concurrency) : concurrency

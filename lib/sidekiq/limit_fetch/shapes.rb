@@ -38,7 +38,24 @@ module Sidekiq
     # name; +rate+, a Rate.
     DefaultRate = Data.define(:queue, :rate)
 
+    # A job limit to back off (Native#back_off, NativeAdmin#back_off), checked
+    # by Ruby (BackOffs): its +limit+ id, whether the job +carried+ it (false:
+    # its class declares none and backs off as a class, named by +who+),
+    # +who+ (the job's class, or "console"), the job's +jid+ ("" from the
+    # console), and +seconds+ (a Float; nil: the default, which grows with
+    # each back-off of the limit that follows the last).
+    BackOffRequest = Data.define(:limit, :carried, :who, :jid, :seconds)
+
     # ---- Built by the binding ----
+
+    # What a back-off did: the seconds until it ends (+ends_in+; a back-off
+    # in force for longer is kept), and whether the job went back +parked+
+    # (false: a reaper had pushed it back to its queue, or there was none).
+    BackedOff = Data.define(:ends_in, :parked)
+
+    # A back-off in force: the seconds it has +left+, who backed the limit off
+    # (+by+: the job's class, or "console") and that job's +jid+.
+    BackOffState = Data.define(:left, :by, :jid)
 
     # What a heartbeat did besides proving its capsule alive (Native#beat):
     # dead capsules it reaped (Reaped), busy lists of its own it corrected
@@ -106,8 +123,9 @@ module Sidekiq
     # (JobLimitId), the limit +stored+ at run time (nil: each job's default
     # applies), the jobs carrying it that run now across every process
     # (+running+), those set aside until it has room (+parked+), and the rate
-    # stored at run time (+stored_rate+, a Rate; nil: each job's own applies).
-    JobLimitState = Data.define(:id, :stored, :running, :parked, :stored_rate)
+    # stored at run time (+stored_rate+, a Rate; nil: each job's own applies),
+    # and the back-off in force (+back_off+, a BackOffState; nil: none).
+    JobLimitState = Data.define(:id, :stored, :running, :parked, :stored_rate, :back_off)
 
     # What NativeAdmin#release_all did, or why it did nothing: the +live+
     # capsules it found (CapsuleEntry: registered, their heartbeat present),

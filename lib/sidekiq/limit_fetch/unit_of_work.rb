@@ -22,7 +22,11 @@ module Sidekiq
         new("#{PREFIX}#{queue_name}", job, config)
       end
 
+      # Finished, or backed off (PendingBackOff): then parked instead.
       def acknowledge
+        back_off = PendingBackOff.take(job)
+        return LimitFetch.client(config).back_off(queue_name, job, back_off) if back_off
+
         LimitFetch.client(config).acknowledge(queue_name, job)
       end
 

@@ -34,7 +34,8 @@ pub(super) struct Layout {
     pub(super) acked: usize,
     /// The `LMOVE`'s: the next job.
     pub(super) moved: usize,
-    /// The `MGET`'s: the queue's state, then each job limit's stored value.
+    /// The `MGET`'s: the queue's state, whether classes back off in it, then
+    /// each job limit's stored value and back-off.
     pub(super) state: usize,
     /// The `LLEN` of the queue's busy list, when counted.
     pub(super) busy: Option<usize>,
@@ -111,9 +112,12 @@ pub(super) fn build(
         .arg(keys::paused(queue))
         .arg(keys::rate(queue))
         .arg(keys::RATE_DUE)
-        .arg(keys::RECOVERED);
+        .arg(keys::RECOVERED)
+        .arg(keys::class_back_off(queue));
     for limit in limits {
-        state.arg(keys::job_limit(&limit.id));
+        state
+            .arg(keys::job_limit(&limit.id))
+            .arg(keys::job_back_off(&limit.id));
     }
     let state = next.one();
     let busy = sends.count_busy.then(|| {

@@ -45,15 +45,21 @@ impl HandOver {
         else {
             return None;
         };
-        let [limit, Value::Nil, Value::Nil, Value::Nil, rate_due, _, stored @ ..] =
+        // A class backing off in the queue, or a back-off of a job limit,
+        // sends the job to the script, which parks it.
+        let [limit, Value::Nil, Value::Nil, Value::Nil, rate_due, _, Value::Nil, values @ ..] =
             state.as_slice()
         else {
             return None;
         };
         let limits = self.carried();
-        if stored.len() != limits.len() || rate_release_due(rate_due) {
+        if values.len() != 2 * limits.len()
+            || rate_release_due(rate_due)
+            || values.chunks(2).any(|v| v[1] != Value::Nil)
+        {
             return None;
         }
+        let stored: Vec<&Value> = values.iter().step_by(2).collect();
         let limit = stored_limit(limit)?;
         // Uncounted, a limit set since sends the job to the script.
         let busy = match at.busy.map(|i| &replies[i]) {
@@ -77,7 +83,7 @@ impl HandOver {
                 return None;
             }
             let counts = &replies[at.job_busy.clone()];
-            for ((carried, stored), busy) in limits.iter().zip(stored).zip(counts) {
+            for ((carried, stored), busy) in limits.iter().zip(&stored).zip(counts) {
                 let Value::Int(busy) = busy else {
                     return None;
                 };

@@ -29,8 +29,7 @@ local function adopt(name, job, at)
     wrote(queue_key(name))
     return nil
   end
-  local limits = job_limits(job)
-  local limit = limits and at_limit(limits)
+  local limits, limit = held_back(job, name)
   if limit then
     if limit.discard then
       discard(job, limit)

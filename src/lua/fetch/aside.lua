@@ -58,8 +58,7 @@ local function park_front(name, queue, batch)
   local front = redis.call('LRANGE', queue, -room, -1)
   local by_id, ids, n = {}, {}, 0
   for i = #front, 1, -1 do
-    local limits = job_limits(front[i])
-    local limit = limits and at_limit(limits)
+    local _, limit = held_back(front[i], name)
     if not limit or limit.discard then break end
     local jobs = by_id[limit.id]
     if not jobs then

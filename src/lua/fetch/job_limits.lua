@@ -1,7 +1,7 @@
--- A job's limits checked (at_rate, at_concurrency, at_limit) and booked
--- (book).
--- Reads: uuid, vacated, full, rate_full. Writes: full, rate_full,
--- vacated, opens.
+-- A job's limits checked (backing_off, at_rate, at_concurrency, at_limit,
+-- and held_back, which checks a class's back-off too) and booked (book).
+-- Reads: uuid, vacated, full, rate_full, classes_back_off. Writes: full,
+-- rate_full, vacated, opens.
 
 -- Whether job limit `limit` is at its rate; if so, notes when it opens.
 local function at_rate(limit)
@@ -22,11 +22,23 @@ local function at_concurrency(limit)
     redis.call('LLEN', job_busy_key(limit.id)) - (vacated[limit.id] or 0) >= concurrency
 end
 
--- The first of a job's limits that is at its limit or its rate, if any.
+-- Whether job limit `limit` backs off now; if so, notes when it ends (its
+-- jobs are parked until then, as behind a rate).
+local function backing_off(limit)
+  job_limit(limit)
+  local ends = back_off_end(limit.id)
+  if not ends then return false end
+  if rate_full == NONE then rate_full = {} end
+  rate_full[limit.id] = ends
+  return true
+end
+
+-- The first of a job's limits that backs off, or is at its limit or its
+-- rate, if any.
 local function at_limit(limits)
   for _, limit in ipairs(limits) do
     local id = limit.id
-    if full[id] or at_concurrency(limit) or at_rate(limit) then
+    if full[id] or backing_off(limit) or at_concurrency(limit) or at_rate(limit) then
       if full == NONE then full = {} end
       full[id] = true
       return limit
@@ -49,4 +61,29 @@ local function book(limits)
     local rate = job_rate(limit)
     if rate and book_start(id, rate, uuid) then opens_at(now()) end
   end
+end
+
+-- The back-off that holds a job without limits of queue `name` (its class
+-- declares none, and backs off: back_off.lua), as a limit {id =}, or nil.
+-- Asked only where eligible read that classes back off in the queue.
+local function class_back_off(job, name)
+  local parsed = parse(job)
+  local class = parsed and (parsed.wrapped or parsed.class)
+  if type(class) ~= 'string' then return nil end
+  local id = redis.call('HGET', class_back_offs_key(name), class)
+  local ends = id and back_off_end(id)
+  if not ends then return nil end
+  if rate_full == NONE then rate_full = {} end
+  rate_full[id] = ends
+  return {id = id}
+end
+
+-- A job's limits (nil if it carries none), and the one that holds it back
+-- now, if any: one of its limits (at_limit), or for a job of queue `name`
+-- without limits, its class's back-off.
+local function held_back(job, name)
+  local limits = job_limits(job)
+  if limits then return limits, at_limit(limits) end
+  if classes_back_off then return nil, class_back_off(job, name) end
+  return nil, nil
 end

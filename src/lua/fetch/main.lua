@@ -17,7 +17,7 @@ return function(KEYS, ARGV)
   moved = watch and {} or NONE
   full, parked, discarded, aside, rate_full, opens = NONE, NONE, NONE, 0, NONE, nil
   discarded_from = NONE
-  took_held, ended = false, nil
+  took_held, ended, classes_back_off = false, nil, false
 
   -- Idempotent: an acknowledgement sent again (its reply was lost) finds its
   -- job gone and frees no second slot. The slots freed, per queue and per
@@ -109,8 +109,7 @@ return function(KEYS, ARGV)
       local streak, batch = 0, 4
       local job = take(name, queue, inprogress)
       while job do
-        local limits = job_limits(job)
-        local limit = limits and at_limit(limits)
+        local limits, limit = held_back(job, name)
         if not limit then
           if limits then book(limits) end
           book_queue(name, busy)

@@ -1,16 +1,20 @@
 -- Queue eligibility (eligible: pause, limits, rate) and the skip-ahead
 -- scan over queues that hold no job (any_queued, next_queued, after,
 -- more_from).
--- Reads: argv, uuid, freed, held. Writes: seen, seen_rate, opens.
+-- Reads: argv, uuid, freed, held. Writes: seen, seen_rate, classes_back_off,
+-- opens.
 
 -- Whether the capsule may take one more job of the queue, whose busy list is
 -- `busy` (the slots it freed above count as free): not paused, and under
--- its limits and its rate. One MGET reads the limits, the pause and the
--- rate: a queue with none costs one call, as the limit's GET alone did
--- before pauses.
+-- its limits and its rate. One MGET reads the limits, the pause, the rate
+-- and whether classes back off in it (classes_back_off, for held_back): a
+-- queue with none costs one call, as the limit's GET alone did before
+-- pauses.
 local function eligible(name, busy)
-  local state = redis.call('MGET', limit_key(name), process_limit_key(name), paused_key(name), rate_key(name))
+  local state = redis.call('MGET', limit_key(name), process_limit_key(name), paused_key(name), rate_key(name),
+    class_back_off_key(name))
   seen, seen_rate = state, nil
+  classes_back_off = state[5] and true or false
   if state[3] then return false end
   local own_freed = freed[name] or 0
   local limit = parse_limit(state[1])

@@ -55,7 +55,7 @@
 -- limited, queued, opens in, parked} (the last four may be missing): more is 1 if
 -- another job is eligible after this one, or, with no job, if it stopped at
 -- ARGV[3]; discarded lists {job, job limit id} of each job it discarded
--- (the whole payload, for the app's discard handlers); with a job, 1 if its queue has a process limit or a rate (a
+-- (the whole payload, for the app's discard handlers); with a job, 1 if its queue has a process limit, a rate or classes that back off (a
 -- hand-over is tried only without either), else false, and, when it reports (ARGV[2]
 -- '1' or '2'), how many jobs its queue still holds (else false); opens in:
 -- microseconds until a rate may let something go that it holds back now
@@ -79,6 +79,9 @@ local argv, uuid, watch, report, lookahead
 -- The last queue state eligible read: {limit, process limit, paused,
 -- rate}, and that rate, parsed.
 local seen, seen_rate
+-- Whether the queue eligible looked at last has classes that back off
+-- (held_back asks them then).
+local classes_back_off = false
 -- The earliest time (Redis's clock, microseconds) something a rate holds
 -- back in this look may go: a queue's window opens, or parked jobs go back.
 local opens

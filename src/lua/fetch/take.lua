@@ -25,7 +25,7 @@ local function taken(name, job, i)
   local state = seen
   local more, queued = 0, false
   if report then more, queued = more_from(i) end
-  return done({name, job, more, discarded, (state[2] or state[4]) and 1 or false, queued, opens_in(),
+  return done({name, job, more, discarded, (state[2] or state[4] or state[5]) and 1 or false, queued, opens_in(),
     took_held and 1 or false})
 end
 

@@ -1,15 +1,21 @@
 -- A job limit's values: its concurrency (job_limit) and its rate
--- (job_rate), stored for its id or declared by its job; read once a call.
+-- (job_rate), stored for its id or declared by its job, and when its
+-- back-off ends (back_off_end); read once a call.
 
 -- A job limit's value: the one stored for its id (set at run time), else
 -- the default its job carries. Like a stored limit, a broken default reads
 -- as 0. A limit that declares a rate and no concurrency has none (the
 -- largest limit), unless one is stored.
 local function job_limit(limit)
-  local stored = stored_job_limits[limit.id]
+  local id = limit.id
+  local stored = stored_job_limits[id]
   if stored == nil then
-    stored = read_limit(job_limit_key(limit.id)) or false
-    stored_job_limits[limit.id] = stored
+    -- Its back-off in the same read: a limit checked for room is checked
+    -- for a back-off too (see back_off_end).
+    local values = redis.call('MGET', job_limit_key(id), job_back_off_key(id))
+    stored = parse_limit(values[1]) or false
+    stored_job_limits[id] = stored
+    if back_off_ends[id] == nil then back_off_ends[id] = parse_back_off(values[2]) or false end
   end
   if stored then return stored end
   local default = limit.concurrency
@@ -31,4 +37,17 @@ local function job_rate(limit)
     job_rates[limit.id] = rate
   end
   return rate
+end
+
+-- When the back-off of job limit `id` ends (microseconds, Redis's clock),
+-- or nil if none holds it now. Read with its stored value (job_limit) where
+-- that came first.
+local function back_off_end(id)
+  local ends = back_off_ends[id]
+  if ends == nil then
+    ends = parse_back_off(redis.call('GET', job_back_off_key(id))) or false
+    back_off_ends[id] = ends
+  end
+  if ends and ends > now() then return ends end
+  return nil
 end

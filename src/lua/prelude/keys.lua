@@ -49,6 +49,13 @@ local function job_rate_key(id) return PREFIX .. 'limit:' .. id .. ':rate' end
 local function job_starts_key(id) return PREFIX .. 'limit:' .. id .. ':starts' end
 local function job_released_key(id) return PREFIX .. 'limit:' .. id .. ':released' end
 local RATE_PARKED_KEY = 'sidekiq:limit_fetch:rate_parked'
+-- Back-offs (src/keys.rs): a job limit's, and its streak; a queue's
+-- classes that declare no limit and back off, and the flag its fetch reads.
+local function job_back_off_key(id) return PREFIX .. 'limit:' .. id .. ':back_off' end
+local function job_back_off_streak_key(id) return PREFIX .. 'limit:' .. id .. ':back_off_streak' end
+local function class_back_off_key(name) return PREFIX .. 'queue:' .. name .. ':class_back_off' end
+local function class_back_offs_key(name) return PREFIX .. 'queue:' .. name .. ':class_back_offs' end
+local BACK_OFFS_KEY = 'sidekiq:limit_fetch:back_offs'
 -- RATE_PARKED_KEY's first score, or absent with it: a plain string that a
 -- processor's hand-over reads in its MGET (src/capsule/hand_over/).
 local RATE_DUE_KEY = 'sidekiq:limit_fetch:rate_due'

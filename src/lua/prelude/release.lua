@@ -26,9 +26,20 @@ local function release(id, n, held, vacated, known)
     redis.call('SREM', PARKED_KEY, id)
     return {}
   end
+  -- A back-off holds every job of the limit until it ends, when its
+  -- parked jobs go (lua/fetch/rates.lua's release_opened).
+  local back_off = back_off_end(id)
+  if back_off then
+    rate_parks(id, back_off)
+    return {}
+  end
   local room, rate, rate_left, opens = 0, nil, nil, nil
+  -- Jobs parked by the back-off of a class that declares no limit carry
+  -- none (back_off.lua): nothing but the back-off held them.
+  local carries = false
   for _, limit in ipairs(known and {known} or job_limits(redis.call('LINDEX', parked, -1)) or {}) do
     if limit.id == id then
+      carries = true
       local concurrency = job_limit(limit)
       -- A slot freed (n) of a limit without concurrency sends nothing
       -- back: its jobs were parked by its rate, and go, in order, as its
@@ -38,6 +49,7 @@ local function release(id, n, held, vacated, known)
       rate = job_rate(limit)
     end
   end
+  if not carries and not known then room = left end
   local starts = rate and job_starts_key(id)
   if room > 0 and rate then
     -- Jobs sent back earlier wait at the front of their queues until they

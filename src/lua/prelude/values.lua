@@ -1,6 +1,7 @@
 -- Stored and declared values read as the core and Ruby read them: a limit
--- (parse_limit, read_limit) and a rate (parse_rate, declared_rate), with
--- their bounds (MAX_LIMIT, MAX_PERIOD, MIN_PERIOD).
+-- (parse_limit, read_limit), a rate (parse_rate, declared_rate), with
+-- their bounds (MAX_LIMIT, MAX_PERIOD, MIN_PERIOD), and a back-off's end
+-- (parse_back_off).
 
 -- The largest valid limit, 2^53 - 1: a Lua number holds every integer up to
 -- it exactly. No queue has that many jobs running: a larger one is broken.
@@ -50,4 +51,13 @@ local function declared_rate(rate)
     return {limit, math.floor(period * 1000000 + 0.5)}
   end
   return {0, 1000000}
+end
+
+-- When a back-off ends (microseconds, Redis's clock), from its stored text
+-- "<until> <class> <jid>" (src/keys.rs's job_back_off), or nil: no key, or
+-- text that does not start with digits (then no back-off holds the limit:
+-- a back-off only ever holds jobs back for a while).
+local function parse_back_off(raw)
+  if not raw then return nil end
+  return tonumber(string.match(raw, '^(%d+)'))
 end
