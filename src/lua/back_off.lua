@@ -45,7 +45,7 @@ end
 return function(KEYS, ARGV)
   local uuid, name, job, id = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
   local carried, who, jid = ARGV[5] == '1', ARGV[6], ARGV[7]
-  local streak = redis.call('INCR', job_back_off_streak_key(id))
+  local streak = redis.call('INCRBY', job_back_off_streak_key(id), 1)
   local seconds = tonumber(ARGV[8]) or math.min(BACK_OFF_FIRST * 2 ^ (streak - 1), BACK_OFF_LONGEST)
   local t = now()
   local ends = t + math.floor(seconds * 1000000 + 0.5)
