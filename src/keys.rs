@@ -200,6 +200,15 @@ pub fn job_back_off_streak(id: &str) -> String {
     format!("{PREFIX}limit:{id}:back_off_streak")
 }
 
+/// The limit in force of an adaptive job limit (one declared as a range,
+/// `concurrency: 1..20`), `"<value> <changed>"` (changed: when it last
+/// grew, shrank or was confirmed at its ceiling, in microseconds of Redis's
+/// clock). Expires when the limit has been idle for a while: it starts at
+/// its floor again.
+pub fn job_adaptive(id: &str) -> String {
+    format!("{PREFIX}limit:{id}:adaptive")
+}
+
 /// Present while a class that declares no limit backs off in the queue:
 /// the latest end (microseconds of Redis's clock) of those back-offs, which
 /// the queue's fetch reads with its limits; the classes are in

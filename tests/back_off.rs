@@ -56,7 +56,9 @@ fn back_off(id: &str, carried: bool, who: &str, seconds: f64) -> BackOff {
 fn a_back_off_stops_a_run_of_hand_overs() {
     let q = queue("run");
     let id = format!("key:Run#{q}");
-    let jobs: Vec<String> = (0..6).map(|i| limited(&q, &format!("r{i}"), &id, 2)).collect();
+    let jobs: Vec<String> = (0..6)
+        .map(|i| limited(&q, &format!("r{i}"), &id, 2))
+        .collect();
     push_jobs(&q, &jobs);
     let c = processor();
     let mut held = fetch(&c, &q);
@@ -93,13 +95,22 @@ fn the_job_that_backs_off_waits_parked_first_in_line() {
     let a = fetch(&c, &q).unwrap();
     assert_eq!(jid(&fetch(&c, &q)), None, "b parked behind a's slot");
     let done = c
-        .back_off(&q, a.job, back_off(&id, true, "Sync", 0.3), &Interrupt::new())
+        .back_off(
+            &q,
+            a.job,
+            back_off(&id, true, "Sync", 0.3),
+            &Interrupt::new(),
+        )
         .unwrap();
     assert!(done.parked);
     assert!(done.ends_in > Duration::from_millis(250));
     let parked: Vec<String> = redis().lrange(keys::parked(&id), 0, -1).unwrap();
     let order: Vec<String> = parked.iter().map(|j| jid_of(j)).collect();
-    assert_eq!(order, ["b", "a"], "a is the oldest: on the right, first out");
+    assert_eq!(
+        order,
+        ["b", "a"],
+        "a is the oldest: on the right, first out"
+    );
     assert_eq!(redis().llen::<_, usize>(keys::job_busy(&id)).unwrap(), 0);
     assert_eq!(redis().llen::<_, usize>(keys::busy(&q)).unwrap(), 0);
     assert_eq!(jid(&fetch(&c, &q)), None);
@@ -115,16 +126,89 @@ fn a_class_without_a_limit_backs_off_in_its_queue() {
     let id = "class:Plain";
     push_jobs(
         &q,
-        &[plain(&q, "p1", "Plain"), plain(&q, "o1", "Other"), plain(&q, "p2", "Plain")],
+        &[
+            plain(&q, "p1", "Plain"),
+            plain(&q, "o1", "Other"),
+            plain(&q, "p2", "Plain"),
+        ],
     );
     let c = processor();
     let p1 = fetch(&c, &q).unwrap();
-    c.back_off(&q, p1.job, back_off(id, false, "Plain", 0.4), &Interrupt::new())
-        .unwrap();
+    c.back_off(
+        &q,
+        p1.job,
+        back_off(id, false, "Plain", 0.4),
+        &Interrupt::new(),
+    )
+    .unwrap();
     assert_eq!(jid(&fetch(&c, &q)).as_deref(), Some("o1"));
     assert_eq!(jid(&fetch(&c, &q)), None, "p2 set aside");
     assert_eq!(redis().llen::<_, usize>(keys::parked(id)).unwrap(), 2);
     sleep(Duration::from_millis(450));
     assert_eq!(jid(&fetch(&c, &q)).as_deref(), Some("p1"));
     assert_eq!(jid(&fetch(&c, &q)).as_deref(), Some("p2"));
+}
+
+fn adaptive(q: &str, jid: &str, id: &str, floor: u64, ceiling: u64) -> String {
+    format!(
+        r#"{{"limit_fetch":[{{"id":"{id}","concurrency":{floor},"ceiling":{ceiling}}}],"queue":"{q}","class":"Sync","args":[1],"jid":"{jid}"}}"#
+    )
+}
+
+fn in_force(id: &str) -> Option<u64> {
+    let raw: Option<String> = redis().get(keys::job_adaptive(id)).unwrap();
+    raw.and_then(|r| r.split(' ').next().and_then(|v| v.parse().ok()))
+}
+
+/// An adaptive limit starts at its floor, grows by one a stretch (half a
+/// second) while it is reached, up to its ceiling, and shrinks at a
+/// back-off, never below its floor.
+#[test]
+fn an_adaptive_limit_grows_while_reached_and_shrinks_at_a_back_off() {
+    let q = queue("adaptive");
+    let id = format!("key:Adaptive#{q}");
+    let jobs: Vec<String> = (0..12)
+        .map(|i| adaptive(&q, &format!("a{i}"), &id, 2, 4))
+        .collect();
+    push_jobs(&q, &jobs);
+    let c = processor();
+    let mut running: Vec<Fetched> = Vec::new();
+    let mut take_all = |running: &mut Vec<Fetched>| {
+        while let Some(f) = fetch(&c, &q) {
+            running.push(f);
+        }
+    };
+    // As Sidekiq's processors do: one finishes, its thread fetches again.
+    let mut finish_one = |running: &mut Vec<Fetched>| {
+        let done = running.remove(0);
+        c.acknowledge(&q, done.job);
+        take_all(running);
+    };
+    take_all(&mut running);
+    assert_eq!(running.len(), 2, "its floor");
+    assert_eq!(in_force(&id), Some(2), "reached: its first stretch starts");
+    finish_one(&mut running);
+    assert_eq!(
+        (running.len(), in_force(&id)),
+        (2, Some(2)),
+        "within the stretch"
+    );
+    sleep(Duration::from_millis(520));
+    finish_one(&mut running);
+    assert_eq!((running.len(), in_force(&id)), (3, Some(3)), "one more");
+    finish_one(&mut running);
+    assert_eq!(running.len(), 3, "once a stretch");
+    for _ in 0..2 {
+        sleep(Duration::from_millis(520));
+        finish_one(&mut running);
+    }
+    assert_eq!((running.len(), in_force(&id)), (4, Some(4)), "its ceiling");
+    let job = running.pop().unwrap().job;
+    c.back_off(&q, job, back_off(&id, true, "Sync", 0.1), &Interrupt::new())
+        .unwrap();
+    assert_eq!(in_force(&id), Some(3), "4 x 0.75");
+    let job = running.pop().unwrap().job;
+    c.back_off(&q, job, back_off(&id, true, "Sync", 0.1), &Interrupt::new())
+        .unwrap();
+    assert_eq!(in_force(&id), Some(2), "3 x 0.75, never below its floor");
 }

@@ -36,7 +36,8 @@ fn the_preludes_key_names_are_the_data_models() {
                          job_rate_key(ARGV[1]), job_starts_key(ARGV[1]), RATE_PARKED_KEY,
                          job_released_key(ARGV[1]), RATE_DUE_KEY, RECOVERED_KEY,
                          job_back_off_key(ARGV[1]), job_back_off_streak_key(ARGV[1]),
-                         class_back_off_key(ARGV[1]), class_back_offs_key(ARGV[1]), BACK_OFFS_KEY}",
+                         class_back_off_key(ARGV[1]), class_back_offs_key(ARGV[1]), BACK_OFFS_KEY,
+                         job_adaptive_key(ARGV[1])}",
                 &[],
                 &[name, uuid],
             );
@@ -77,6 +78,7 @@ fn the_preludes_key_names_are_the_data_models() {
                 keys::class_back_off(name),
                 keys::class_back_offs(name),
                 keys::BACK_OFFS.to_owned(),
+                keys::job_adaptive(name),
             ];
             assert_eq!(got, want, "queue {name:?}, capsule {uuid:?}");
         }

@@ -67,6 +67,10 @@ return function(KEYS, ARGV)
     end
   end
   if job == '' then return {ms, 0} end
+  -- An adaptive limit that backs off shrinks (adaptive.lua).
+  for _, limit in ipairs(job_limits(job) or {}) do
+    if limit.id == id then shrink(limit) end
+  end
 
   -- Noted parked first, then out of the list and into the parked one: a
   -- user denied the push stops before the removal (see may_send).

@@ -36,6 +36,22 @@ module Sidekiq
         BackOffOn.listed("#{@class_name}'s limit_fetch back_off_on", value)
       end
 
+      # A limit, or an adaptive one's inclusive Range of limits from 1.
+      def concurrency(name, value)
+        return limit(name, value) unless value.is_a?(Range)
+
+        return value if valid_range?(value)
+
+        invalid(name, "an Integer from 0 to #{Limits::MAX}, or a Range of them from 1 (1..20)", value)
+      end
+
+      def valid_range?(range)
+        first = range.begin
+        last = range.end
+        ends = first.is_a?(Integer) && last.is_a?(Integer) && !range.exclude_end?
+        ends && first.between?(1, last) && last <= Limits::MAX
+      end
+
       def limit(name, value)
         return value if value.is_a?(Integer) && value.between?(0, Limits::MAX)
 

@@ -11,7 +11,9 @@ module Sidekiq
     #   sidekiq_options limit_fetch: {key: ->(tenant_id, *) { tenant_id }, concurrency: 1}
     #   sidekiq_options limit_fetch: {rate: {limit: 100, period: 60}}   # 100 starts a minute
     #
-    # Options: concurrency (the class's limit; with key:, each key's default,
+    # Options: concurrency (the class's limit, or a Range such as 1..20 for
+    # an adaptive one, whose limit in force moves inside it as the jobs
+    # back off, see BackOff; with key:, each key's default,
     # 1 if omitted unless a rate is given; or a callable of no arguments that returns it, called at
     # each push, so that a limit worked out at run time, such as
     # LimitedCapacity's max_running_jobs, holds from the next push on), key
@@ -117,12 +119,12 @@ module Sidekiq
         1 unless @rate
       end
 
-      def checked(name, value) = @check.limit(name, value)
+      def checked(name, value) = @check.concurrency(name, value)
 
       # The concurrency: declared, or its callable's answer now (whose errors
       # are its own, raised as they are); nil for a rate without one.
       def concurrency
-        @concurrency.respond_to?(:call) ? @check.limit(:concurrency, @concurrency.call) : @concurrency
+        @concurrency.respond_to?(:call) ? checked(:concurrency, @concurrency.call) : @concurrency
       end
 
       # The queue that is part of a key's scope: keys per queue only.
@@ -132,7 +134,10 @@ module Sidekiq
 
       def entry(id, concurrency, rate)
         entry = {"id" => id}
-        entry["concurrency"] = concurrency unless concurrency.nil?
+        # A range travels as its floor and ceiling: a process that knows no
+        # ranges holds the floor.
+        entry["concurrency"] = concurrency.is_a?(Range) ? concurrency.begin : concurrency unless concurrency.nil?
+        entry["ceiling"] = concurrency.end if concurrency.is_a?(Range)
         entry["rate"] = [rate.limit, rate.period] if rate
         entry["discard"] = true if @on_limit == :discard
         entry

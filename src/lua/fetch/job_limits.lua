@@ -18,8 +18,10 @@ end
 -- vacated above count as free). One without (a rate alone) never is.
 local function at_concurrency(limit)
   local concurrency = job_limit(limit)
-  return concurrency < MAX_LIMIT and
-    redis.call('LLEN', job_busy_key(limit.id)) - (vacated[limit.id] or 0) >= concurrency
+  if concurrency >= MAX_LIMIT then return false end
+  local busy = redis.call('LLEN', job_busy_key(limit.id)) - (vacated[limit.id] or 0)
+  -- An adaptive limit reached may grow (adaptive.lua).
+  return busy >= concurrency and busy >= grow(limit, concurrency)
 end
 
 -- Whether job limit `limit` backs off now; if so, notes when it ends (its

@@ -7,9 +7,9 @@
 -- limits they carry (by payload, and by the text of their array) and the
 -- queue written after them (a hot key's job is met twice in a fetch:
 -- released from parking, then taken), and job limits' stored values and
--- back-offs' ends (false: none), by id.
+-- back-offs' ends and adaptive limits' states (false: none), by id.
 local parsed_jobs, carried_limits, carried_arrays, carried_queues, stored_job_limits = {}, {}, {}, {}, {}
-local back_off_ends = {}
+local back_off_ends, adaptive_states = {}, {}
 -- Rates: Redis's clock, read once a call; job limits' rates by id; the
 -- room left in windows, by starts key (false: full), and when each full
 -- one; and whether this call wrote RATE_PARKED_KEY.
@@ -20,7 +20,7 @@ local clock, job_rates, rate_rooms, rate_opens, rate_parked_written
 local emptied
 local function new_call()
   parsed_jobs, carried_limits, carried_arrays, carried_queues, stored_job_limits = {}, {}, {}, {}, {}
-  back_off_ends = {}
+  back_off_ends, adaptive_states = {}, {}
   clock, job_rates, rate_rooms, rate_opens, rate_parked_written = nil, {}, {}, {}, false
   emptied = nil
 end

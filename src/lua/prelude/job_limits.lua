@@ -2,17 +2,38 @@
 -- (job_rate), stored for its id or declared by its job, and when its
 -- back-off ends (back_off_end); read once a call.
 
+local function whole(n) return type(n) == 'number' and n >= 0 and n <= MAX_LIMIT and n % 1 == 0 end
+
+-- An adaptive limit's floor and ceiling (its job carries `"concurrency":
+-- floor, "ceiling": ceiling`), or nil for a fixed one. A broken range
+-- reads as none: its floor alone holds (a process of the gem that knows
+-- no ranges reads it so too).
+local function adaptive_range(limit)
+  local floor, ceiling = limit.concurrency, limit.ceiling
+  if ceiling ~= nil and whole(floor) and whole(ceiling) and floor >= 1 and floor <= ceiling then
+    return floor, ceiling
+  end
+  return nil
+end
+
 -- A job limit's value: the one stored for its id (set at run time), else
--- the default its job carries. Like a stored limit, a broken default reads
--- as 0. A limit that declares a rate and no concurrency has none (the
--- largest limit), unless one is stored.
+-- the default its job carries: for an adaptive limit, its limit in force
+-- (see adaptive.lua), its floor until it has one. Like a stored limit, a
+-- broken default reads as 0. A limit that declares a rate and no
+-- concurrency has none (the largest limit), unless one is stored.
 local function job_limit(limit)
   local id = limit.id
   local stored = stored_job_limits[id]
   if stored == nil then
     -- Its back-off in the same read: a limit checked for room is checked
-    -- for a back-off too (see back_off_end).
-    local values = redis.call('MGET', job_limit_key(id), job_back_off_key(id))
+    -- for a back-off too (see back_off_end); and an adaptive limit's state.
+    local values
+    if limit.ceiling ~= nil then
+      values = redis.call('MGET', job_limit_key(id), job_back_off_key(id), job_adaptive_key(id))
+      adaptive_states[id] = parse_adaptive(values[3]) or false
+    else
+      values = redis.call('MGET', job_limit_key(id), job_back_off_key(id))
+    end
     stored = parse_limit(values[1]) or false
     stored_job_limits[id] = stored
     if back_off_ends[id] == nil then back_off_ends[id] = parse_back_off(values[2]) or false end
@@ -20,9 +41,12 @@ local function job_limit(limit)
   if stored then return stored end
   local default = limit.concurrency
   if default == nil and limit.rate ~= nil then return MAX_LIMIT end
-  if type(default) == 'number' and default >= 0 and default <= MAX_LIMIT and default % 1 == 0 then
-    return default
+  local floor, ceiling = adaptive_range(limit)
+  if floor then
+    local state = adaptive_states[id]
+    return math.min(math.max(state and state[1] or floor, floor), ceiling)
   end
+  if whole(default) then return default end
   return 0
 end
 

@@ -56,6 +56,8 @@ local function job_back_off_streak_key(id) return PREFIX .. 'limit:' .. id .. ':
 local function class_back_off_key(name) return PREFIX .. 'queue:' .. name .. ':class_back_off' end
 local function class_back_offs_key(name) return PREFIX .. 'queue:' .. name .. ':class_back_offs' end
 local BACK_OFFS_KEY = 'sidekiq:limit_fetch:back_offs'
+-- An adaptive job limit's limit in force (src/keys.rs).
+local function job_adaptive_key(id) return PREFIX .. 'limit:' .. id .. ':adaptive' end
 -- RATE_PARKED_KEY's first score, or absent with it: a plain string that a
 -- processor's hand-over reads in its MGET (src/capsule/hand_over/).
 local RATE_DUE_KEY = 'sidekiq:limit_fetch:rate_due'

@@ -9,6 +9,7 @@
     include_str!("rates.lua"),
     include_str!("payloads.lua"),
     include_str!("job_limits.lua"),
+    include_str!("adaptive.lua"),
     include_str!("rate_parking.lua"),
     include_str!("release.lua"),
     include_str!("slots.lua"),

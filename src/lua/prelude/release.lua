@@ -45,7 +45,15 @@ local function release(id, n, held, vacated, known)
       -- back: its jobs were parked by its rate, and go, in order, as its
       -- window opens.
       if n and concurrency == MAX_LIMIT then return {} end
-      room = concurrency - redis.call('LLEN', job_busy_key(id)) + (vacated or 0)
+      local busy = redis.call('LLEN', job_busy_key(id)) - (vacated or 0)
+      -- More jobs than its limit lets run: an adaptive limit may grow
+      -- (adaptive.lua), and a slot freed then sends one more.
+      if concurrency < MAX_LIMIT and busy + left > concurrency then
+        local grown = grow(limit, concurrency)
+        if n then n = n + grown - concurrency end
+        concurrency = grown
+      end
+      room = concurrency - busy
       rate = job_rate(limit)
     end
   end

@@ -61,3 +61,15 @@ local function parse_back_off(raw)
   if not raw then return nil end
   return tonumber(string.match(raw, '^(%d+)'))
 end
+
+-- An adaptive limit's state, {value, changed} (microseconds, Redis's
+-- clock), from its stored text "<value> <changed>" (src/keys.rs's
+-- job_adaptive), or nil: no key, or text that does not read (the limit
+-- then starts at its floor again).
+local function parse_adaptive(raw)
+  if not raw then return nil end
+  local value, changed = string.match(raw, '^(%d+) (%d+)$')
+  value, changed = tonumber(value), tonumber(changed)
+  if value and changed and value <= MAX_LIMIT then return {value, changed} end
+  return nil
+end
