@@ -46,6 +46,35 @@ module LimitFetchSpec
 
   class Unlisted < StandardError; end
 
+  # A downstream in Redis that admits +capacity+ calls of a tenant at once
+  # and answers "429, retry after 0.1 s" beyond: perform(tenant, capacity,
+  # seconds) calls it and backs off on a 429.
+  class AdaptiveCallJob
+    include Sidekiq::Job
+
+    sidekiq_options retry: 1, queue: BackOffJobs::QUEUE,
+      limit_fetch: {key: ->(tenant, *) { tenant }, concurrency: 1..6, back_off_on: [TooManyRequests]}
+
+    def perform(tenant, capacity, seconds)
+      label = "adaptive:#{tenant}"
+      in_flight = "limit_fetch_spec:in_flight:#{tenant}"
+      if Sidekiq.redis { |conn| conn.call("INCR", in_flight) } > capacity
+        Sidekiq.redis do |conn|
+          conn.pipelined do |pipe|
+            pipe.call("DECR", in_flight)
+            pipe.call("INCR", "#{label}:429")
+          end
+        end
+        raise TooManyRequests, "0.1"
+      end
+      begin
+        Recorder.track(label, jid) { sleep seconds }
+      ensure
+        Sidekiq.redis { |conn| conn.call("DECR", in_flight) }
+      end
+    end
+  end
+
   # Up to 4 per tenant: perform(tenant, how, seconds).
   class TenantCallJob
     include Sidekiq::Job

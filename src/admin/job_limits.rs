@@ -35,6 +35,9 @@ pub struct JobLimitState {
     pub stored_rate: Option<Rate>,
     /// The back-off that holds it now, if any.
     pub back_off: Option<BackOffState>,
+    /// An adaptive limit's limit in force, as stored (its jobs carry its
+    /// floor and ceiling, which bound it); `None`: none yet, or forgotten.
+    pub adaptive: Option<u64>,
 }
 
 /// A back-off in force: how long it has left, and who backed the limit off.
@@ -79,6 +82,7 @@ impl Limits {
                 pipe.cmd("GET").arg(keys::job_rate(id));
                 pipe.cmd("GET").arg(keys::job_back_off(id));
                 pipe.cmd("PTTL").arg(keys::job_back_off(id));
+                pipe.cmd("GET").arg(keys::job_adaptive(id));
             }
             type Reply = (
                 Option<Vec<u8>>,
@@ -87,30 +91,38 @@ impl Limits {
                 Option<Vec<u8>>,
                 Option<Vec<u8>>,
                 i64,
+                Option<Vec<u8>>,
             );
             let replies: Vec<Reply> = if ids.is_empty() {
                 Vec::new()
             } else {
                 let flat: Vec<redis::Value> = pipe.query_async(&mut redis.conn().await?).await?;
-                flat.chunks(6)
+                flat.chunks(7)
                     .map(|c| redis::from_redis_value(&redis::Value::Array(c.to_vec())))
                     .collect::<redis::RedisResult<_>>()?
             };
             Ok(ids
                 .into_iter()
                 .zip(replies)
-                .map(|(id, (raw, running, parked, rate, back_off, left))| {
-                    let raw = raw.as_deref().map(String::from_utf8_lossy);
-                    let rate = rate.as_deref().map(String::from_utf8_lossy);
-                    JobLimitState {
-                        id,
-                        stored: crate::limits::parse_stored(raw.as_deref()),
-                        running,
-                        parked,
-                        stored_rate: Rate::parse_stored(rate.as_deref()),
-                        back_off: BackOffState::read(back_off.as_deref(), left),
-                    }
-                })
+                .map(
+                    |(id, (raw, running, parked, rate, back_off, left, adaptive))| {
+                        let raw = raw.as_deref().map(String::from_utf8_lossy);
+                        let rate = rate.as_deref().map(String::from_utf8_lossy);
+                        JobLimitState {
+                            id,
+                            stored: crate::limits::parse_stored(raw.as_deref()),
+                            running,
+                            parked,
+                            stored_rate: Rate::parse_stored(rate.as_deref()),
+                            back_off: BackOffState::read(back_off.as_deref(), left),
+                            adaptive: adaptive
+                                .as_deref()
+                                .and_then(|raw| std::str::from_utf8(raw).ok())
+                                .and_then(|text| text.split(' ').next())
+                                .and_then(|value| value.parse().ok()),
+                        }
+                    },
+                )
                 .collect())
         })
     }

@@ -27,6 +27,7 @@ pub fn to_ruby(ruby: &Ruby, state: JobLimitState) -> Result<Value, Error> {
                 crate::queue_state::optional_rate(ruby, state.stored_rate)?,
             ),
             ("back_off", crate::back_off::state(ruby, state.back_off)?),
+            ("adaptive", state.adaptive.into_value_with(ruby)),
         ],
     )
 }

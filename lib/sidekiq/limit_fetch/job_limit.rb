@@ -45,9 +45,23 @@ module Sidekiq
         # A JobLimitState as a Hash, its limit the stored one or +default+,
         # its rate the stored one or +default_rate+.
         def state_h(state, default = nil, default_rate = nil)
-          {id: state.id, limit: state.stored || default, stored: state.stored, running: state.running,
+          {id: state.id, limit: in_force(state, default), stored: state.stored, running: state.running,
            parked: state.parked, rate: (state.stored_rate || default_rate)&.to_h, stored_rate: state.stored_rate&.to_h,
-           back_off: state.back_off&.to_h}
+           back_off: state.back_off&.to_h, adaptive: adaptive_h(state, default)}
+        end
+
+        # The limit in force of +state+ (a JobLimitState) whose default is
+        # +default+ (an Integer, an adaptive limit's Range, or nil).
+        def in_force(state, default)
+          return state.stored || default unless default.is_a?(Range) && state.stored.nil?
+
+          (state.adaptive || default.begin).clamp(default)
+        end
+
+        def adaptive_h(state, default)
+          return unless default.is_a?(Range) && state.stored.nil?
+
+          {value: in_force(state, default), floor: default.begin, ceiling: default.end}
         end
 
         # "backing off, 12.3 s left (BackOff from ApiJob, jid ...)" for a
@@ -70,9 +84,17 @@ module Sidekiq
         @default_rate = default_rate
       end
 
-      # The limit the next fetch applies: the stored one, else the default.
+      # The limit the next fetch applies: the stored one, else the default
+      # (an adaptive one's limit in force).
       def limit
-        stored || @default
+        JobLimit.in_force(state, @default)
+      end
+
+      # An adaptive limit's {value:, floor:, ceiling:} (its limit in force,
+      # and the range it moves in); nil for a fixed one, or one stored at
+      # run time.
+      def adaptive
+        JobLimit.adaptive_h(state, @default)
       end
 
       # Stores +value+ (an Integer; 0 pauses) for every process.
@@ -143,15 +165,18 @@ module Sidekiq
       def back_off_state = state.back_off
 
       # A one-line sentence: "backing off, 12.3 s left (BackOff from ApiJob,
-      # jid 5f0c...)", "at its limit 3/3, 12 parked", "2 of 3 running".
+      # jid 5f0c...)", "at its limit 3/3, 12 parked", "2 of 3 running",
+      # "adaptive 7 of 1..20: at its limit 7/7, 40 parked".
       def explain
         state = self.state
-        limit = state.stored || @default
         return JobLimit.back_off_text(state.back_off) if state.back_off
+
+        limit = JobLimit.in_force(state, @default)
         return "#{state.running} running, #{state.parked} parked" if limit.nil?
 
         full = state.running >= limit
         text = full ? "at its limit #{state.running}/#{limit}" : "#{state.running} of #{limit} running"
+        text = "adaptive #{limit} of #{@default}: #{text}" if JobLimit.adaptive_h(state, @default)
         state.parked.positive? ? "#{text}, #{state.parked} parked" : text
       end
 

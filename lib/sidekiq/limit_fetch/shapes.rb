@@ -124,8 +124,9 @@ module Sidekiq
     # applies), the jobs carrying it that run now across every process
     # (+running+), those set aside until it has room (+parked+), and the rate
     # stored at run time (+stored_rate+, a Rate; nil: each job's own applies),
-    # and the back-off in force (+back_off+, a BackOffState; nil: none).
-    JobLimitState = Data.define(:id, :stored, :running, :parked, :stored_rate, :back_off)
+    # the back-off in force (+back_off+, a BackOffState; nil: none), and an
+    # adaptive limit's limit in force as stored (+adaptive+; nil: none yet).
+    JobLimitState = Data.define(:id, :stored, :running, :parked, :stored_rate, :back_off, :adaptive)
 
     # What NativeAdmin#release_all did, or why it did nothing: the +live+
     # capsules it found (CapsuleEntry: registered, their heartbeat present),
