@@ -26,7 +26,7 @@ module LimitFetchSpec
         when "seconds" then raise Sidekiq::LimitFetch::BackOff.new(retry_after: Float(amount))
         when "date" then raise Sidekiq::LimitFetch::BackOff.new(retry_after: (Time.now + Float(amount)).httpdate)
         when "default" then raise Sidekiq::LimitFetch::BackOff
-        when "listed" then raise TooManyRequests.new(amount)
+        when "listed" then raise TooManyRequests, amount
         else raise Unlisted, "not a back-off"
         end
       end

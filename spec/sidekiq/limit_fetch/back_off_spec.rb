@@ -33,7 +33,7 @@ RSpec.describe Sidekiq::LimitFetch::BackOff, "from perform" do
 
   def parked_jobs
     redis.call("KEYS", "#{LimitFetchHelpers::KEY_PREFIX}limit:*:parked")
-      .flat_map { |key| redis.call("LRANGE", key, 0, -1) }.map { JSON.parse(_1) }
+         .flat_map { |key| redis.call("LRANGE", key, 0, -1) }.map { JSON.parse(_1) }
   end
 
   def failures = Array.new(errors.size) { errors.pop }.map(&:class)
@@ -43,7 +43,8 @@ RSpec.describe Sidekiq::LimitFetch::BackOff, "from perform" do
     backed, started = back_off_first("seconds:1") { |how| tenant_job.perform_async("t1", how, 0.05) }
     expect(parked_jobs.map { _1["jid"] }).to eq([backed])
     expect(parked_jobs.first).not_to include("retry_count", "error_message")
-    expect(job_limit("t1").explain).to match(/\Abacking off, [01]\.\d s left \(BackOff from LimitFetchSpec::TenantCallJob, jid #{backed}\)\z/)
+    from = "BackOff from LimitFetchSpec::TenantCallJob, jid #{backed}"
+    expect(job_limit("t1").explain).to match(/\Abacking off, [01]\.\d s left \(#{from}\)\z/)
     later = Array.new(6) { tenant_job.perform_async("t1", "none", 0.05) }
     others = Array.new(10) { tenant_job.perform_async("t2", "none", 0.1) }
 

@@ -94,7 +94,8 @@ RSpec.describe Sidekiq::LimitFetch, "job limits" do
 
     wait_until(message: "an export to run and two to be parked") { export.running == 1 && export.parked == 2 }
     expect(described_class::JobLimit.active.map(&:id)).to eq(["class:LimitFetchSpec::ExportJob"])
-    expect(export.to_h).to eq(id: export.id, limit: 1, stored: 1, running: 1, parked: 2, rate: nil, stored_rate: nil)
+    expect(export.to_h).to eq(id: export.id, limit: 1, stored: 1, running: 1, parked: 2, rate: nil, stored_rate: nil,
+      back_off: nil, adaptive: nil)
     wait_for_done(jids)
     expect(max_running(export_label)).to eq(1)
     expect(described_class::JobLimit.active).to be_empty

@@ -89,8 +89,10 @@ RSpec.describe Sidekiq::LimitFetch::Native, "answers", :binding do
 
     state = Sidekiq::LimitFetch::JobLimitState
     expect(admin.job_limits(["class:ExportJob", "key:SyncJob#a"])).to eq(
-      [state.new(id: "class:ExportJob", stored: 4, running: 0, parked: 0, stored_rate: rate),
-       state.new(id: "key:SyncJob#a", stored: nil, running: 2, parked: 1, stored_rate: nil)]
+      [state.new(id: "class:ExportJob", stored: 4, running: 0, parked: 0, stored_rate: rate, back_off: nil,
+        adaptive: nil),
+       state.new(id: "key:SyncJob#a", stored: nil, running: 2, parked: 1, stored_rate: nil, back_off: nil,
+         adaptive: nil)]
     )
   end
 

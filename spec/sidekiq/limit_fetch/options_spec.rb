@@ -38,9 +38,10 @@ RSpec.describe Sidekiq::LimitFetch, "options" do
     it "lists exactly the members of CapsuleOptions and FetchOptions among its defaults, and the other settings" do
       # :discards_to_death_handlers is read where discards are delivered, and
       # :count_parked_as_waiting by Sidekiq's API in any process
-      # (Waiting.counted?): neither by a capsule.
+      # (Waiting.counted?), :back_off_on by the server middleware
+      # (BackOffOn): none by a capsule.
       members = described_class::CapsuleOptions.members + described_class::FetchOptions.members +
-                %i[discards_to_death_handlers count_parked_as_waiting]
+                %i[discards_to_death_handlers count_parked_as_waiting back_off_on]
 
       expect(described_class::DEFAULTS.keys).to match_array(members)
       expect(described_class::Configuration.capsule_options(described_class::DEFAULTS))
