@@ -25,10 +25,12 @@ RSpec.describe LimitFetchBench::Markdown do
     end
   end
 
-  it "summarises the runs of results/latest.json as stored beside them" do
+  it "summarises the runs of results/latest.json as stored beside them, rows in the same order" do
     meta = json["meta"]
     summary = LimitFetchBench::Summary.new(json["runs"], options: LimitFetchBench::Options.parse([]),
       setup: meta.slice("redis", "proxy", "baseline"), seconds: meta["seconds"]).to_h
     expect(JSON.parse(JSON.generate(summary)).except("meta")).to eq(json.except("meta"))
+    markdown = described_class.new(summary.merge("meta" => json["meta"])).render
+    expect(markdown).to eq(File.read(File.join(LimitFetchBench::RESULTS, "latest.md")))
   end
 end
