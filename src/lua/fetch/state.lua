@@ -85,7 +85,7 @@ local opens
 -- Job limits found at their rate, and when their window opens (0: never).
 local rate_full
 -- Slots freed, per queue and per job limit, and the parked jobs held for
--- their queues (see the acknowledgements below); the watched keys written
+-- their queues (see acknowledge, acks.lua); the watched keys written
 -- (a write ends their tracking), the queues whose key a take wrote; job
 -- limits found full, and those that parked a job; jobs set aside and
 -- discarded.
