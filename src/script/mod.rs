@@ -8,6 +8,7 @@
 //! which cost Redis about a fifth of the fetch's time. And Redis keeps a
 //! library in its RDB and AOF files and sends it to replicas.
 
+pub(crate) mod codes;
 pub(crate) mod fetch;
 
 use std::sync::LazyLock;
@@ -21,7 +22,7 @@ use crate::Result;
 /// The prelude every function shares (key names and the rules several
 /// scripts use), run once when the library loads: the files of
 /// `src/lua/prelude/`, joined in this order.
-const PRELUDE: [&str; 11] = include!("../lua/prelude/parts.rs");
+const PRELUDE: [&str; 12] = include!("../lua/prelude/parts.rs");
 
 /// The fetch script: the files of `src/lua/fetch/`, joined in this order.
 const FETCH_PARTS: [&str; 12] = include!("../lua/fetch/parts.rs");

@@ -277,7 +277,7 @@ fn json_string(text: &str) -> Option<(String, &str)> {
 /// (`src/lua/prelude/`, its files joined in the library's order), as the
 /// scripts run.
 pub fn eval_after_prelude<T: redis::FromRedisValue>(body: &str, keys: &[&str], args: &[&str]) -> T {
-    const PRELUDE: [&str; 11] = include!("../../src/lua/prelude/parts.rs");
+    const PRELUDE: [&str; 12] = include!("../../src/lua/prelude/parts.rs");
     let prelude = PRELUDE.join("\n");
     redis::cmd("EVAL")
         .arg(format!("{prelude}{body}"))

@@ -1,4 +1,4 @@
--- Arming the doorbell (mode 't'): a different command with a
+-- Arming the doorbell (MODE_ARM): a different command with a
 -- different reply; it takes nothing (see state.lua's head).
 -- Reads: argv, opens. Writes: what eligible and done write.
 

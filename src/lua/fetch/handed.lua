@@ -12,7 +12,7 @@ local function decide_handed(name, first_queue)
   -- A reaper frees the slots of a capsule whose heartbeat expired: one
   -- without its heartbeat key may have lost the slots since the hand-over
   -- passed them. Kept then (its beat, which reconciles, sets it right).
-  local passed = argv[6] == '1' and redis.call('EXISTS', heartbeat_key(uuid)) == 1
+  local passed = argv[6] == YES and redis.call('EXISTS', heartbeat_key(uuid)) == 1
   if passed then freed[name] = (freed[name] or 0) + 1 end
   local job = argv[7]
   if job ~= '' and argv[9] ~= '' then

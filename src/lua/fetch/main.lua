@@ -1,13 +1,13 @@
 -- The function Redis calls at every fetch (its arguments and reply: see
 -- state.lua's head). It sets the call's state, takes the acknowledgements,
 -- releases what a rate lets go, decides a hand-over's job, then arms the
--- doorbell (mode 't') or looks at the queues in order.
+-- doorbell (MODE_ARM) or looks at the queues in order.
 
 return function(KEYS, ARGV)
   argv, uuid = ARGV, ARGV[1]
   local mode = ARGV[2]
-  watch = mode == '1'
-  report = watch or mode == '2'
+  watch = mode == MODE_WATCH
+  report = watch or mode == MODE_REPORT
   lookahead = tonumber(ARGV[3])
   local acks = tonumber(ARGV[4])
   local handed = ARGV[5]
@@ -23,13 +23,13 @@ return function(KEYS, ARGV)
 
   -- Before any job is taken: a job parked behind its rate goes first once
   -- its window opens.
-  release_opened(mode ~= 't')
+  release_opened(mode ~= MODE_ARM)
 
   if handed ~= '' then
     local reply = decide_handed(handed, first_queue)
     if reply then return reply end
   end
-  if mode == 't' then return arm(first_queue) end
+  if mode == MODE_ARM then return arm(first_queue) end
 
   -- Each key built once per queue: this loop is the hot path.
   local i = first_queue <= #ARGV and first_queue or nil
