@@ -4,7 +4,7 @@
 mod support;
 
 use limit_fetch_core::keys;
-use support::eval_after_prelude;
+use support::{eval_after_prelude, try_eval_after_prelude};
 
 #[test]
 fn the_preludes_key_names_are_the_data_models() {
@@ -73,5 +73,39 @@ fn the_preludes_key_names_are_the_data_models() {
             ];
             assert_eq!(got, want, "queue {name:?}, capsule {uuid:?}");
         }
+    }
+}
+
+/// NONE, the empty table a call reads where it has nothing, outlives the
+/// call: once a call has begun (new_call, which every function runs first),
+/// a write into it fails the script, naming it, and leaves it empty;
+/// reading it works as reading any empty table.
+#[test]
+fn a_write_into_none_fails_loudly() {
+    let read: Vec<i64> = eval_after_prelude(
+        "new_call()
+         local n = 0
+         for _ in pairs(NONE) do n = n + 1 end
+         for _ in ipairs(NONE) do n = n + 1 end
+         return {#NONE, n, NONE.x == nil and 1 or 0}",
+        &[],
+        &[],
+    );
+    assert_eq!(read, vec![0, 0, 1]);
+    for write in ["NONE.x = 1", "NONE[1] = 'job'", "NONE[#NONE + 1] = 'job'"] {
+        let error = try_eval_after_prelude::<()>(&format!("new_call() {write}"), &[], &[])
+            .expect_err(&format!("{write} must fail"))
+            .to_string();
+        assert!(error.contains("a write into NONE"), "{write}: {error}");
+        let after: Vec<i64> = eval_after_prelude(
+            &format!(
+                "new_call()
+                 local wrote = pcall(function() {write} end)
+                 return {{wrote and 1 or 0, #NONE, next(NONE) and 1 or 0}}"
+            ),
+            &[],
+            &[],
+        );
+        assert_eq!(after, vec![0, 0, 0], "{write}");
     }
 }

@@ -78,8 +78,8 @@
 -- not at every call (a closure each, every call, cost Redis about a fifth of
 -- a fetch), and share the call's state through these locals, which the
 -- function sets first. A call that has no acknowledgement, job limit or
--- watcher allocates no table for them: it reads NONE, which nothing writes.
-local NONE = {}
+-- watcher allocates no table for them: it reads the prelude's NONE, which
+-- raises an error if written.
 local argv, uuid, watch, report, lookahead
 -- The last queue state eligible read: {limit, process limit, paused,
 -- rate}, and that rate, parsed.

@@ -20,6 +20,7 @@ local function new_call()
   parsed_jobs, carried_limits, carried_arrays, carried_queues, stored_job_limits = {}, {}, {}, {}, {}
   clock, job_rates, rate_rooms, rate_opens, rate_parked_written = nil, {}, {}, {}, false
   emptied = nil
+  guard_none()
 end
 
 -- Redis's clock now, in microseconds: the same for the whole call (a

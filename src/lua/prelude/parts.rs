@@ -4,6 +4,7 @@
 [
     include_str!("keys.lua"),
     include_str!("codes.lua"),
+    include_str!("none.lua"),
     include_str!("values.lua"),
     include_str!("moves.lua"),
     include_str!("call.lua"),
