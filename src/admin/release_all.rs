@@ -16,7 +16,7 @@ use std::sync::LazyLock;
 
 use crate::connection::Redis;
 use crate::reaper::{busy_lists, JobRef, Reap, Reaper};
-use crate::runtime::run_plain;
+use crate::runtime::wait_for;
 use crate::scan;
 use crate::script::{LuaScript, UNPARK};
 use crate::{keys, CapsuleEntry, Interrupt, Result};
@@ -128,7 +128,7 @@ impl Limits {
         F: std::future::Future<Output = Result<T>> + Send + 'static,
         W: FnOnce(std::sync::Arc<Redis>) -> F,
     {
-        run_plain(interrupt, self.timeout(), work(self.redis().clone()))
+        wait_for(interrupt, self.timeout(), work(self.redis().clone()))
     }
 
     /// Every key matching `pattern`, a `SCAN` step at a time.

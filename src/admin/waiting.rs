@@ -5,7 +5,7 @@
 
 use std::sync::LazyLock;
 
-use crate::runtime::run_plain;
+use crate::runtime::wait_for;
 use crate::script::{codes, LuaScript, WAITING};
 use crate::{Interrupt, Result};
 
@@ -51,7 +51,7 @@ impl Limits {
         let mut args: Vec<String> = vec![budget.to_string(), codes::flag(oldest).into()];
         args.extend(queues.iter().map(|q| q.as_ref().to_owned()));
         let redis = self.redis().clone();
-        run_plain(interrupt, self.timeout(), async move {
+        wait_for(interrupt, self.timeout(), async move {
             let mut conn = redis.conn().await?;
             let reply: Vec<redis::Value> = WAITING_SCRIPT
                 .invoke(&mut conn, &[] as &[&str], &args[..])

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use crate::admin::job_limits;
 use crate::reaper::Reaped;
-use crate::runtime::run_plain;
+use crate::runtime::wait_for;
 use crate::{Interrupt, Result};
 
 use super::continuity::Run;
@@ -74,7 +74,7 @@ impl Capsule {
                 continuity.current(now, expiry),
             )
         };
-        let beat = run_plain(interrupt, self.inner.timeout * 4, async move {
+        let beat = wait_for(interrupt, self.inner.timeout * 4, async move {
             // Jobs pushed back and slots freed: a waiter may take them (the
             // writer tells the doorbell when the beat is over).
             if broken {

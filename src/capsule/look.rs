@@ -78,7 +78,7 @@ impl Capsule {
             .arm(queues, |all| async move {
                 let run = inner
                     .fetch
-                    .run(&inner.redis, &inner.uuid, Mode::Arm, &[], None, &all);
+                    .call(&inner.redis, &inner.uuid, Mode::Arm, &[], None, &all);
                 let look = run.await?;
                 self.ring_as_rates_open(&look);
                 Ok(look.more)
@@ -138,7 +138,7 @@ impl Inner {
         let generation = self.redis.generation();
         let mut reply = self
             .fetch
-            .run(&self.redis, &self.uuid, mode, &acks, None, queues)
+            .call(&self.redis, &self.uuid, mode, &acks, None, queues)
             .await;
         // Behind sentinels, the master moved under it: once more, on the
         // master they name now (as a direct look whose connection broke goes
@@ -152,7 +152,7 @@ impl Inner {
             };
             reply = self
                 .fetch
-                .run(&self.redis, &self.uuid, mode, &acks, None, queues)
+                .call(&self.redis, &self.uuid, mode, &acks, None, queues)
                 .await;
         }
         self.settle(acks, reply)

@@ -9,7 +9,7 @@ use crate::admin::{write_defaults, INFO_TTL_SECS};
 use crate::connection::Conn;
 use crate::keys;
 use crate::reaper::Reap;
-use crate::runtime::run_plain;
+use crate::runtime::wait_for;
 use crate::{Interrupt, Result};
 
 use std::time::{Duration, Instant};
@@ -39,7 +39,7 @@ impl Capsule {
     /// permission.
     pub fn check_server(&self, interrupt: &Interrupt) -> Result<()> {
         let inner = self.inner.clone();
-        run_plain(interrupt, self.inner.timeout, async move {
+        wait_for(interrupt, self.inner.timeout, async move {
             inner.check_server(&mut inner.redis.conn().await?).await
         })
     }
@@ -51,7 +51,7 @@ impl Capsule {
         let inner = self.inner.clone();
         let expiry = Duration::from_secs(inner.heartbeat_ttl);
         let run = inner.continuity.lock().current(Instant::now(), expiry);
-        let registered = run_plain(interrupt, self.inner.timeout, async move {
+        let registered = wait_for(interrupt, self.inner.timeout, async move {
             let started = Instant::now();
             let registered = inner
                 .register(&mut inner.redis.conn().await?, false, false)
@@ -75,7 +75,7 @@ impl Capsule {
     pub fn deregister<S: AsRef<str>>(&self, queues: &[S], interrupt: &Interrupt) -> Result<i64> {
         let inner = self.inner.clone();
         let names: Vec<String> = queues.iter().map(|q| q.as_ref().to_owned()).collect();
-        run_plain(interrupt, self.inner.timeout * 4, async move {
+        wait_for(interrupt, self.inner.timeout * 4, async move {
             inner.flush().await?;
             let _exclusive = inner.gate.write().await;
             let mut names = names;

@@ -49,10 +49,10 @@ pub(crate) struct Look {
     pub(crate) discarded: Vec<Discarded>,
     /// With a job: its queue has a process limit or a rate (such a queue
     /// is left to the script: see capsule/hand_over/).
-    pub(crate) scripted: bool,
+    pub(crate) process_limit_or_rate: bool,
     /// With a job: it was parked, sent back by this fetch (its job limits
     /// may have more parked).
-    pub(crate) parked: bool,
+    pub(crate) was_parked: bool,
     /// With a job, in the modes that report: how many jobs its queue still
     /// holds.
     pub(crate) queued: Option<i64>,
@@ -75,7 +75,7 @@ pub(crate) struct Handed {
     /// passed too.
     pub(crate) acked: Option<Vec<u8>>,
     /// The job limit whose parked jobs `job` was moved from, else its queue.
-    pub(crate) parked: Option<String>,
+    pub(crate) from_limit: Option<String>,
 }
 
 type Reply = (
@@ -106,15 +106,15 @@ impl Look {
             }
             other => other,
         };
-        let Some((queue, job, more, discarded, scripted, queued, opens, parked)) =
+        let Some((queue, job, more, discarded, process_limit_or_rate, queued, opens, was_parked)) =
             decode::<Option<Reply>>(value)?
         else {
             return Ok(Look::default());
         };
         let fetched = queue.zip(job).map(|(queue, job)| Fetched { queue, job });
         Ok(Look {
-            scripted: scripted == Some(1),
-            parked: parked == Some(1),
+            process_limit_or_rate: process_limit_or_rate == Some(1),
+            was_parked: was_parked == Some(1),
             queued,
             opens_in: opens_in(opens),
             fetched,
@@ -237,7 +237,7 @@ impl FetchScript {
                 args.push(codes::flag(handed.slot).as_bytes().to_vec());
                 args.push(handed.job.clone().unwrap_or_default());
                 args.push(handed.acked.clone().unwrap_or_default());
-                args.push(handed.parked.clone().unwrap_or_default().into_bytes());
+                args.push(handed.from_limit.clone().unwrap_or_default().into_bytes());
             }
             None => args.extend([
                 Vec::new(),
@@ -276,7 +276,7 @@ impl FetchScript {
     /// on any error, a refused `CLIENT TRACKING` included; `Watch` keeps
     /// the script's reply when `CLIENT CACHING` failed (tracking was lost
     /// with a reconnection, which rang already).
-    pub(crate) async fn run(
+    pub(crate) async fn call(
         &self,
         redis: &Redis,
         uuid: &str,
@@ -295,7 +295,7 @@ impl FetchScript {
         let keys: &[&str] = &[];
         let mut replies = self
             .script
-            .run_after(&mut conn, &mode.before(), keys, &args[..])
+            .call_after(&mut conn, &mode.before(), keys, &args[..])
             .await?;
         let reply = replies.pop().unwrap_or(Value::Nil);
         if mode == Mode::Arm {

@@ -176,7 +176,7 @@ impl LuaScript {
 
     /// Sends this script after `before` (other commands of the same
     /// request) and returns their replies and the script's, last.
-    pub(crate) async fn run_after<K, A>(
+    pub(crate) async fn call_after<K, A>(
         &self,
         conn: &mut Conn,
         before: &[Cmd],
@@ -223,7 +223,7 @@ impl LuaScript {
         K: ToRedisArgs,
         A: ToRedisArgs + Copy,
     {
-        let mut replies = self.run_after(conn, &[], keys, args).await?;
+        let mut replies = self.call_after(conn, &[], keys, args).await?;
         decode(replies.pop().unwrap_or(Value::Nil))
     }
 }
