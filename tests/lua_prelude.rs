@@ -25,7 +25,7 @@ fn the_preludes_key_names_are_the_data_models() {
     for name in names {
         for uuid in uuids {
             let got: Vec<String> = eval_after_prelude(
-                "return {PREFIX, RECOVERIES_KEY, DEAD_KEY, PARKED_KEY, DISCARDED_KEY,
+                "return {PREFIX, RECOVERIES_KEY, DEAD_KEY, LIMITS_WITH_PARKED_KEY, DISCARDED_KEY,
                          queue_key(ARGV[1]), limit_key(ARGV[1]), process_limit_key(ARGV[1]),
                          busy_key(ARGV[1]), in_progress_key(ARGV[2], ARGV[1]),
                          capsule_queues_key(ARGV[2]), job_limit_key(ARGV[1]),
@@ -42,7 +42,7 @@ fn the_preludes_key_names_are_the_data_models() {
                 keys::PREFIX.to_owned(),
                 keys::RECOVERIES.to_owned(),
                 keys::DEAD.to_owned(),
-                keys::PARKED.to_owned(),
+                keys::LIMITS_WITH_PARKED.to_owned(),
                 keys::DISCARDED.to_owned(),
                 keys::queue(name),
                 keys::limit(name),

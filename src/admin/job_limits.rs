@@ -126,7 +126,7 @@ pub(crate) async fn release(conn: &mut Conn, ids: &[String]) -> Result<u64> {
 /// from and how many jobs it sent back.
 pub(crate) async fn sweep(conn: &mut Conn, cursor: u64) -> Result<(u64, u64)> {
     let (next, ids): (u64, Vec<String>) = redis::cmd("SSCAN")
-        .arg(keys::PARKED)
+        .arg(keys::LIMITS_WITH_PARKED)
         .arg(cursor)
         .arg("COUNT")
         .arg(SWEEP)

@@ -142,7 +142,7 @@ impl Limits {
     }
 
     /// The ids of every job limit with a parked list, or noted as having
-    /// parked jobs (in `keys::PARKED` or `keys::RATE_PARKED`), each once.
+    /// parked jobs (in `keys::LIMITS_WITH_PARKED` or `keys::RATE_PARKED`), each once.
     fn parked_limits(&self, interrupt: &Interrupt) -> Result<BTreeSet<String>> {
         let pattern = keys::parked("*");
         let (prefix, suffix) = keys_around(&pattern);
@@ -155,7 +155,7 @@ impl Limits {
         ids.extend(scan::walk(|cursor| {
             self.on_runtime(interrupt, |redis| async move {
                 Ok(redis::cmd("SSCAN")
-                    .arg(keys::PARKED)
+                    .arg(keys::LIMITS_WITH_PARKED)
                     .arg(cursor)
                     .arg("COUNT")
                     .arg(scan::COUNT)

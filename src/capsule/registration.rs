@@ -14,7 +14,7 @@ use crate::{Interrupt, Result};
 
 use std::time::{Duration, Instant};
 
-use super::continuity::Run;
+use super::continuity::Stretch;
 use super::{Capsule, Inner};
 
 /// What a registration found.
@@ -45,18 +45,18 @@ impl Capsule {
     }
 
     /// Registers this capsule (heartbeat key and membership), as a beat
-    /// does; the first registration begins its run of beats (see
+    /// does; the first registration begins its stretch of beats (see
     /// `Continuity`).
     pub fn register(&self, interrupt: &Interrupt) -> Result<()> {
         let inner = self.inner.clone();
         let expiry = Duration::from_secs(inner.heartbeat_ttl);
-        let run = inner.continuity.lock().current(Instant::now(), expiry);
+        let stretch = inner.continuity.lock().current(Instant::now(), expiry);
         let registered = wait_for(interrupt, self.inner.timeout, async move {
             let started = Instant::now();
             let registered = inner
                 .register(&mut inner.redis.conn().await?, false, false)
                 .await?;
-            Ok(run.unwrap_or(Run {
+            Ok(stretch.unwrap_or(Stretch {
                 since: started,
                 vouched: registered.vouched,
             }))
@@ -111,7 +111,7 @@ impl Inner {
     }
 
     /// Sets the heartbeat and membership, `keys::LAST_BEAT` if the capsule
-    /// is a `witness` (see `Run::witness`), and after a break in the beats
+    /// is a `witness` (see `Stretch::witness`), and after a break in the beats
     /// (`broken`) the outage key. If the heartbeat key was gone, writes the
     /// configured limits again where unset.
     /// The heartbeat holds what v5's reaper takes for alive (`"1"`), so

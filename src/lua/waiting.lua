@@ -136,7 +136,7 @@ return function(KEYS, ARGV)
   end
   local cursor = '0'
   repeat
-    local page = redis.call('SSCAN', PARKED_KEY, cursor, 'COUNT', 100)
+    local page = redis.call('SSCAN', LIMITS_WITH_PARKED_KEY, cursor, 'COUNT', 100)
     cursor = page[1]
     for _, id in ipairs(page[2]) do
       -- The budget spent, the limits left are not read (their jobs not

@@ -1,21 +1,21 @@
--- An acknowledged job's job-limit slots, vacated for the jobs this call
--- takes, and the parked jobs they let go, held (vacate); the call's
+-- An acknowledged job's job-limit slots, freed for the jobs this call
+-- takes, and the parked jobs they let go, held (free_limits); the call's
 -- acknowledgements (acknowledge).
--- Reads: argv, uuid. Writes: freed, vacated, held, the prelude's emptied
+-- Reads: argv, uuid. Writes: freed, freed_limits, held, the prelude's emptied
 -- (release).
 
--- Counts the slots of the job limits `job` carries as vacated by its end,
+-- Counts the slots of the job limits `job` carries as freed by its end,
 -- and holds for each the oldest parked job it has room for.
-local function vacate(job)
+local function free_limits(job)
   for _, limit in ipairs(job_limits(job) or NONE) do
     local id = limit.id
-    vacated[id] = (vacated[id] or 0) + 1
-    release(id, 1, held, vacated[id], limit)
+    freed_limits[id] = (freed_limits[id] or 0) + 1
+    release(id, 1, held, freed_limits[id], limit)
   end
 end
 
 -- Takes the call's acknowledgements, ARGV[first] to ARGV[last] in triples
--- (queue name, job, SHA1): sets freed, vacated and held for the call, or
+-- (queue name, job, SHA1): sets freed, freed_limits and held for the call, or
 -- NONE when there is nothing to acknowledge and no hand-over to decide.
 --
 -- Idempotent: an acknowledgement sent again (its reply was lost) finds its
@@ -29,16 +29,16 @@ end
 -- next job goes from its parked list to the capsule that freed its slot.
 local function acknowledge(acks, handed, first, last)
   if acks == 0 and handed == '' then
-    freed, vacated, held = NONE, NONE, NONE
+    freed, freed_limits, held = NONE, NONE, NONE
     return
   end
-  freed, vacated, held = {}, {}, {}
+  freed, freed_limits, held = {}, {}, {}
   local forget = acks > 0 and redis.call('EXISTS', RECOVERIES_KEY) == 1
   for i = first, last, 3 do
     local name, job = argv[i], argv[i + 1]
     if redis.call('LREM', in_progress_key(uuid, name), 1, job) == 1 then
       freed[name] = (freed[name] or 0) + 1
-      vacate(job)
+      free_limits(job)
     end
     if forget then redis.call('HDEL', RECOVERIES_KEY, argv[i + 2]) end
   end

@@ -3,7 +3,7 @@
 -- jobs put back, the acknowledged job's run ended, and the job it moved
 -- decided (adopt).
 -- Reads: argv, uuid, held. Writes: freed, ended, written (wrote), and what
--- vacate, job_limits and adopt write.
+-- free_limits, job_limits and adopt write.
 
 -- Decides the hand-over from queue `name` (ARGV[5]); `first_queue`: where
 -- the queue names start among the arguments. Returns the reply when it
@@ -20,12 +20,12 @@ local function decide_handed(name, first_queue)
     -- was, for the releases below to send as they would have.
     if unmove(name, job) then
       redis.call('RPUSH', parked_key(argv[9]), job)
-      redis.call('SADD', PARKED_KEY, argv[9])
+      redis.call('SADD', LIMITS_WITH_PARKED_KEY, argv[9])
     end
     job = ''
   end
   if passed and argv[8] ~= '' then
-    vacate(argv[8])
+    free_limits(argv[8])
     ended = job_limits(argv[8])
   end
   if job == '' then return nil end

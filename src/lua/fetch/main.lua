@@ -15,7 +15,7 @@ return function(KEYS, ARGV)
   local first_queue = first_ack + 3 * acks
   written = watch and {} or NONE
   moved = watch and {} or NONE
-  full, parked, discarded, aside, rate_full, opens = NONE, NONE, NONE, 0, NONE, nil
+  full, parked_into, discarded, aside, rate_full, opens = NONE, NONE, NONE, 0, NONE, nil
   discarded_from = NONE
   took_held, ended = false, nil
 

@@ -94,7 +94,7 @@ local rate_full
 -- (a write ends their tracking), the queues whose key a take wrote; job
 -- limits found full, and those that parked a job; jobs set aside and
 -- discarded.
-local freed, vacated, held, written, moved, full, parked, aside, discarded
+local freed, freed_limits, held, written, moved, full, parked_into, aside, discarded
 -- The in-progress list each job discarded by a take is still in, in order
 -- (see set_aside).
 local discarded_from
