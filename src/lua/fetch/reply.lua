@@ -1,9 +1,9 @@
 -- The end of a call: the writes left to its end (held jobs pushed, slots
 -- freed, limits leaving the parked set and the capsule's set, discarded
 -- jobs removed; push_held, done), and the reply without a job (none).
--- Reads: uuid, watch, freed, freed_limits, held, parked_into, ended, discarded_from,
--- discarded, aside, opens, written, the prelude's emptied and
--- rate_parked_written. Writes: held (each queue's jobs cleared), written.
+-- Reads: uuid, watch, freed, freed_limits, held, parked_into, ended,
+-- discarded_from, discarded, aside, opens, written, the prelude's emptied
+-- and rate_parked_written. Writes: held (each queue's jobs cleared), written.
 
 -- Pushes the held jobs this fetch did not take to the front of their
 -- queues, as release would have: the last held goes first.
