@@ -69,7 +69,8 @@ pub(crate) struct Look {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Handed {
     pub(crate) queue: String,
-    pub(crate) slot: bool,
+    /// Its acknowledgement freed a slot of `queue`, which passes to the script.
+    pub(crate) slot_passed: bool,
     pub(crate) job: Option<Vec<u8>>,
     /// The acknowledged job, when it carries job limits whose slots were
     /// passed too.
@@ -234,7 +235,7 @@ impl FetchScript {
         match handed {
             Some(handed) => {
                 args.push(handed.queue.as_bytes().to_vec());
-                args.push(codes::flag(handed.slot).as_bytes().to_vec());
+                args.push(codes::flag(handed.slot_passed).as_bytes().to_vec());
                 args.push(handed.job.clone().unwrap_or_default());
                 args.push(handed.acked.clone().unwrap_or_default());
                 args.push(handed.from_limit.clone().unwrap_or_default().into_bytes());

@@ -136,7 +136,7 @@ impl HandOver {
             return Outcome::Taken(Look::handed_over(fetched, more), queued);
         }
         let at = &self.layout;
-        let (slot, job) = match self.read(&replies) {
+        let (slot_passed, job) = match self.read(&replies) {
             Some(r) => (
                 matches!(r[at.acked], Value::Int(1)),
                 match &r[at.moved] {
@@ -152,7 +152,7 @@ impl HandOver {
         };
         Outcome::Decide(Handed {
             queue: self.queue,
-            slot,
+            slot_passed,
             job,
             acked: self.limits.map(|(_, job)| job),
             from_limit,
