@@ -231,7 +231,7 @@ pub fn capsule_limits(uuid: &str) -> String {
 }
 
 /// The ids of job limits with parked jobs.
-pub const PARKED: &str = "sidekiq:limit_fetch:parked";
+pub const LIMITS_WITH_PARKED: &str = "sidekiq:limit_fetch:parked";
 
 /// The ids of job limits with jobs parked behind their rate, scored by when
 /// (microseconds of Redis's clock) their window may next open: the first

@@ -7,7 +7,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::connection::Conn;
 use crate::scan;
-use crate::script::{LuaScript, ORPHANS, REAP};
+use crate::script::{codes, LuaScript, ORPHANS, REAP};
 use crate::{keys, Result};
 
 /// A job that a reaper or a reconciliation acted on: (queue, jid, class).
@@ -140,9 +140,9 @@ impl Reaper {
         let mut keys = vec![keys::CAPSULES.to_owned(), keys::heartbeat(uuid)];
         keys.extend(busy_lists);
         let (mode, grace) = match why {
-            Reap::Dead => ("0", 0),
-            Reap::Clean => ("1", 0),
-            Reap::Unregistered { grace } => ("o", grace),
+            Reap::Dead => (codes::REAP_DEAD, 0),
+            Reap::Clean => (codes::REAP_CLEAN, 0),
+            Reap::Unregistered { grace } => (codes::REAP_UNREGISTERED, grace),
         };
         let args = [
             uuid.to_owned(),

@@ -137,7 +137,7 @@ where
 
 /// Runs `work` (with nothing to undo) and waits for its result unless
 /// `interrupt` fires or `timeout` passes first.
-pub(crate) fn run_plain<T, W>(interrupt: &Interrupt, timeout: Duration, work: W) -> Result<T>
+pub(crate) fn wait_for<T, W>(interrupt: &Interrupt, timeout: Duration, work: W) -> Result<T>
 where
     T: Send + 'static,
     W: Future<Output = Result<T>> + Send + 'static,

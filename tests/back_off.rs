@@ -173,13 +173,13 @@ fn an_adaptive_limit_grows_while_reached_and_shrinks_at_a_back_off() {
     push_jobs(&q, &jobs);
     let c = processor();
     let mut running: Vec<Fetched> = Vec::new();
-    let mut take_all = |running: &mut Vec<Fetched>| {
+    let take_all = |running: &mut Vec<Fetched>| {
         while let Some(f) = fetch(&c, &q) {
             running.push(f);
         }
     };
     // As Sidekiq's processors do: one finishes, its thread fetches again.
-    let mut finish_one = |running: &mut Vec<Fetched>| {
+    let finish_one = |running: &mut Vec<Fetched>| {
         let done = running.remove(0);
         c.acknowledge(&q, done.job);
         take_all(running);

@@ -131,7 +131,7 @@ fn places(scene: &Scene) -> Vec<(String, Vec<String>)> {
         || conn
             .sismember(keys::REGISTERED, &scene.uuid)
             .unwrap_or(false);
-    let parked_set: Vec<String> = conn.smembers(keys::PARKED).unwrap();
+    let parked_set: Vec<String> = conn.smembers(keys::LIMITS_WITH_PARKED).unwrap();
     scene
         .jids
         .iter()
@@ -216,7 +216,7 @@ fn rows(path: &str, commands: &[&str], build: impl Fn() -> Scene) -> Vec<String>
 fn cleanup(scene: &Scene) {
     let mut conn = redis();
     for id in &scene.limits {
-        let _: () = conn.srem(keys::PARKED, id).unwrap();
+        let _: () = conn.srem(keys::LIMITS_WITH_PARKED, id).unwrap();
         let _: () = conn.zrem(keys::RATE_PARKED, id).unwrap();
     }
     let _: () = conn.srem(keys::CAPSULES, &scene.uuid).unwrap();
@@ -330,7 +330,7 @@ fn acknowledged(label: &str, own_queue: bool) -> Scene {
     let _: () = conn.sadd(keys::capsule_queues(&uuid), &q).unwrap();
     let _: () = conn.rpush(keys::job_busy(&k), &uuid).unwrap();
     let _: () = conn.lpush(keys::parked(&k), &parked).unwrap();
-    let _: () = conn.sadd(keys::PARKED, &k).unwrap();
+    let _: () = conn.sadd(keys::LIMITS_WITH_PARKED, &k).unwrap();
     let fetched = if own_queue {
         q.as_str()
     } else {
@@ -426,7 +426,7 @@ fn a_rates_timed_release() {
             let parked = job(&q, "rate-parked", Some((&k, r#""rate":[1,60]"#)));
             let mut conn = redis();
             let _: () = conn.lpush(keys::parked(&k), &parked).unwrap();
-            let _: () = conn.sadd(keys::PARKED, &k).unwrap();
+            let _: () = conn.sadd(keys::LIMITS_WITH_PARKED, &k).unwrap();
             let _: () = conn.zadd(keys::RATE_PARKED, &k, 1).unwrap();
             let mut s = scene("fetch", &q, &uuid, fetch_args(&uuid, &[], &[&q]));
             s.jids = vec![jid_of(&parked)];
@@ -448,7 +448,7 @@ fn requeue() {
         let _: () = conn.rpush(keys::busy(&q), &uuid).unwrap();
         let _: () = conn.rpush(keys::job_busy(&k), &uuid).unwrap();
         let _: () = conn.lpush(keys::parked(&k), &parked).unwrap();
-        let _: () = conn.sadd(keys::PARKED, &k).unwrap();
+        let _: () = conn.sadd(keys::LIMITS_WITH_PARKED, &k).unwrap();
         let mut s = scene(
             "requeue",
             &q,
@@ -484,7 +484,7 @@ fn reap() {
             );
             let _: () = conn.rpush(keys::job_busy(&k), &uuid).unwrap();
             let _: () = conn.lpush(keys::parked(&k), &parked).unwrap();
-            let _: () = conn.sadd(keys::PARKED, &k).unwrap();
+            let _: () = conn.sadd(keys::LIMITS_WITH_PARKED, &k).unwrap();
             let mut s = scene(
                 "reap",
                 &q,
@@ -565,7 +565,7 @@ fn unpark_for_release_all() {
             .map(|i| job(&q, &format!("unpark{i}"), Some((&k, r#""concurrency":1"#))))
             .collect();
         lpush(&keys::parked(&k), &jobs);
-        let _: () = redis().sadd(keys::PARKED, &k).unwrap();
+        let _: () = redis().sadd(keys::LIMITS_WITH_PARKED, &k).unwrap();
         let _: () = redis().zadd(keys::RATE_PARKED, &k, 1).unwrap();
         let mut s = scene("unpark", &q, &uuid, vec![k.clone(), "10".into()]);
         s.jids = jobs.iter().map(|j| jid_of(j)).collect();

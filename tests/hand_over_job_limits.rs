@@ -116,7 +116,7 @@ fn a_hot_keys_parked_jobs_go_oldest_first_to_the_processor_that_frees_the_slot()
     assert_eq!(a.hand_overs() - before, 6);
     assert!(next(&a, &q, held).is_none());
     assert_eq!(len(&keys::job_busy(&id)), 0);
-    let parked: Vec<String> = redis().smembers(keys::PARKED).unwrap();
+    let parked: Vec<String> = redis().smembers(keys::LIMITS_WITH_PARKED).unwrap();
     assert!(!parked.contains(&id), "{id} still noted parked");
 }
 

@@ -104,14 +104,14 @@ fn a_full_key_parks_its_job_and_the_fetch_takes_the_next_then_a_finished_job_sen
         "a2 parked, b1 next"
     );
     assert_eq!((parked(&k1), running(&k1), running(&k2)), (1, 1, 1));
-    let members: Vec<String> = redis().smembers(keys::PARKED).unwrap();
+    let members: Vec<String> = redis().smembers(keys::LIMITS_WITH_PARKED).unwrap();
     assert!(members.contains(&k1));
     // a1 ends: its acknowledgement, riding on the next fetch, sends a2 back
     // to the front of the queue, ahead of the job that was next.
     c.acknowledge(&q, first.job);
     assert_eq!(fetch(&c, &[&q]).as_deref(), Some("a2"));
     assert_eq!((parked(&k1), running(&k1)), (0, 1));
-    let members: Vec<String> = redis().smembers(keys::PARKED).unwrap();
+    let members: Vec<String> = redis().smembers(keys::LIMITS_WITH_PARKED).unwrap();
     assert!(!members.contains(&k1), "no parked jobs, no entry");
     assert_eq!(fetch(&c, &[&q]).as_deref(), Some("plain"));
     assert_eq!(fetch(&c, &[&q]), None);
@@ -579,7 +579,7 @@ fn keys_of_finished_jobs_leave_nothing_behind_in_redis() {
             assert!(!conn.exists::<_, bool>(&key).unwrap(), "{key} left behind");
         }
     }
-    let parked_ids: Vec<String> = conn.smembers(keys::PARKED).unwrap();
+    let parked_ids: Vec<String> = conn.smembers(keys::LIMITS_WITH_PARKED).unwrap();
     assert!(ids.iter().all(|k| !parked_ids.contains(k)));
     // Each key's two jobs were a run, which named its limit in the
     // capsule's set (reap.lua) until the script that ended it.

@@ -4,7 +4,7 @@
 mod support;
 
 use limit_fetch_core::keys;
-use support::eval_after_prelude;
+use support::{eval_after_prelude, try_eval_after_prelude};
 
 #[test]
 fn the_preludes_key_names_are_the_data_models() {
@@ -25,7 +25,7 @@ fn the_preludes_key_names_are_the_data_models() {
     for name in names {
         for uuid in uuids {
             let got: Vec<String> = eval_after_prelude(
-                "return {PREFIX, RECOVERIES_KEY, DEAD_KEY, PARKED_KEY, DISCARDED_KEY,
+                "return {PREFIX, RECOVERIES_KEY, DEAD_KEY, LIMITS_WITH_PARKED_KEY, DISCARDED_KEY,
                          queue_key(ARGV[1]), limit_key(ARGV[1]), process_limit_key(ARGV[1]),
                          busy_key(ARGV[1]), in_progress_key(ARGV[2], ARGV[1]),
                          capsule_queues_key(ARGV[2]), job_limit_key(ARGV[1]),
@@ -45,7 +45,7 @@ fn the_preludes_key_names_are_the_data_models() {
                 keys::PREFIX.to_owned(),
                 keys::RECOVERIES.to_owned(),
                 keys::DEAD.to_owned(),
-                keys::PARKED.to_owned(),
+                keys::LIMITS_WITH_PARKED.to_owned(),
                 keys::DISCARDED.to_owned(),
                 keys::queue(name),
                 keys::limit(name),
@@ -82,5 +82,39 @@ fn the_preludes_key_names_are_the_data_models() {
             ];
             assert_eq!(got, want, "queue {name:?}, capsule {uuid:?}");
         }
+    }
+}
+
+/// NONE, the empty table a call reads where it has nothing, outlives the
+/// call: once a call has begun (new_call, which every function runs first),
+/// a write into it fails the script, naming it, and leaves it empty;
+/// reading it works as reading any empty table.
+#[test]
+fn a_write_into_none_fails_loudly() {
+    let read: Vec<i64> = eval_after_prelude(
+        "new_call()
+         local n = 0
+         for _ in pairs(NONE) do n = n + 1 end
+         for _ in ipairs(NONE) do n = n + 1 end
+         return {#NONE, n, NONE.x == nil and 1 or 0}",
+        &[],
+        &[],
+    );
+    assert_eq!(read, vec![0, 0, 1]);
+    for write in ["NONE.x = 1", "NONE[1] = 'job'", "NONE[#NONE + 1] = 'job'"] {
+        let error = try_eval_after_prelude::<()>(&format!("new_call() {write}"), &[], &[])
+            .expect_err(&format!("{write} must fail"))
+            .to_string();
+        assert!(error.contains("a write into NONE"), "{write}: {error}");
+        let after: Vec<i64> = eval_after_prelude(
+            &format!(
+                "new_call()
+                 local wrote = pcall(function() {write} end)
+                 return {{wrote and 1 or 0, #NONE, next(NONE) and 1 or 0}}"
+            ),
+            &[],
+            &[],
+        );
+        assert_eq!(after, vec![0, 0, 0], "{write}");
     }
 }

@@ -42,7 +42,7 @@ impl Drop for Cleanup {
         let mut conn = redis();
         for id in &self.ids {
             let _: redis::RedisResult<()> = conn.del(keys::parked(id));
-            let _: redis::RedisResult<()> = conn.srem(keys::PARKED, id);
+            let _: redis::RedisResult<()> = conn.srem(keys::LIMITS_WITH_PARKED, id);
         }
         for c in &self.capsules {
             let _ = c.deregister(&[] as &[&str], &Interrupt::new());

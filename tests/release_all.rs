@@ -97,7 +97,7 @@ fn park(id: &str, jobs: &[String]) {
     for job in jobs {
         let _: () = conn.lpush(keys::parked(id), job).unwrap();
     }
-    let _: () = conn.sadd(keys::PARKED, id).unwrap();
+    let _: () = conn.sadd(keys::LIMITS_WITH_PARKED, id).unwrap();
 }
 
 #[test]
@@ -169,7 +169,7 @@ fn parked_jobs_and_those_of_capsules_not_alive_go_back_once_oldest_first() {
     // Nothing names them any more.
     assert_eq!(parked(&key), Vec::<String>::new());
     assert_eq!(parked(&rated), Vec::<String>::new());
-    let still_parked: Vec<String> = conn.smembers(keys::PARKED).unwrap();
+    let still_parked: Vec<String> = conn.smembers(keys::LIMITS_WITH_PARKED).unwrap();
     assert!(!still_parked.contains(&key) && !still_parked.contains(&rated));
     let rate_parked: Option<f64> = conn.zscore(keys::RATE_PARKED, &rated).unwrap();
     assert_eq!(rate_parked, None);

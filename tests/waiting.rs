@@ -21,7 +21,7 @@ fn park(conn: &mut redis::Connection, id: &str, jobs: &[String]) {
     for j in jobs {
         let _: () = conn.lpush(keys::parked(id), j).unwrap();
     }
-    let _: () = conn.sadd(keys::PARKED, id).unwrap();
+    let _: () = conn.sadd(keys::LIMITS_WITH_PARKED, id).unwrap();
 }
 
 fn row<'a>(rows: &'a [QueueWaiting], name: &str) -> &'a QueueWaiting {

@@ -10,7 +10,7 @@ use std::sync::LazyLock;
 use std::time::Duration;
 
 use crate::connection::Conn;
-use crate::runtime::run_plain;
+use crate::runtime::wait_for;
 use crate::script::{LuaScript, BACK_OFF, RESUME};
 use crate::{Error, Interrupt, Result, MAX_PERIOD};
 
@@ -83,7 +83,7 @@ impl Limits {
     pub fn back_off(&self, back_off: &BackOff, interrupt: &Interrupt) -> Result<BackedOff> {
         let args = back_off.args()?;
         let redis = self.redis().clone();
-        run_plain(interrupt, self.timeout(), async move {
+        wait_for(interrupt, self.timeout(), async move {
             let mut conn: Conn = redis.conn().await?;
             let mut all = vec![String::new(), String::new(), String::new()];
             all.extend(args);
@@ -99,7 +99,7 @@ impl Limits {
     pub fn resume(&self, id: &str, interrupt: &Interrupt) -> Result<(bool, u64)> {
         let id = id.to_owned();
         let redis = self.redis().clone();
-        run_plain(interrupt, self.timeout(), async move {
+        wait_for(interrupt, self.timeout(), async move {
             let mut conn = redis.writer().await?;
             let (ended, sent): (u64, u64) = RESUME_SCRIPT
                 .invoke(&mut conn, &[] as &[&str], &[id.as_str()])

@@ -8,7 +8,7 @@
 use std::sync::LazyLock;
 
 use crate::connection::Conn;
-use crate::runtime::run_plain;
+use crate::runtime::wait_for;
 use crate::script::{LuaScript, ACTIVE, RELEASE};
 use crate::{keys, Interrupt, LimitValue, Rate, Result};
 
@@ -73,7 +73,7 @@ impl Limits {
     ) -> Result<Vec<JobLimitState>> {
         let ids: Vec<String> = ids.iter().map(|id| id.as_ref().to_owned()).collect();
         let redis = self.redis().clone();
-        run_plain(interrupt, self.timeout(), async move {
+        wait_for(interrupt, self.timeout(), async move {
             let mut pipe = redis::pipe();
             for id in &ids {
                 pipe.cmd("GET").arg(keys::job_limit(id));
@@ -133,7 +133,7 @@ impl Limits {
     pub fn set_job_limit(&self, id: &str, value: LimitValue, interrupt: &Interrupt) -> Result<u64> {
         let redis = self.redis().clone();
         let id = id.to_owned();
-        run_plain(interrupt, self.timeout(), async move {
+        wait_for(interrupt, self.timeout(), async move {
             let mut conn = redis.writer().await?;
             let cmd = match value {
                 Some(v) => redis::cmd("SET").arg(keys::job_limit(&id)).arg(v).clone(),
@@ -149,7 +149,7 @@ impl Limits {
     /// (active.lua).
     pub fn active_job_limits(&self, interrupt: &Interrupt) -> Result<Vec<String>> {
         let redis = self.redis().clone();
-        run_plain(interrupt, self.timeout(), async move {
+        wait_for(interrupt, self.timeout(), async move {
             let mut conn = redis.conn().await?;
             let mut ids: Vec<String> = ACTIVE_SCRIPT
                 .invoke(&mut conn, &[] as &[&str], &[] as &[&str])
@@ -174,7 +174,7 @@ pub(crate) async fn release(conn: &mut Conn, ids: &[String]) -> Result<u64> {
 /// from and how many jobs it sent back.
 pub(crate) async fn sweep(conn: &mut Conn, cursor: u64) -> Result<(u64, u64)> {
     let (next, ids): (u64, Vec<String>) = redis::cmd("SSCAN")
-        .arg(keys::PARKED)
+        .arg(keys::LIMITS_WITH_PARKED)
         .arg(cursor)
         .arg("COUNT")
         .arg(SWEEP)

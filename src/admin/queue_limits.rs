@@ -2,7 +2,7 @@
 //! limits.rs for what a limit is and how a stored one reads).
 
 use crate::connection::Conn;
-use crate::runtime::run_plain;
+use crate::runtime::wait_for;
 use crate::{keys, Interrupt, LimitKind, LimitValue, Rate, Result};
 
 use super::Limits;
@@ -23,7 +23,7 @@ impl Limits {
     pub fn limit(&self, queue: &str, kind: LimitKind, interrupt: &Interrupt) -> Result<LimitValue> {
         let redis = self.redis.clone();
         let key = kind.key(queue);
-        run_plain(interrupt, self.timeout, async move {
+        wait_for(interrupt, self.timeout, async move {
             // Bytes: a value set by hand need not be UTF-8, and is then as
             // broken (0) as the fetch script reads it.
             let raw: Option<Vec<u8>> = redis::cmd("GET")
@@ -56,7 +56,7 @@ impl Limits {
             return Ok(limits);
         }
         let redis = self.redis.clone();
-        run_plain(interrupt, self.timeout, async move {
+        wait_for(interrupt, self.timeout, async move {
             let mut mget = redis::cmd("MGET");
             for limit in &limits {
                 mget.arg(&limit.key);
@@ -83,7 +83,7 @@ impl Limits {
         }
         let redis = self.redis.clone();
         let key = kind.key(queue);
-        run_plain(interrupt, self.timeout, async move {
+        wait_for(interrupt, self.timeout, async move {
             let mut conn = redis.writer().await?;
             match value {
                 Some(v) => {
@@ -126,7 +126,7 @@ impl Limits {
 
     fn write_defaults(&self, values: Vec<(String, String)>, interrupt: &Interrupt) -> Result<()> {
         let redis = self.redis.clone();
-        run_plain(interrupt, self.timeout, async move {
+        wait_for(interrupt, self.timeout, async move {
             write_defaults(&mut *redis.writer().await?, &values)
                 .await
                 .map(drop)
@@ -138,7 +138,7 @@ impl Limits {
         let redis = self.redis.clone();
         let key = keys::busy(queue);
         let uuid = uuid.to_owned();
-        run_plain(interrupt, self.timeout, async move {
+        wait_for(interrupt, self.timeout, async move {
             let (all, mine): (u64, Vec<u64>) = redis::pipe()
                 .cmd("LLEN")
                 .arg(&key)

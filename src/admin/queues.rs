@@ -14,7 +14,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use crate::runtime::run_plain;
+use crate::runtime::wait_for;
 use crate::scan;
 use crate::{keys, Error, Interrupt, LimitValue, Rate, Result};
 
@@ -67,7 +67,7 @@ impl Limits {
             return Ok(Vec::new());
         }
         let redis = self.redis().clone();
-        run_plain(interrupt, self.timeout(), async move {
+        wait_for(interrupt, self.timeout(), async move {
             let mut pipe = redis::pipe();
             for name in &names {
                 pipe.cmd("GET").arg(keys::limit(name));
@@ -134,7 +134,7 @@ impl Limits {
         };
         let redis = self.redis().clone();
         let key = keys::paused(queue);
-        run_plain(interrupt, self.timeout(), async move {
+        wait_for(interrupt, self.timeout(), async move {
             let mut cmd = redis::cmd("SET");
             cmd.arg(key).arg(1);
             if let Some(ms) = millis {
@@ -150,7 +150,7 @@ impl Limits {
     pub fn unpause(&self, queue: &str, interrupt: &Interrupt) -> Result<bool> {
         let redis = self.redis().clone();
         let key = keys::paused(queue);
-        run_plain(interrupt, self.timeout(), async move {
+        wait_for(interrupt, self.timeout(), async move {
             let deleted: u64 = redis::cmd("DEL")
                 .arg(key)
                 .query_async(&mut *redis.writer().await?)
@@ -163,7 +163,7 @@ impl Limits {
     /// pause), sorted, found by `SCAN` (incremental: never blocks Redis).
     pub fn known_queues(&self, interrupt: &Interrupt) -> Result<Vec<String>> {
         let redis = self.redis().clone();
-        run_plain(interrupt, self.timeout() * 4, async move {
+        wait_for(interrupt, self.timeout() * 4, async move {
             let found = scan::keys(&mut redis.conn().await?, keys::QUEUE_PATTERN).await?;
             let names: BTreeSet<&str> = found.iter().filter_map(|k| keys::queue_of(k)).collect();
             Ok(names.into_iter().map(str::to_owned).collect())

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use crate::runtime::run_plain;
+use crate::runtime::wait_for;
 use crate::{keys, Interrupt, Rate, Result};
 
 use super::job_limits::release;
@@ -51,7 +51,7 @@ impl Limits {
     pub fn rate(&self, of: RateOf, name: &str, interrupt: &Interrupt) -> Result<Option<Rate>> {
         let redis = self.redis().clone();
         let key = of.key(name);
-        run_plain(interrupt, self.timeout(), async move {
+        wait_for(interrupt, self.timeout(), async move {
             let raw: Option<Vec<u8>> = redis::cmd("GET")
                 .arg(key)
                 .query_async(&mut redis.conn().await?)
@@ -73,7 +73,7 @@ impl Limits {
     ) -> Result<u64> {
         let redis = self.redis().clone();
         let name = name.to_owned();
-        run_plain(interrupt, self.timeout(), async move {
+        wait_for(interrupt, self.timeout(), async move {
             let mut conn = redis.writer().await?;
             let key = of.key(&name);
             let cmd = match rate {
@@ -101,7 +101,7 @@ impl Limits {
         }
         let rates = rates.to_vec();
         let redis = self.redis().clone();
-        run_plain(interrupt, self.timeout(), async move {
+        wait_for(interrupt, self.timeout(), async move {
             let mut pipe = redis::pipe();
             pipe.cmd("TIME");
             for (of, name, _) in &rates {

@@ -5,7 +5,7 @@
 //! waiting for the next heartbeat of another process to reap it. Needs no
 //! capsule (see admin/mod.rs).
 
-use crate::runtime::run_plain;
+use crate::runtime::wait_for;
 use crate::{keys, Interrupt, Result};
 
 use super::Limits;
@@ -31,7 +31,7 @@ impl Limits {
     /// `SUNION` and one pipeline.
     pub fn capsules(&self, interrupt: &Interrupt) -> Result<Vec<CapsuleEntry>> {
         let redis = self.redis().clone();
-        run_plain(interrupt, self.timeout(), async move {
+        wait_for(interrupt, self.timeout(), async move {
             let mut conn = redis.conn().await?;
             let mut uuids: Vec<String> = redis::cmd("SUNION")
                 .arg(keys::CAPSULES)

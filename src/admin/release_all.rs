@@ -16,7 +16,7 @@ use std::sync::LazyLock;
 
 use crate::connection::Redis;
 use crate::reaper::{busy_lists, JobRef, Reap, Reaper};
-use crate::runtime::run_plain;
+use crate::runtime::wait_for;
 use crate::scan;
 use crate::script::{LuaScript, UNPARK};
 use crate::{keys, CapsuleEntry, Interrupt, Result};
@@ -128,7 +128,7 @@ impl Limits {
         F: std::future::Future<Output = Result<T>> + Send + 'static,
         W: FnOnce(std::sync::Arc<Redis>) -> F,
     {
-        run_plain(interrupt, self.timeout(), work(self.redis().clone()))
+        wait_for(interrupt, self.timeout(), work(self.redis().clone()))
     }
 
     /// Every key matching `pattern`, a `SCAN` step at a time.
@@ -142,7 +142,7 @@ impl Limits {
     }
 
     /// The ids of every job limit with a parked list, or noted as having
-    /// parked jobs (in `keys::PARKED` or `keys::RATE_PARKED`), each once.
+    /// parked jobs (in `keys::LIMITS_WITH_PARKED` or `keys::RATE_PARKED`), each once.
     fn parked_limits(&self, interrupt: &Interrupt) -> Result<BTreeSet<String>> {
         let pattern = keys::parked("*");
         let (prefix, suffix) = keys_around(&pattern);
@@ -155,7 +155,7 @@ impl Limits {
         ids.extend(scan::walk(|cursor| {
             self.on_runtime(interrupt, |redis| async move {
                 Ok(redis::cmd("SSCAN")
-                    .arg(keys::PARKED)
+                    .arg(keys::LIMITS_WITH_PARKED)
                     .arg(cursor)
                     .arg("COUNT")
                     .arg(scan::COUNT)

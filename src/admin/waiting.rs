@@ -5,8 +5,8 @@
 
 use std::sync::LazyLock;
 
-use crate::runtime::run_plain;
-use crate::script::{LuaScript, WAITING};
+use crate::runtime::wait_for;
+use crate::script::{codes, LuaScript, WAITING};
 use crate::{Interrupt, Result};
 
 use super::Limits;
@@ -48,10 +48,10 @@ impl Limits {
         oldest: bool,
         interrupt: &Interrupt,
     ) -> Result<Waiting> {
-        let mut args: Vec<String> = vec![budget.to_string(), if oldest { "1" } else { "0" }.into()];
+        let mut args: Vec<String> = vec![budget.to_string(), codes::flag(oldest).into()];
         args.extend(queues.iter().map(|q| q.as_ref().to_owned()));
         let redis = self.redis().clone();
-        run_plain(interrupt, self.timeout(), async move {
+        wait_for(interrupt, self.timeout(), async move {
             let mut conn = redis.conn().await?;
             let reply: Vec<redis::Value> = WAITING_SCRIPT
                 .invoke(&mut conn, &[] as &[&str], &args[..])

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::{Capsule, Inner};
 use crate::ledger::{Ack, Digest};
-use crate::runtime::run_plain;
+use crate::runtime::wait_for;
 use crate::script::fetch::{Fetched, Look, Mode};
 use crate::{keys, Interrupt, Result};
 
@@ -49,7 +49,7 @@ impl Capsule {
     /// Sends pending acknowledgements now.
     pub fn flush(&self, interrupt: &Interrupt) -> Result<()> {
         let inner = self.inner.clone();
-        run_plain(
+        wait_for(
             interrupt,
             self.inner.timeout,
             async move { inner.flush().await },
@@ -60,7 +60,7 @@ impl Capsule {
     /// their slots, in one atomic step. `jobs` are (queue name, payload).
     pub fn requeue(&self, jobs: Vec<(String, Vec<u8>)>, interrupt: &Interrupt) -> Result<()> {
         let inner = self.inner.clone();
-        run_plain(interrupt, self.inner.timeout, async move {
+        wait_for(interrupt, self.inner.timeout, async move {
             inner.requeue(jobs).await
         })
     }

@@ -6,7 +6,7 @@
 
 use crate::admin::{BackOff, BackedOff, BACK_OFF_SCRIPT};
 use crate::ledger::Digest;
-use crate::runtime::run_plain;
+use crate::runtime::wait_for;
 use crate::{keys, Interrupt, Result};
 
 use super::{Capsule, Inner};
@@ -24,7 +24,7 @@ impl Capsule {
         let args = back_off.args()?;
         let queue = keys::queue_name(queue).to_owned();
         let inner = self.inner.clone();
-        run_plain(interrupt, self.inner.timeout, async move {
+        wait_for(interrupt, self.inner.timeout, async move {
             inner.back_off(queue, job, args).await
         })
     }

@@ -6,10 +6,10 @@ use std::time::{Duration, Instant};
 
 use crate::admin::job_limits;
 use crate::reaper::Reaped;
-use crate::runtime::run_plain;
+use crate::runtime::wait_for;
 use crate::{Interrupt, Result};
 
-use super::continuity::Run;
+use super::continuity::Stretch;
 use super::heal::Rebooked;
 use super::Capsule;
 
@@ -62,11 +62,11 @@ impl Capsule {
     /// its pending acknowledgements, sets [`keys::OUTAGE`](crate::keys::OUTAGE)
     /// so that nobody reaps for a heartbeat's expiry, and tells the
     /// reconciliation the jobs it finished lately, whose acknowledgement
-    /// Redis may have lost. It reaps only as a witness (see `Run::witness`).
+    /// Redis may have lost. It reaps only as a witness (see `Stretch::witness`).
     pub fn beat(&self, interrupt: &Interrupt) -> Result<BeatReport> {
         let inner = self.inner.clone();
         let expiry = Duration::from_secs(inner.heartbeat_ttl);
-        let (broken, run) = {
+        let (broken, stretch) = {
             let continuity = inner.continuity.lock();
             let now = Instant::now();
             (
@@ -74,7 +74,7 @@ impl Capsule {
                 continuity.current(now, expiry),
             )
         };
-        let beat = run_plain(interrupt, self.inner.timeout * 4, async move {
+        let beat = wait_for(interrupt, self.inner.timeout * 4, async move {
             // Jobs pushed back and slots freed: a waiter may take them (the
             // writer tells the doorbell when the beat is over).
             if broken {
@@ -82,7 +82,7 @@ impl Capsule {
             }
             let mut conn = inner.redis.writer().await?;
             let started = Instant::now();
-            let witness = run.is_some_and(|run| run.witness(expiry));
+            let witness = stretch.is_some_and(|stretch| stretch.witness(expiry));
             let mut registered = inner.register(&mut conn, broken, witness).await?;
             // A registration that waited longer than a period (a Redis
             // stopped, then resumed) is a break too.
@@ -90,11 +90,11 @@ impl Capsule {
                 inner.hold_off_reaping(&mut conn).await?;
                 registered.held_off = true;
             }
-            let run = run.unwrap_or(Run {
+            let stretch = stretch.unwrap_or(Stretch {
                 since: started,
                 vouched: registered.vouched,
             });
-            let held_off = registered.held_off || !run.witness(expiry);
+            let held_off = registered.held_off || !stretch.witness(expiry);
             let healed = inner.reconcile(&mut conn, broken).await?;
             let mut reaped = Vec::new();
             if !held_off {
@@ -123,10 +123,10 @@ impl Capsule {
                 held_off,
                 released,
             };
-            Ok((report, run))
+            Ok((report, stretch))
         });
         let mut continuity = self.inner.continuity.lock();
-        continuity.record(beat.as_ref().ok().map(|(_, run)| *run));
+        continuity.record(beat.as_ref().ok().map(|(_, stretch)| *stretch));
         beat.map(|(report, _)| report)
     }
 }

@@ -11,13 +11,14 @@ use std::time::{Duration, Instant};
 pub(super) struct Continuity {
     pub(super) failed: bool,
     pub(super) last_ok: Option<Instant>,
-    /// The run of beats without a break that the last one belongs to.
-    pub(super) run: Option<Run>,
+    /// The stretch of beats without a break that the last one belongs to.
+    pub(super) stretch: Option<Stretch>,
 }
 
-/// A run of registrations and beats without a break.
+/// A stretch of registrations and beats without a break (not a run: a
+/// run is a streak of jobs, see hand_over/memory.rs).
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Run {
+pub(super) struct Stretch {
     pub(super) since: Instant,
     /// At its first registration, another capsule had beaten within an
     /// expiry (see `keys::LAST_BEAT`).
@@ -32,29 +33,29 @@ impl Continuity {
                 .is_some_and(|at| now.duration_since(at) > expiry)
     }
 
-    /// The run a registration starting now belongs to: the current one,
+    /// The stretch a registration starting now belongs to: the current one,
     /// unless there is none or it broke off.
-    pub(super) fn current(&self, now: Instant, expiry: Duration) -> Option<Run> {
+    pub(super) fn current(&self, now: Instant, expiry: Duration) -> Option<Stretch> {
         if self.broken(now, expiry) {
             None
         } else {
-            self.run
+            self.stretch
         }
     }
 
-    /// A registration or beat of `run` went through (`Some`) or failed.
-    pub(super) fn record(&mut self, run: Option<Run>) {
-        self.failed = run.is_none();
-        if run.is_some() {
+    /// A registration or beat of `stretch` went through (`Some`) or failed.
+    pub(super) fn record(&mut self, stretch: Option<Stretch>) {
+        self.failed = stretch.is_none();
+        if stretch.is_some() {
             self.last_ok = Some(Instant::now());
-            self.run = run;
+            self.stretch = stretch;
         }
     }
 }
 
-impl Run {
+impl Stretch {
     /// A capsule is a witness of the others' silence, which it may then
-    /// take for death: it knew Redis served beats when its run began, or
+    /// take for death: it knew Redis served beats when its stretch began, or
     /// its own beats have gone on for an expiry since. A capsule that
     /// started, or came back, while every capsule was cut off from Redis
     /// cannot tell the living from the dead before they had an expiry to

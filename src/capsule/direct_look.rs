@@ -303,7 +303,7 @@ fn abandon_hand_over(
                     let none: &[String] = &[];
                     let reply = inner
                         .fetch
-                        .run(
+                        .call(
                             &inner.redis,
                             &inner.uuid,
                             Mode::Plain,

@@ -66,7 +66,7 @@ impl Capsule {
     }
 
     /// Arms the doorbell for `queues` (see `Doorbell::arm`): turns tracking
-    /// on and runs the fetch script in its `Track` mode, which reads, after
+    /// on and runs the fetch script in its `Arm` mode, which reads, after
     /// `CLIENT CACHING yes`, every key what the queues offer depends on.
     /// Returns whether it armed quietly (nothing rang meanwhile), and whether
     /// one of the queues held a job it may take. A rate that holds one back
@@ -78,7 +78,7 @@ impl Capsule {
             .arm(queues, |all| async move {
                 let run = inner
                     .fetch
-                    .run(&inner.redis, &inner.uuid, Mode::Track, &[], None, &all);
+                    .call(&inner.redis, &inner.uuid, Mode::Arm, &[], None, &all);
                 let look = run.await?;
                 self.ring_as_rates_open(&look);
                 Ok(look.more)
@@ -138,13 +138,13 @@ impl Inner {
         let generation = self.redis.generation();
         let mut reply = self
             .fetch
-            .run(&self.redis, &self.uuid, mode, &acks, None, queues)
+            .call(&self.redis, &self.uuid, mode, &acks, None, queues)
             .await;
         // Behind sentinels, the master moved under it: once more, on the
         // master they name now (as a direct look whose connection broke goes
         // again), rather than the caller's waiting a second for its next.
         // The new connection tracks nothing yet: no read-back.
-        if reply.is_err() && self.redis.generation() != generation && mode != Mode::Track {
+        if reply.is_err() && self.redis.generation() != generation && mode != Mode::Arm {
             let mode = if mode == Mode::Watch {
                 Mode::Report
             } else {
@@ -152,7 +152,7 @@ impl Inner {
             };
             reply = self
                 .fetch
-                .run(&self.redis, &self.uuid, mode, &acks, None, queues)
+                .call(&self.redis, &self.uuid, mode, &acks, None, queues)
                 .await;
         }
         self.settle(acks, reply)

@@ -9,12 +9,12 @@ use crate::admin::{write_defaults, INFO_TTL_SECS};
 use crate::connection::Conn;
 use crate::keys;
 use crate::reaper::Reap;
-use crate::runtime::run_plain;
+use crate::runtime::wait_for;
 use crate::{Interrupt, Result};
 
 use std::time::{Duration, Instant};
 
-use super::continuity::Run;
+use super::continuity::Stretch;
 use super::{Capsule, Inner};
 
 /// What a registration found.
@@ -39,24 +39,24 @@ impl Capsule {
     /// permission.
     pub fn check_server(&self, interrupt: &Interrupt) -> Result<()> {
         let inner = self.inner.clone();
-        run_plain(interrupt, self.inner.timeout, async move {
+        wait_for(interrupt, self.inner.timeout, async move {
             inner.check_server(&mut inner.redis.conn().await?).await
         })
     }
 
     /// Registers this capsule (heartbeat key and membership), as a beat
-    /// does; the first registration begins its run of beats (see
+    /// does; the first registration begins its stretch of beats (see
     /// `Continuity`).
     pub fn register(&self, interrupt: &Interrupt) -> Result<()> {
         let inner = self.inner.clone();
         let expiry = Duration::from_secs(inner.heartbeat_ttl);
-        let run = inner.continuity.lock().current(Instant::now(), expiry);
-        let registered = run_plain(interrupt, self.inner.timeout, async move {
+        let stretch = inner.continuity.lock().current(Instant::now(), expiry);
+        let registered = wait_for(interrupt, self.inner.timeout, async move {
             let started = Instant::now();
             let registered = inner
                 .register(&mut inner.redis.conn().await?, false, false)
                 .await?;
-            Ok(run.unwrap_or(Run {
+            Ok(stretch.unwrap_or(Stretch {
                 since: started,
                 vouched: registered.vouched,
             }))
@@ -75,7 +75,7 @@ impl Capsule {
     pub fn deregister<S: AsRef<str>>(&self, queues: &[S], interrupt: &Interrupt) -> Result<i64> {
         let inner = self.inner.clone();
         let names: Vec<String> = queues.iter().map(|q| q.as_ref().to_owned()).collect();
-        run_plain(interrupt, self.inner.timeout * 4, async move {
+        wait_for(interrupt, self.inner.timeout * 4, async move {
             inner.flush().await?;
             let _exclusive = inner.gate.write().await;
             let mut names = names;
@@ -111,7 +111,7 @@ impl Inner {
     }
 
     /// Sets the heartbeat and membership, `keys::LAST_BEAT` if the capsule
-    /// is a `witness` (see `Run::witness`), and after a break in the beats
+    /// is a `witness` (see `Stretch::witness`), and after a break in the beats
     /// (`broken`) the outage key. If the heartbeat key was gone, writes the
     /// configured limits again where unset.
     /// The heartbeat holds what v5's reaper takes for alive (`"1"`), so

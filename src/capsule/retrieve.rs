@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use crate::direct;
 use crate::doorbell::{queue_set, QueueSet, Ticket, Woken};
-use crate::runtime::{handle, run_plain};
+use crate::runtime::{handle, wait_for};
 use crate::script::fetch::Fetched;
 use crate::{keys, Error, Interrupt, Result};
 
@@ -297,7 +297,7 @@ impl Fetch {
         let timeout = self.capsule.timeout();
         // A ring meanwhile (Ok(false)) is handled by the look that follows:
         // it finds the bell unarmed and comes back here.
-        run_plain(interrupt, timeout, async move {
+        wait_for(interrupt, timeout, async move {
             capsule.arm(&queues).await.map(drop)
         })
     }

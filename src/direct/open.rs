@@ -11,7 +11,7 @@ use super::conn::{Direct, Stream};
 use super::flight::{lost, Flight};
 use super::registry::{opened, wanted};
 use crate::connection::Redis;
-use crate::runtime::run_plain;
+use crate::runtime::wait_for;
 use crate::sentinel::is_master;
 use crate::{ConnectionSettings, Error, Interrupt, Result, Tls};
 
@@ -30,7 +30,7 @@ pub(crate) fn open(
     }
     // Behind sentinels, to the master they name now.
     let master = redis.clone();
-    let conn = run_plain(interrupt, settings.timeout, async move {
+    let conn = wait_for(interrupt, settings.timeout, async move {
         let (generation, settings) = master.master().await?;
         let conn = Direct::connect(&settings, generation).await?;
         Ok((conn, settings))

@@ -15,7 +15,7 @@ return function(KEYS, ARGV)
       if redis.call('EXISTS', job_busy_key(id), parked_key(id)) > 0 then ids[#ids + 1] = id end
     end
   end
-  for _, id in ipairs(redis.call('SMEMBERS', PARKED_KEY)) do add(id) end
+  for _, id in ipairs(redis.call('SMEMBERS', LIMITS_WITH_PARKED_KEY)) do add(id) end
   for _, uuid in ipairs(redis.call('SUNION', CAPSULES_KEY, REGISTERED_KEY)) do
     for _, id in ipairs(capsule_job_limits(uuid)) do add(id) end
   end

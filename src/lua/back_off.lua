@@ -76,7 +76,7 @@ return function(KEYS, ARGV)
   -- user denied the push stops before the removal (see may_send).
   local parked = parked_key(id)
   may_send('RPUSH', parked, 'job')
-  redis.call('SADD', PARKED_KEY, id)
+  redis.call('SADD', LIMITS_WITH_PARKED_KEY, id)
   rate_parks(id, ends)
   if redis.call('LREM', in_progress_key(uuid, name), 1, job) == 0 then return {ms, 0} end
   -- First in line: a release sends the oldest, on the right, first.

@@ -14,14 +14,15 @@
 -- KEYS[3..n] busy lists to free its slots in, besides those of the queues
 --            it has in-progress lists for (its queues set)
 -- ARGV[1]    the capsule's UUID
--- ARGV[2]    why: '0' dead (registered, its heartbeat expired); '1' its own
---            clean shutdown: act even with a live heartbeat, and push
---            leftover jobs back without counting a recovery; 'o' neither
---            registered nor beating since a beat noted it so in
+-- ARGV[2]    why (the codes are named in prelude/codes.lua): REAP_DEAD,
+--            registered, its heartbeat expired; REAP_CLEAN, its own clean
+--            shutdown: act even with a live heartbeat, and push leftover
+--            jobs back without counting a recovery; REAP_UNREGISTERED,
+--            neither registered nor beating since a beat noted it so in
 --            UNREGISTERED_KEY at least ARGV[5] seconds ago (orphans.lua)
 -- ARGV[3]    how many recoveries a job may have before it is declared dead
 -- ARGV[4]    now, in seconds (the dead set's score)
--- ARGV[5]    mode 'o': the grace period, in seconds
+-- ARGV[5]    REAP_UNREGISTERED: the grace period, in seconds
 -- Returns nil if there was nothing to do, else
 -- {slots freed (queues' and job limits'), jobs pushed back,
 --  {{queue, jid, class} of each dead job},
@@ -29,12 +30,12 @@
 return function(KEYS, ARGV)
   local uuid = ARGV[1]
   local mode = ARGV[2]
-  local clean = mode == '1'
+  local clean = mode == REAP_CLEAN
   local max_recoveries = tonumber(ARGV[3])
   local now = tonumber(ARGV[4])
 
   if not clean and redis.call('EXISTS', OUTAGE_KEY) == 1 then return nil end
-  if mode == 'o' then
+  if mode == REAP_UNREGISTERED then
     -- Registered or beating again: alive after all, and its note goes.
     if redis.call('EXISTS', KEYS[2]) == 1 or redis.call('SISMEMBER', KEYS[1], uuid) == 1
       or redis.call('SISMEMBER', REGISTERED_KEY, uuid) == 1 then
@@ -111,7 +112,7 @@ return function(KEYS, ARGV)
     redis.call('INCRBY', RECOVERED_KEY, 1)
     redis.call('EXPIRE', RECOVERED_KEY, 604800)
   end
-  if mode == 'o' then
+  if mode == REAP_UNREGISTERED then
     redis.call('HDEL', UNREGISTERED_KEY, uuid)
   else
     redis.call('DEL', KEYS[2])

@@ -10,7 +10,7 @@
 -- queue's jobs from the right): within a call and from one call to the
 -- next, the oldest ends up first in line, ahead of what the queue held.
 -- The call that finds the list empty forgets the limit's parking: its place
--- in PARKED_KEY and RATE_PARKED_KEY (and RATE_DUE_KEY after it), and its
+-- in LIMITS_WITH_PARKED_KEY and RATE_PARKED_KEY (and RATE_DUE_KEY after it), and its
 -- count of jobs released for its rate and not started, which would hold
 -- back a later release of the gem.
 --
@@ -50,7 +50,7 @@ return function(KEYS, ARGV)
   end
   local left = redis.call('LLEN', parked)
   if left == 0 then
-    redis.call('SREM', PARKED_KEY, id)
+    redis.call('SREM', LIMITS_WITH_PARKED_KEY, id)
     if redis.call('ZREM', RATE_PARKED_KEY, id) == 1 then sync_rate_due() end
     redis.call('DEL', job_released_key(id))
   end

@@ -6,7 +6,7 @@
 --
 -- ARGV[1]  budget: how many parked payloads it reads, at most, each limit
 --          read counting as LIMIT_COST more
--- ARGV[2]  '1': also each queue's oldest waiting payloads (for latency)
+-- ARGV[2]  YES: also each queue's oldest waiting payloads (for latency)
 -- ARGV[3..] queue names; none: every queue with parked jobs
 -- Returns {estimated, then per queue: name, length of Sidekiq's list,
 --   parked jobs, its list's oldest payload, its oldest parked payload}
@@ -76,7 +76,7 @@ local function tally(jobs, t)
 end
 
 return function(KEYS, ARGV)
-  local budget, with_oldest = tonumber(ARGV[1]) or 0, ARGV[2] == '1'
+  local budget, with_oldest = tonumber(ARGV[1]) or 0, ARGV[2] == YES
   local asked, names = {}, {}
   for i = 3, #ARGV do
     if not asked[ARGV[i]] then
@@ -136,7 +136,7 @@ return function(KEYS, ARGV)
   end
   local cursor = '0'
   repeat
-    local page = redis.call('SSCAN', PARKED_KEY, cursor, 'COUNT', 100)
+    local page = redis.call('SSCAN', LIMITS_WITH_PARKED_KEY, cursor, 'COUNT', 100)
     cursor = page[1]
     for _, id in ipairs(page[2]) do
       -- The budget spent, the limits left are not read (their jobs not

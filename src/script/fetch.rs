@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use redis::{Cmd, Value};
 
-use super::{decode, LuaScript, Send, FETCH};
+use super::{codes, decode, LuaScript, Send, FETCH};
 use crate::connection::Redis;
 use crate::ledger::Ack;
 use crate::Result;
@@ -49,10 +49,10 @@ pub(crate) struct Look {
     pub(crate) discarded: Vec<Discarded>,
     /// With a job: its queue has a process limit or a rate (such a queue
     /// is left to the script: see capsule/hand_over/).
-    pub(crate) scripted: bool,
+    pub(crate) process_limit_or_rate: bool,
     /// With a job: it was parked, sent back by this fetch (its job limits
     /// may have more parked).
-    pub(crate) parked: bool,
+    pub(crate) was_parked: bool,
     /// With a job, in the modes that report: how many jobs its queue still
     /// holds.
     pub(crate) queued: Option<i64>,
@@ -69,13 +69,14 @@ pub(crate) struct Look {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Handed {
     pub(crate) queue: String,
-    pub(crate) slot: bool,
+    /// Its acknowledgement freed a slot of `queue`, which passes to the script.
+    pub(crate) slot_passed: bool,
     pub(crate) job: Option<Vec<u8>>,
     /// The acknowledged job, when it carries job limits whose slots were
     /// passed too.
     pub(crate) acked: Option<Vec<u8>>,
     /// The job limit whose parked jobs `job` was moved from, else its queue.
-    pub(crate) parked: Option<String>,
+    pub(crate) from_limit: Option<String>,
 }
 
 type Reply = (
@@ -106,15 +107,15 @@ impl Look {
             }
             other => other,
         };
-        let Some((queue, job, more, discarded, scripted, queued, opens, parked)) =
+        let Some((queue, job, more, discarded, process_limit_or_rate, queued, opens, was_parked)) =
             decode::<Option<Reply>>(value)?
         else {
             return Ok(Look::default());
         };
         let fetched = queue.zip(job).map(|(queue, job)| Fetched { queue, job });
         Ok(Look {
-            scripted: scripted == Some(1),
-            parked: parked == Some(1),
+            process_limit_or_rate: process_limit_or_rate == Some(1),
+            was_parked: was_parked == Some(1),
             queued,
             opens_in: opens_in(opens),
             fetched,
@@ -157,7 +158,7 @@ pub(crate) enum Mode {
     /// what it writes, whose tracking its own writes end in silence.
     Watch,
     /// Arming the doorbell: read what fetches depend on, take nothing.
-    Track,
+    Arm,
 }
 
 impl Mode {
@@ -172,12 +173,13 @@ impl Mode {
         }
     }
 
-    fn arg(self) -> &'static [u8] {
+    /// The script's code for it (see `codes`).
+    fn as_arg(self) -> &'static str {
         match self {
-            Mode::Plain => b"0",
-            Mode::Watch => b"1",
-            Mode::Report => b"2",
-            Mode::Track => b"t",
+            Mode::Plain => codes::MODE_PLAIN,
+            Mode::Watch => codes::MODE_WATCH,
+            Mode::Report => codes::MODE_REPORT,
+            Mode::Arm => codes::MODE_ARM,
         }
     }
 
@@ -189,7 +191,7 @@ impl Mode {
         match self {
             Mode::Plain | Mode::Report => Vec::new(),
             Mode::Watch => vec![caching()],
-            Mode::Track => {
+            Mode::Arm => {
                 let tracking = redis::cmd("CLIENT")
                     .arg(&["TRACKING", "ON", "OPTIN", "NOLOOP"])
                     .clone();
@@ -227,20 +229,20 @@ impl FetchScript {
     ) -> Vec<Vec<u8>> {
         let mut args: Vec<Vec<u8>> = Vec::with_capacity(9 + acks.len() * 3 + queues.len());
         args.push(uuid.as_bytes().to_vec());
-        args.push(mode.arg().to_vec());
+        args.push(mode.as_arg().as_bytes().to_vec());
         args.push(self.lookahead.clone());
         args.push(acks.len().to_string().into_bytes());
         match handed {
             Some(handed) => {
                 args.push(handed.queue.as_bytes().to_vec());
-                args.push(if handed.slot { b"1" } else { b"0" }.to_vec());
+                args.push(codes::flag(handed.slot_passed).as_bytes().to_vec());
                 args.push(handed.job.clone().unwrap_or_default());
                 args.push(handed.acked.clone().unwrap_or_default());
-                args.push(handed.parked.clone().unwrap_or_default().into_bytes());
+                args.push(handed.from_limit.clone().unwrap_or_default().into_bytes());
             }
             None => args.extend([
                 Vec::new(),
-                b"0".to_vec(),
+                codes::NO.as_bytes().to_vec(),
                 Vec::new(),
                 Vec::new(),
                 Vec::new(),
@@ -271,11 +273,11 @@ impl FetchScript {
 
     /// Runs the script on the capsule's tracking connection. A `Plain` run
     /// that wrote tells the doorbell through the connection (see
-    /// `Redis::writer`): it did not read again what it wrote. `Track` fails
+    /// `Redis::writer`): it did not read again what it wrote. `Arm` fails
     /// on any error, a refused `CLIENT TRACKING` included; `Watch` keeps
     /// the script's reply when `CLIENT CACHING` failed (tracking was lost
     /// with a reconnection, which rang already).
-    pub(crate) async fn run(
+    pub(crate) async fn call(
         &self,
         redis: &Redis,
         uuid: &str,
@@ -287,17 +289,17 @@ impl FetchScript {
         let args = self.args(uuid, mode, acks, handed, queues);
         let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
         let mut conn = redis.writer().await?;
-        if matches!(mode, Mode::Watch | Mode::Track) {
+        if matches!(mode, Mode::Watch | Mode::Arm) {
             // They read again what they write: Redis goes on tracking it.
             conn.wrote_nothing();
         }
         let keys: &[&str] = &[];
         let mut replies = self
             .script
-            .run_after(&mut conn, &mode.before(), keys, &args[..])
+            .call_after(&mut conn, &mode.before(), keys, &args[..])
             .await?;
         let reply = replies.pop().unwrap_or(Value::Nil);
-        if mode == Mode::Track {
+        if mode == Mode::Arm {
             for reply in replies {
                 decode::<()>(reply)?;
             }

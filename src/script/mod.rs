@@ -8,6 +8,7 @@
 //! which cost Redis about a fifth of the fetch's time. And Redis keeps a
 //! library in its RDB and AOF files and sends it to replicas.
 
+pub(crate) mod codes;
 pub(crate) mod fetch;
 
 use std::sync::LazyLock;
@@ -21,10 +22,10 @@ use crate::Result;
 /// The prelude every function shares (key names and the rules several
 /// scripts use), run once when the library loads: the files of
 /// `src/lua/prelude/`, joined in this order.
-const PRELUDE: [&str; 12] = include!("../lua/prelude/parts.rs");
+const PRELUDE: [&str; 14] = include!("../lua/prelude/parts.rs");
 
 /// The fetch script: the files of `src/lua/fetch/`, joined in this order.
-const FETCH_PARTS: [&str; 10] = include!("../lua/fetch/parts.rs");
+const FETCH_PARTS: [&str; 12] = include!("../lua/fetch/parts.rs");
 
 /// Each script: its name in the library and its files, joined in order
 /// into a chunk that runs once, when the library loads, and returns the
@@ -179,7 +180,7 @@ impl LuaScript {
 
     /// Sends this script after `before` (other commands of the same
     /// request) and returns their replies and the script's, last.
-    pub(crate) async fn run_after<K, A>(
+    pub(crate) async fn call_after<K, A>(
         &self,
         conn: &mut Conn,
         before: &[Cmd],
@@ -226,7 +227,7 @@ impl LuaScript {
         K: ToRedisArgs,
         A: ToRedisArgs + Copy,
     {
-        let mut replies = self.run_after(conn, &[], keys, args).await?;
+        let mut replies = self.call_after(conn, &[], keys, args).await?;
         decode(replies.pop().unwrap_or(Value::Nil))
     }
 }

@@ -277,7 +277,16 @@ fn json_string(text: &str) -> Option<(String, &str)> {
 /// (`src/lua/prelude/`, its files joined in the library's order), as the
 /// scripts run.
 pub fn eval_after_prelude<T: redis::FromRedisValue>(body: &str, keys: &[&str], args: &[&str]) -> T {
-    const PRELUDE: [&str; 12] = include!("../../src/lua/prelude/parts.rs");
+    try_eval_after_prelude(body, keys, args).unwrap()
+}
+
+/// `eval_after_prelude`, its error kept.
+pub fn try_eval_after_prelude<T: redis::FromRedisValue>(
+    body: &str,
+    keys: &[&str],
+    args: &[&str],
+) -> redis::RedisResult<T> {
+    const PRELUDE: [&str; 14] = include!("../../src/lua/prelude/parts.rs");
     let prelude = PRELUDE.join("\n");
     redis::cmd("EVAL")
         .arg(format!("{prelude}{body}"))
@@ -285,5 +294,4 @@ pub fn eval_after_prelude<T: redis::FromRedisValue>(body: &str, keys: &[&str], a
         .arg(keys)
         .arg(args)
         .query(&mut redis())
-        .unwrap()
 }

@@ -43,7 +43,7 @@ fn constants(ruby: &Ruby, module: RModule) -> Result<(), Error> {
         ("LAST_BEAT", keys::LAST_BEAT),
         ("RECOVERIES", keys::RECOVERIES),
         ("DEAD", keys::DEAD),
-        ("PARKED", keys::PARKED),
+        ("PARKED", keys::LIMITS_WITH_PARKED),
         ("DISCARDED", keys::DISCARDED),
         ("RATE_PARKED", keys::RATE_PARKED),
         ("RATE_DUE", keys::RATE_DUE),

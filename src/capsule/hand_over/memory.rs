@@ -21,10 +21,20 @@ struct Hint {
     /// The queue had a limit when a hand-over last read it (unknown after
     /// a script: yes). Without one, its busy list is not counted.
     limited: bool,
-    /// `recovered` as the last hand-over read it, and as read where
-    /// `recoveries` was then found gone (unknown after a script).
+    /// `recovered` as the last hand-over read it (unknown after a script).
     recovered: Option<Vec<u8>>,
-    clean_at: Option<Option<Vec<u8>>>,
+    /// Whether the acknowledgement's recovery count may need clearing.
+    recoveries: Recoveries,
+}
+
+/// What a hand-over last learnt of the recoveries hash: while it is gone
+/// and no reap counted a recovery since (`recovered` unchanged), there is
+/// no count to clear and the `HDEL` is left out.
+enum Recoveries {
+    /// Not found gone since the hint was noted: counts may be there.
+    MayBeCounted,
+    /// Found gone when `recovered` read this.
+    GoneAt(Option<Vec<u8>>),
 }
 
 /// The job limits of the last job this thread acknowledged for a capsule,
@@ -32,7 +42,15 @@ struct Hint {
 struct Run {
     capsule: u64,
     head: Vec<u8>,
-    parked: bool,
+    parked_left: bool,
+}
+
+impl Hint {
+    /// The recoveries hash was gone when `recovered` last read as it does
+    /// now: no recovery counted since.
+    fn recoveries_gone(&self) -> bool {
+        matches!(&self.recoveries, Recoveries::GoneAt(at) if *at == self.recovered)
+    }
 }
 
 thread_local! {
@@ -61,7 +79,7 @@ pub(super) fn noted(
                     && h.queue == queue
                     && (h.more || !needs_more)
             })
-            .map(|h| (h.limited, h.clean_at.as_ref() != Some(&h.recovered)))
+            .map(|h| (h.limited, !h.recoveries_gone()))
     })
 }
 
@@ -72,17 +90,17 @@ pub(super) fn continues_run(capsule: u64, carried: &Carried) -> Option<bool> {
     RUNS.with(|runs| {
         let mut runs = runs.borrow_mut();
         match runs.iter_mut().find(|r| r.capsule == capsule) {
-            Some(run) if run.head == carried.head => Some(run.parked),
+            Some(run) if run.head == carried.head => Some(run.parked_left),
             Some(run) => {
                 run.head.clone_from(&carried.head);
-                run.parked = false;
+                run.parked_left = false;
                 None
             }
             None => {
                 runs.push(Run {
                     capsule,
                     head: carried.head.clone(),
-                    parked: false,
+                    parked_left: false,
                 });
                 None
             }
@@ -91,23 +109,27 @@ pub(super) fn continues_run(capsule: u64, carried: &Carried) -> Option<bool> {
 }
 
 /// Notes whether the run of `capsule` has parked jobs left.
-pub(super) fn note_parked(capsule: u64, parked: bool) {
+pub(super) fn note_parked_left(capsule: u64, parked_left: bool) {
     RUNS.with(|runs| {
         if let Some(run) = runs.borrow_mut().iter_mut().find(|r| r.capsule == capsule) {
-            run.parked = parked;
+            run.parked_left = parked_left;
         }
     });
 }
 
 /// Records what a fetch script on this thread's connection found.
 pub(in crate::capsule) fn note(capsule: u64, generation: u64, look: &Look) {
-    if look.parked {
-        note_parked(capsule, true);
+    if look.was_parked {
+        note_parked_left(capsule, true);
     }
     HINTS.with(|hints| {
         let mut hints = hints.borrow_mut();
         hints.retain(|h| h.capsule != capsule);
-        if let Some(fetched) = look.fetched.as_ref().filter(|_| !look.scripted) {
+        if let Some(fetched) = look
+            .fetched
+            .as_ref()
+            .filter(|_| !look.process_limit_or_rate)
+        {
             hints.push(Hint {
                 capsule,
                 generation,
@@ -115,7 +137,7 @@ pub(in crate::capsule) fn note(capsule: u64, generation: u64, look: &Look) {
                 more: look.queued.map_or(true, |n| n > 0),
                 limited: true,
                 recovered: None,
-                clean_at: None,
+                recoveries: Recoveries::MayBeCounted,
             });
         }
     });
@@ -150,7 +172,7 @@ pub(super) fn note_read(
     update(capsule, |hint| {
         hint.limited = limited;
         if gone == Some(true) {
-            hint.clean_at = Some(recovered.clone());
+            hint.recoveries = Recoveries::GoneAt(recovered.clone());
         }
         hint.recovered = recovered.clone();
     });

@@ -117,7 +117,7 @@ pub(super) struct HandOver {
     /// that job (for the script, if it decides).
     limits: Option<(Carried, Vec<u8>)>,
     /// The next job comes from the parked jobs of the one job limit.
-    from_parked: bool,
+    from_parked_list: bool,
     /// Where its pipeline's replies are.
     layout: Layout,
 }
@@ -149,20 +149,21 @@ impl HandOver {
         if ack.queue != *first {
             return None;
         }
-        let (limits, from_parked) = if carries_job_limits(&ack.job) {
+        let (limits, from_parked_list) = if carries_job_limits(&ack.job) {
             let carried = Carried::read(&ack.job)?;
-            let parked = continues_run(capsule, &carried)?;
+            let parked_left = continues_run(capsule, &carried)?;
             let one = carried.limits.len() == 1;
-            (Some((carried, ack.job.clone())), parked && one)
+            (Some((carried, ack.job.clone())), parked_left && one)
         } else {
             (None, false)
         };
         // Parked jobs are taken whether or not the queue holds any.
-        let (count_busy, forget) = noted(capsule, generation, first, report && !from_parked)?;
+        let (count_busy, recoveries_counted) =
+            noted(capsule, generation, first, report && !from_parked_list)?;
         let sends = Sends {
-            from_parked,
+            from_parked_list,
             count_busy,
-            forget,
+            recoveries_counted,
             report,
         };
         let carried = limits.as_ref().map_or(&[][..], |(c, _)| &c.limits[..]);
@@ -171,7 +172,7 @@ impl HandOver {
             queue: first.clone(),
             capsule,
             limits,
-            from_parked,
+            from_parked_list,
             layout,
         };
         Some((hand_over, request))

@@ -13,12 +13,12 @@ use crate::ledger::Ack;
 /// decided.
 pub(super) struct Sends {
     /// The next job comes from the parked jobs of the one job limit.
-    pub(super) from_parked: bool,
+    pub(super) from_parked_list: bool,
     /// The queue's busy list is counted (it had a limit lately).
     pub(super) count_busy: bool,
     /// The acknowledgement's `HDEL` is sent (recoveries may be counted),
     /// and the `EXISTS` of recoveries after it.
-    pub(super) forget: bool,
+    pub(super) recoveries_counted: bool,
     /// Fetchers sleep on the doorbell: the `LLEN` of the queue says whether
     /// more is eligible.
     pub(super) report: bool,
@@ -43,7 +43,7 @@ pub(super) struct Layout {
     /// without job limits).
     pub(super) job_busy: Range<usize>,
     /// The `EXISTS` of the job limits' parked lists, with job limits.
-    pub(super) parked: Option<usize>,
+    pub(super) parked_lists: Option<usize>,
     /// The `LLEN` of the queue, while fetchers sleep.
     pub(super) queued: Option<usize>,
     /// The `EXISTS` of recoveries, with the `HDEL`.
@@ -91,12 +91,12 @@ pub(super) fn build(
     }
     pipe.cmd("LREM").arg(&in_progress).arg(1).arg(&ack.job);
     let acked = next.one();
-    if sends.forget {
+    if sends.recoveries_counted {
         pipe.cmd("HDEL").arg(keys::RECOVERIES).arg(ack.digest.hex());
         next.one();
     }
     let source = match limits.first() {
-        Some(limit) if sends.from_parked => keys::parked(&limit.id),
+        Some(limit) if sends.from_parked_list => keys::parked(&limit.id),
         _ => keys::queue(queue),
     };
     pipe.cmd("LMOVE")
@@ -128,10 +128,10 @@ pub(super) fn build(
         pipe.cmd("LLEN").arg(keys::job_busy(&limit.id));
     }
     let job_busy = next.many(limits.len());
-    let parked = (!limits.is_empty()).then(|| {
-        let parked = pipe.cmd("EXISTS");
+    let parked_lists = (!limits.is_empty()).then(|| {
+        let exists = pipe.cmd("EXISTS");
         for limit in limits {
-            parked.arg(keys::parked(&limit.id));
+            exists.arg(keys::parked(&limit.id));
         }
         next.one()
     });
@@ -139,7 +139,7 @@ pub(super) fn build(
         pipe.cmd("LLEN").arg(keys::queue(queue));
         next.one()
     });
-    let recoveries = sends.forget.then(|| {
+    let recoveries = sends.recoveries_counted.then(|| {
         pipe.cmd("EXISTS").arg(keys::RECOVERIES);
         next.one()
     });
@@ -150,7 +150,7 @@ pub(super) fn build(
         state,
         busy,
         job_busy,
-        parked,
+        parked_lists,
         queued,
         recoveries,
     };
@@ -197,9 +197,9 @@ mod tests {
         for bits in 0..16u8 {
             for n in 0..=limits.len() {
                 let sends = Sends {
-                    from_parked: bits & 1 != 0,
+                    from_parked_list: bits & 1 != 0,
                     count_busy: bits & 2 != 0,
-                    forget: bits & 4 != 0,
+                    recoveries_counted: bits & 4 != 0,
                     report: bits & 8 != 0,
                 };
                 let (packed, at) = build("q", "u", &ack, &limits[..n], &sends);
@@ -213,11 +213,14 @@ mod tests {
                 assert_eq!(named(at.busy), sends.count_busy.then_some("LLEN"));
                 assert_eq!(at.job_busy.len(), n);
                 assert!(sent[at.job_busy.clone()].iter().all(|c| c == "LLEN"));
-                assert_eq!(named(at.parked), (n > 0).then_some("EXISTS"));
+                assert_eq!(named(at.parked_lists), (n > 0).then_some("EXISTS"));
                 assert_eq!(named(at.queued), sends.report.then_some("LLEN"));
-                assert_eq!(named(at.recoveries), sends.forget.then_some("EXISTS"));
+                assert_eq!(
+                    named(at.recoveries),
+                    sends.recoveries_counted.then_some("EXISTS")
+                );
                 let hdel = sent.iter().filter(|c| *c == "HDEL").count();
-                assert_eq!(hdel, usize::from(sends.forget));
+                assert_eq!(hdel, usize::from(sends.recoveries_counted));
             }
         }
     }

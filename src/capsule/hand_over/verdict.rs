@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use redis::Value;
 
-use super::memory::{note_parked, note_read};
+use super::memory::{note_parked_left, note_read};
 use super::HandOver;
 use crate::limits::parse_stored;
 use crate::script::fetch::{carries_job_limits, Fetched, Handed, Look};
@@ -77,9 +77,9 @@ impl HandOver {
         if !same {
             return None;
         }
-        if let Some(Value::Int(parked)) = at.parked.map(|i| &replies[i]) {
+        if let Some(Value::Int(parked)) = at.parked_lists.map(|i| &replies[i]) {
             // From the queue, a job would overtake the parked ones.
-            if *parked > 0 && !self.from_parked {
+            if *parked > 0 && !self.from_parked_list {
                 return None;
             }
             let counts = &replies[at.job_busy.clone()];
@@ -123,8 +123,8 @@ impl HandOver {
             let limited = !matches!(state.first(), Some(Value::Nil));
             note_read(self.capsule, limited, recovered, gone);
         }
-        if let Some(Value::Int(parked)) = at.parked.map(|i| &replies[i]) {
-            note_parked(self.capsule, *parked > 0);
+        if let Some(Value::Int(parked)) = at.parked_lists.map(|i| &replies[i]) {
+            note_parked_left(self.capsule, *parked > 0);
         }
     }
 
@@ -142,7 +142,7 @@ impl HandOver {
             return Outcome::Taken(Look::handed_over(fetched, more), queued);
         }
         let at = &self.layout;
-        let (slot, job) = match self.read(&replies) {
+        let (slot_passed, job) = match self.read(&replies) {
             Some(r) => (
                 matches!(r[at.acked], Value::Int(1)),
                 match &r[at.moved] {
@@ -152,16 +152,16 @@ impl HandOver {
             ),
             _ => (false, None),
         };
-        let parked = match self.carried() {
-            [limit] if self.from_parked => Some(limit.id.clone()),
+        let from_limit = match self.carried() {
+            [limit] if self.from_parked_list => Some(limit.id.clone()),
             _ => None,
         };
         Outcome::Decide(Handed {
             queue: self.queue,
-            slot,
+            slot_passed,
             job,
             acked: self.limits.map(|(_, job)| job),
-            parked,
+            from_limit,
         })
     }
 }

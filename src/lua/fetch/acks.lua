@@ -1,13 +1,45 @@
--- An acknowledged job's job-limit slots, vacated for the jobs this call
--- takes, and the parked jobs they let go, held (vacate).
--- Writes: vacated, held, the prelude's emptied (release).
+-- An acknowledged job's job-limit slots, freed for the jobs this call
+-- takes, and the parked jobs they let go, held (free_limits); the call's
+-- acknowledgements (acknowledge).
+-- Reads: argv, uuid. Writes: freed, freed_limits, held, the prelude's emptied
+-- (release).
 
--- Counts the slots of the job limits `job` carries as vacated by its end,
+-- Counts the slots of the job limits `job` carries as freed by its end,
 -- and holds for each the oldest parked job it has room for.
-local function vacate(job)
+local function free_limits(job)
   for _, limit in ipairs(job_limits(job) or NONE) do
     local id = limit.id
-    vacated[id] = (vacated[id] or 0) + 1
-    release(id, 1, held, vacated[id], limit)
+    freed_limits[id] = (freed_limits[id] or 0) + 1
+    release(id, 1, held, freed_limits[id], limit)
+  end
+end
+
+-- Takes the call's acknowledgements, ARGV[first] to ARGV[last] in triples
+-- (queue name, job, SHA1): sets freed, freed_limits and held for the call, or
+-- NONE when there is nothing to acknowledge and no hand-over to decide.
+--
+-- Idempotent: an acknowledgement sent again (its reply was lost) finds its
+-- job gone and frees no second slot. The slots freed, per queue and per
+-- job limit, are released at the end, unless a job taken here books them
+-- again: a queue's busy list is then not written at all, and rings no
+-- fetcher sleeping on it; a job limit's slot passes from one job to the
+-- next without a write. Likewise the parked jobs the acknowledgements send
+-- back are held, by queue name, and pushed to their queues at the end,
+-- unless this fetch takes them (see release in the prelude): a hot key's
+-- next job goes from its parked list to the capsule that freed its slot.
+local function acknowledge(acks, handed, first, last)
+  if acks == 0 and handed == '' then
+    freed, freed_limits, held = NONE, NONE, NONE
+    return
+  end
+  freed, freed_limits, held = {}, {}, {}
+  local forget = acks > 0 and redis.call('EXISTS', RECOVERIES_KEY) == 1
+  for i = first, last, 3 do
+    local name, job = argv[i], argv[i + 1]
+    if redis.call('LREM', in_progress_key(uuid, name), 1, job) == 1 then
+      freed[name] = (freed[name] or 0) + 1
+      free_limits(job)
+    end
+    if forget then redis.call('HDEL', RECOVERIES_KEY, argv[i + 2]) end
   end
 end

@@ -1,17 +1,17 @@
 -- Jobs set aside at a full job limit: parked (parks, and park_front for a
 -- run at the front of a queue) or discarded (discard), one at a time
 -- (set_aside).
--- Reads: lookahead, rate_full, watch. Writes: parked, discarded,
+-- Reads: lookahead, rate_full, watch. Writes: parked_into, discarded,
 -- discarded_from, aside, moved, written, opens, full (at_limit), the
 -- prelude's rate_parked_written (rate_parks).
 
 -- Notes that job limit `id` parked a job, and if at its rate, when the
 -- window opens for it.
 local function parks(id)
-  if not parked[id] then
-    if parked == NONE then parked = {} end
-    parked[id] = true
-    redis.call('SADD', PARKED_KEY, id)
+  if not parked_into[id] then
+    if parked_into == NONE then parked_into = {} end
+    parked_into[id] = true
+    redis.call('SADD', LIMITS_WITH_PARKED_KEY, id)
     local at = rate_full[id]
     if at then
       rate_parks(id, at ~= 0 and at or nil)

@@ -1,7 +1,7 @@
 -- A job's limits checked (backing_off, at_rate, at_concurrency, at_limit,
 -- and held_back, which checks a class's back-off too) and booked (book).
--- Reads: uuid, vacated, full, rate_full, classes_back_off. Writes: full,
--- rate_full, vacated, opens.
+-- Reads: uuid, freed_limits, full, rate_full, classes_back_off. Writes:
+-- full, rate_full, freed_limits, opens.
 
 -- Whether job limit `limit` is at its rate; if so, notes when it opens.
 local function at_rate(limit)
@@ -15,11 +15,11 @@ local function at_rate(limit)
 end
 
 -- Whether job limit `limit` is at its concurrency (the slots the capsule
--- vacated above count as free). One without (a rate alone) never is.
+-- freed above count as free). One without (a rate alone) never is.
 local function at_concurrency(limit)
   local concurrency = job_limit(limit)
   if concurrency >= MAX_LIMIT then return false end
-  local busy = redis.call('LLEN', job_busy_key(limit.id)) - (vacated[limit.id] or 0)
+  local busy = redis.call('LLEN', job_busy_key(limit.id)) - (freed_limits[limit.id] or 0)
   -- An adaptive limit reached may grow (adaptive.lua).
   return busy >= concurrency and busy >= grow(limit, concurrency)
 end
@@ -48,15 +48,15 @@ local function at_limit(limits)
   end
 end
 
--- Books a slot of each of a job's limits for the capsule: one it vacated
+-- Books a slot of each of a job's limits for the capsule: one it freed
 -- above if any (its entry stays), else a new entry; and a start of each
 -- one's rate. The job, in the capsule's in-progress list, says whose
 -- entries they are if the capsule dies (reap.lua).
 local function book(limits)
   for _, limit in ipairs(limits) do
     local id = limit.id
-    if (vacated[id] or 0) > 0 then
-      vacated[id] = vacated[id] - 1
+    if (freed_limits[id] or 0) > 0 then
+      freed_limits[id] = freed_limits[id] - 1
     else
       redis.call('RPUSH', job_busy_key(id), uuid)
     end

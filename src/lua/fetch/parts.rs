@@ -11,5 +11,7 @@
     include_str!("aside.lua"),
     include_str!("acks.lua"),
     include_str!("adopt.lua"),
+    include_str!("handed.lua"),
+    include_str!("arm.lua"),
     include_str!("main.lua"),
 ]

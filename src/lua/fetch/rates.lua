@@ -1,6 +1,6 @@
 -- The fetch's rates: jobs parked behind a rate whose window has opened go
 -- back first (release_opened).
--- Reads: vacated. Writes: opens, written (wrote), the prelude's
+-- Reads: freed_limits. Writes: opens, written (wrote), the prelude's
 -- rate_parked_written.
 
 -- Sends back the jobs parked behind a rate whose window has opened (the
@@ -17,9 +17,9 @@ local function release_opened(may_release)
   redis.call('ZREM', RATE_PARKED_KEY, unpack(ids))
   rate_parked_written = true
   for _, id in ipairs(ids) do
-    -- Slots this call's acknowledgements vacated count as free: no later
+    -- Slots this call's acknowledgements freed count as free: no later
     -- acknowledgement will send these jobs back for them.
-    for _, queue in ipairs(release(id, nil, nil, vacated[id])) do wrote(queue) end
+    for _, queue in ipairs(release(id, nil, nil, freed_limits[id])) do wrote(queue) end
   end
   local following = redis.call('ZRANGE', RATE_PARKED_KEY, 0, 0, 'WITHSCORES')
   if #following > 0 then

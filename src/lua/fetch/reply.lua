@@ -1,9 +1,9 @@
 -- The end of a call: the writes left to its end (held jobs pushed, slots
 -- freed, limits leaving the parked set and the capsule's set, discarded
 -- jobs removed; push_held, done), and the reply without a job (none).
--- Reads: uuid, watch, freed, vacated, held, parked, ended, discarded_from,
--- discarded, aside, opens, written, the prelude's emptied and
--- rate_parked_written. Writes: held (each queue's jobs cleared), written.
+-- Reads: uuid, watch, freed, freed_limits, held, parked_into, ended,
+-- discarded_from, discarded, aside, opens, written, the prelude's emptied
+-- and rate_parked_written. Writes: held (each queue's jobs cleared), written.
 
 -- Pushes the held jobs this fetch did not take to the front of their
 -- queues, as release would have: the last held goes first.
@@ -24,10 +24,10 @@ local function done(reply)
   -- unless this call parked more of theirs.
   if emptied then
     for id in pairs(emptied) do
-      if not parked[id] then redis.call('SREM', PARKED_KEY, id) end
+      if not parked_into[id] then redis.call('SREM', LIMITS_WITH_PARKED_KEY, id) end
     end
   end
-  for id, n in pairs(vacated) do
+  for id, n in pairs(freed_limits) do
     if n > 0 then unbook_job_limit(uuid, id, n) end
   end
   -- A run's limits leave the capsule's set with its last slot of them: a

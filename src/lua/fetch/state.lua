@@ -21,28 +21,33 @@
 -- fetch after that sends it back to the front of its queue.
 --
 -- ARGV[1]     the capsule's UUID
--- ARGV[2]     what the capsule's doorbell needs while fetchers sleep on it:
---             '0'  nothing;
---             '2'  report whether another job is eligible after this one;
---             '1'  that, and read again the keys this script writes, so that
---                  the tracking connection (which sent it after CLIENT CACHING
---                  yes) goes on tracking them;
---             't'  take nothing: read, for each queue, the keys whether it is
---                  eligible depends on (its limits, pause and busy list), and
---                  its length if it is (arming the doorbell, after CLIENT
---                  CACHING yes). A full or paused queue's own key is not
---                  read: pushes to it change nothing until a slot, a limit or
---                  the pause does, and those keys are read (a pause's TTL
---                  running out deletes its key, which Redis reports too).
---                  Returns 1 if an eligible queue holds a job, else nil; or,
---                  when a rate holds something back, {1 or 0, opens in}.
+-- ARGV[2]     what the capsule's doorbell needs while fetchers sleep on it
+--             (the codes are named in prelude/codes.lua):
+--             MODE_PLAIN   nothing;
+--             MODE_REPORT  report whether another job is eligible after
+--                          this one;
+--             MODE_WATCH   that, and read again the keys this script
+--                          writes, so that the tracking connection (which
+--                          sent it after CLIENT CACHING yes) goes on
+--                          tracking them;
+--             MODE_ARM     take nothing: read, for each queue, the keys
+--                          whether it is eligible depends on (its limits,
+--                          pause and busy list), and its length if it is
+--                          (arming the doorbell, after CLIENT CACHING yes).
+--                          A full or paused queue's own key is not read:
+--                          pushes to it change nothing until a slot, a
+--                          limit or the pause does, and those keys are read
+--                          (a pause's TTL running out deletes its key,
+--                          which Redis reports too). Returns 1 if an
+--                          eligible queue holds a job, else nil; or, when a
+--                          rate holds something back, {1 or 0, opens in}.
 -- ARGV[3]     how many jobs the fetch may set aside at most (>= 1)
 -- ARGV[4]     n, the number of acknowledgements that follow ARGV[9]
 -- ARGV[5..9]  what a hand-over left to decide (see src/capsule/hand_over/),
---             else '', '0', '', '', '': the name of the queue it took from;
---             '1' if its acknowledgement freed a slot of that queue (which
+--             else '', NO, '', '', '': the name of the queue it took from;
+--             YES if its acknowledgement freed a slot of that queue (which
 --             counts as freed here, while the capsule's heartbeat key
---             exists), else '0'; the job it moved into the capsule's
+--             exists), else NO; the job it moved into the capsule's
 --             in-progress list unchecked, or '' (none was there); the job
 --             it acknowledged if that carries job limits, whose slots count
 --             as freed too (on the same terms: its run ends, and its limits
@@ -57,7 +62,7 @@
 -- ARGV[3]; discarded lists {job, job limit id} of each job it discarded
 -- (the whole payload, for the app's discard handlers); with a job, 1 if its queue has a process limit, a rate or classes that back off (a
 -- hand-over is tried only without either), else false, and, when it reports (ARGV[2]
--- '1' or '2'), how many jobs its queue still holds (else false); opens in:
+-- MODE_WATCH or MODE_REPORT), how many jobs its queue still holds (else false); opens in:
 -- microseconds until a rate may let something go that it holds back now
 -- (a queue's window, or jobs parked behind a job limit's), else false;
 -- parked: with a job, 1 if it was a parked job this fetch sent back (its
@@ -73,8 +78,8 @@
 -- not at every call (a closure each, every call, cost Redis about a fifth of
 -- a fetch), and share the call's state through these locals, which the
 -- function sets first. A call that has no acknowledgement, job limit or
--- watcher allocates no table for them: it reads NONE, which nothing writes.
-local NONE = {}
+-- watcher allocates no table for them: it reads the prelude's NONE, which
+-- raises an error if written.
 local argv, uuid, watch, report, lookahead
 -- The last queue state eligible read: {limit, process limit, paused,
 -- rate}, and that rate, parsed.
@@ -88,11 +93,11 @@ local opens
 -- Job limits found at their rate, and when their window opens (0: never).
 local rate_full
 -- Slots freed, per queue and per job limit, and the parked jobs held for
--- their queues (see the acknowledgements below); the watched keys written
+-- their queues (see acknowledge, acks.lua); the watched keys written
 -- (a write ends their tracking), the queues whose key a take wrote; job
 -- limits found full, and those that parked a job; jobs set aside and
 -- discarded.
-local freed, vacated, held, written, moved, full, parked, aside, discarded
+local freed, freed_limits, held, written, moved, full, parked_into, aside, discarded
 -- The in-progress list each job discarded by a take is still in, in order
 -- (see set_aside).
 local discarded_from

@@ -15,7 +15,7 @@ local back_off_ends, adaptive_states = {}, {}
 -- one; and whether this call wrote RATE_PARKED_KEY.
 local clock, job_rates, rate_rooms, rate_opens, rate_parked_written
 -- Job limits whose last parked jobs a release handed to the fetch (`held`,
--- see release), by id, or nil: they leave PARKED_KEY once those jobs are in
+-- see release), by id, or nil: they leave LIMITS_WITH_PARKED_KEY once those jobs are in
 -- a list again (lua/fetch/reply.lua's done).
 local emptied
 local function new_call()
@@ -23,6 +23,7 @@ local function new_call()
   back_off_ends, adaptive_states = {}, {}
   clock, job_rates, rate_rooms, rate_opens, rate_parked_written = nil, {}, {}, {}, false
   emptied = nil
+  guard_none()
 end
 
 -- Redis's clock now, in microseconds: the same for the whole call (a

@@ -39,7 +39,7 @@ local function parked_key(id) return PREFIX .. 'limit:' .. id .. ':parked' end
 -- The job limits a capsule's runs pass slots of (src/keys.rs): a slot's
 -- other holders carry their limits, in the capsule's in-progress lists.
 local function capsule_limits_key(uuid) return PREFIX .. 'capsule:' .. uuid .. ':limits' end
-local PARKED_KEY = 'sidekiq:limit_fetch:parked'
+local LIMITS_WITH_PARKED_KEY = 'sidekiq:limit_fetch:parked'
 -- Rates: a queue's or a job limit's stored rate, its starts (a sorted set
 -- scored by start time, in microseconds of Redis's clock), and the job
 -- limits parked at their rate, scored by when their window may next open.

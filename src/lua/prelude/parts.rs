@@ -3,6 +3,8 @@
 // the library, and by tests/support/mod.rs, which runs the prelude alone.
 [
     include_str!("keys.lua"),
+    include_str!("codes.lua"),
+    include_str!("none.lua"),
     include_str!("values.lua"),
     include_str!("moves.lua"),
     include_str!("call.lua"),

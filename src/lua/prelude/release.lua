@@ -11,19 +11,19 @@
 -- order they would have been pushed: the fetch takes them from there, so
 -- that a job it takes at once never writes its queue, which would wake
 -- idle fetchers for nothing, and pushes the rest when it ends (see
--- lua/fetch/). `vacated`: how many entries of the limit's busy list are
+-- lua/fetch/). `freed`: how many entries of the limit's busy list are
 -- slots already freed, that the caller removes later (the fetch's
 -- hand-over; 0 if nil). Jobs left parked behind the rate are noted to go
 -- when its window opens (rate_parks).
-local function release(id, n, held, vacated, known)
-  -- A limit with parked jobs is in PARKED_KEY: every script that parks a
-  -- job adds its limit. Most limits never park: a slot freed (n) of one
-  -- costs this one look.
-  if n and redis.call('SISMEMBER', PARKED_KEY, id) == 0 then return {} end
+local function release(id, n, held, freed, known)
+  -- A limit with parked jobs is in LIMITS_WITH_PARKED_KEY: every script
+  -- that parks a job adds its limit. Most limits never park: a slot freed
+  -- (n) of one costs this one look.
+  if n and redis.call('SISMEMBER', LIMITS_WITH_PARKED_KEY, id) == 0 then return {} end
   local parked = parked_key(id)
   local left = redis.call('LLEN', parked)
   if left == 0 then
-    redis.call('SREM', PARKED_KEY, id)
+    redis.call('SREM', LIMITS_WITH_PARKED_KEY, id)
     return {}
   end
   -- A back-off holds every job of the limit until it ends, when its
@@ -45,7 +45,7 @@ local function release(id, n, held, vacated, known)
       -- back: its jobs were parked by its rate, and go, in order, as its
       -- window opens.
       if n and concurrency == MAX_LIMIT then return {} end
-      local busy = redis.call('LLEN', job_busy_key(id)) - (vacated or 0)
+      local busy = redis.call('LLEN', job_busy_key(id)) - (freed or 0)
       -- More jobs than its limit lets run: an adaptive limit may grow
       -- (adaptive.lua), and a slot freed then sends one more.
       if concurrency < MAX_LIMIT and busy + left > concurrency then
@@ -106,7 +106,7 @@ local function release(id, n, held, vacated, known)
       emptied = emptied or {}
       emptied[id] = true
     else
-      redis.call('SREM', PARKED_KEY, id)
+      redis.call('SREM', LIMITS_WITH_PARKED_KEY, id)
     end
   elseif rate_left == room then
     rate_parks(id, reopens(starts, rate))

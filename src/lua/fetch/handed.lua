@@ -1,0 +1,46 @@
+-- What a hand-over left to decide (ARGV[5..9], see state.lua's head): the
+-- slot it passed counted as freed, a job it moved from a job limit's parked
+-- jobs put back, the acknowledged job's run ended, and the job it moved
+-- decided (adopt).
+-- Reads: argv, uuid, held. Writes: freed, ended, written (wrote), and what
+-- free_limits, job_limits and adopt write.
+
+-- Decides the hand-over from queue `name` (ARGV[5]); `first_queue`: where
+-- the queue names start among the arguments. Returns the reply when it
+-- takes the job, else nil.
+local function decide_handed(name, first_queue)
+  -- A reaper frees the slots of a capsule whose heartbeat expired: one
+  -- without its heartbeat key may have lost the slots since the hand-over
+  -- passed them. Kept then (its beat, which reconciles, sets it right).
+  local passed = argv[6] == YES and redis.call('EXISTS', heartbeat_key(uuid)) == 1
+  if passed then freed[name] = (freed[name] or 0) + 1 end
+  local job = argv[7]
+  if job ~= '' and argv[9] ~= '' then
+    -- Moved from a job limit's parked jobs, the oldest: back where it
+    -- was, for the releases below to send as they would have.
+    if unmove(name, job) then
+      redis.call('RPUSH', parked_key(argv[9]), job)
+      redis.call('SADD', LIMITS_WITH_PARKED_KEY, argv[9])
+    end
+    job = ''
+  end
+  if passed and argv[8] ~= '' then
+    free_limits(argv[8])
+    ended = job_limits(argv[8])
+  end
+  if job == '' then return nil end
+  if held[name] and #held[name] > 0 then
+    -- Parked jobs sent back go first: the moved job goes back behind
+    -- them (push_held pushes them in front of it).
+    if unmove(name, job) then
+      push_back(name, job)
+      wrote(queue_key(name))
+    end
+    return nil
+  end
+  local at = #argv + 1
+  for i = first_queue, #argv do
+    if argv[i] == name then at = i break end
+  end
+  return adopt(name, job, at)
+end
