@@ -160,7 +160,7 @@ fn in_force(id: &str) -> Option<u64> {
     raw.and_then(|r| r.split(' ').next().and_then(|v| v.parse().ok()))
 }
 
-/// An adaptive limit starts at its floor, grows by one a stretch (half a
+/// An adaptive limit starts at its floor, grows by one a round (half a
 /// second) while it is reached, up to its ceiling, and shrinks at a
 /// back-off, never below its floor.
 #[test]
@@ -186,18 +186,18 @@ fn an_adaptive_limit_grows_while_reached_and_shrinks_at_a_back_off() {
     };
     take_all(&mut running);
     assert_eq!(running.len(), 2, "its floor");
-    assert_eq!(in_force(&id), Some(2), "reached: its first stretch starts");
+    assert_eq!(in_force(&id), Some(2), "reached: its first round starts");
     finish_one(&mut running);
     assert_eq!(
         (running.len(), in_force(&id)),
         (2, Some(2)),
-        "within the stretch"
+        "within the round"
     );
     sleep(Duration::from_millis(520));
     finish_one(&mut running);
     assert_eq!((running.len(), in_force(&id)), (3, Some(3)), "one more");
     finish_one(&mut running);
-    assert_eq!(running.len(), 3, "once a stretch");
+    assert_eq!(running.len(), 3, "once a round");
     for _ in 0..2 {
         sleep(Duration::from_millis(520));
         finish_one(&mut running);

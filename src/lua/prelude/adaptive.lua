@@ -1,6 +1,6 @@
 -- Adaptive job limits (`concurrency: 1..20`): the limit in force moves
 -- between a floor and a ceiling, additive increase, multiplicative
--- decrease. It grows by one after each STRETCH in which it was reached and
+-- decrease. It grows by one after each ROUND in which it was reached and
 -- no back-off came (grow, at the fetch that finds it reached), and shrinks
 -- by SHRINK, never below its floor, at each back-off (shrink, back_off.lua).
 -- Held in Redis for every process (job_adaptive_key), forgotten after IDLE
@@ -8,7 +8,7 @@
 
 -- Microseconds; bin/bench's back_off section measured 0.25, 0.5 and 1 s
 -- (docs/back-off.md).
-local STRETCH = 500000
+local ROUND = 500000
 local SHRINK = 0.75
 -- Milliseconds: 10 minutes.
 local IDLE = 600000
@@ -20,15 +20,15 @@ local function set_adaptive(id, value)
 end
 
 -- Adaptive limit `limit`, found reached at `concurrency`, its limit in
--- force: one more once a stretch since its last change (up to its
+-- force: one more once a round since its last change (up to its
 -- ceiling; at it, the limit is kept from being forgotten). Returns the
 -- limit in force after. A fixed one, or one stored at run time, is kept.
 local function grow(limit, concurrency)
   local floor, ceiling = adaptive_range(limit)
   if not floor or stored_job_limits[limit.id] then return concurrency end
   local state = adaptive_states[limit.id]
-  if state and now() - state[2] < STRETCH then return concurrency end
-  -- Its first stretch starts when it is first reached.
+  if state and now() - state[2] < ROUND then return concurrency end
+  -- Its first round starts when it is first reached.
   if state and concurrency < ceiling then concurrency = concurrency + 1 end
   set_adaptive(limit.id, concurrency)
   return concurrency
