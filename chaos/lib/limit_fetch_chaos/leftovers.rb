@@ -28,8 +28,8 @@ module LimitFetchChaos
     # The gem's keys that outlive its processes by design: the configured
     # queue limits, the counts of each job's recoveries from dead capsules
     # (kept 7 days: a poison pill is told by them) and of the reaps that
-    # counted them (as long), and of discards.
-    KEPT = [/\Aqueue:[^:]+:(process_)?limit\z/, /\Arecover(ies|ed)\z/, /\Adiscarded\z/].freeze
+    # counted them (as long), of discards and of back-offs.
+    KEPT = [/\Aqueue:[^:]+:(process_)?limit\z/, /\Arecover(ies|ed)\z/, /\Adiscarded\z/, /\Aback_offs\z/].freeze
     # Set by a capsule that comes back from an outage (or a freeze) longer
     # than its heartbeat's expiry: nobody reaps while it exists. It expires
     # by itself one expiry later, so it may be left while that TTL runs; a
@@ -45,6 +45,12 @@ module LimitFetchChaos
     # the job limits whose jobs are parked behind their rate (until the
     # first fetch after their window opens).
     RATES = [/\Alimit:.+:(starts|released)\z/, /\Aqueue:[^:]+:starts\z/, /\Arate_parked\z/].freeze
+    # What back-offs and adaptive limits keep, each with a TTL: a back-off
+    # until it ends, the streak of a limit's back-offs a minute longer, an
+    # adaptive limit's value in force 10 minutes after its last change. Left
+    # only while that TTL runs; one without a TTL would be kept for good.
+    TIMED = /\Alimit:.+:(back_off|back_off_streak|adaptive)\z/
+
     # The other kinds of keys, each checked as its own field above.
     CHECKED = [/\Aqueue:[^:]+:busy\z/, /\Acapsule:/, /\Acapsules\z/, /\Aregistered\z/, /\Alimit:/, /\Aparked\z/,
                *RATES].freeze
@@ -54,7 +60,7 @@ module LimitFetchChaos
       new(busy: lengths(conn, KEYS::BUSY_PATTERN), in_progress: lengths(conn, KEYS.in_progress("*", "*")),
         capsule_keys: conn.call("KEYS", "#{PREFIX}capsule:*").sort,
         capsules: conn.call("SUNION", KEYS::CAPSULES, KEYS::REGISTERED).sort,
-        job_limit_keys: sizes(conn, "#{PREFIX}limit:*").reject { rate_key?(_1) },
+        job_limit_keys: job_limit_keys(conn),
         parked: conn.call("SMEMBERS", KEYS::PARKED).sort, rate_keys: rate_keys(conn), queued: queued(conn, queues),
         dead: conn.call("ZCARD", "dead"), strays: strays(conn, expiry))
     end
@@ -76,6 +82,12 @@ module LimitFetchChaos
     end
 
     def self.rate_key?(key) = RATES.any? { key.delete_prefix(PREFIX).match?(_1) }
+
+    # key => length or type of a job limit's keys, but those of its rate and
+    # those TIMED with a TTL still running.
+    def self.job_limit_keys(conn) = sizes(conn, "#{PREFIX}limit:*").reject { rate_key?(_1) || timed?(conn, _1) }
+
+    def self.timed?(conn, key) = key.delete_prefix(PREFIX).match?(TIMED) && conn.call("PTTL", key).positive?
 
     # key => what each of RATES holds: the members of a sorted set, else
     # the value, with its TTL (ms).

@@ -137,7 +137,9 @@ module LimitFetchChaos
       jobs = options.jobs ? "#{options.jobs} jobs" : "jobs for #{options.duration} s"
       "#{PROCESSES} Sidekiq processes x #{concurrency} threads, #{jobs} of #{JOB_MILLIS.min}-#{JOB_MILLIS.max} ms " \
         "on queues #{queues.join(", ")}, limits #{limits}, process limits #{process_limits}, and an idle capsule " \
-        "of 1 thread each; job limits (1 per tenant): on k KeyedChaosJob (and 3 of the class), on g " \
+        "of 1 thread each; job limits (1 per tenant): on k KeyedChaosJob (and 3 of the class), on o " \
+        "BackingOffChaosJob (adaptive, 1..#{BackingOffChaosJob::TENANT_LIMIT}, backing off 1 run in " \
+        "#{BackingOffChaosJob::BACK_OFF_ONE_IN}), on g " \
         "GroupedChaosJob and CoGroupedChaosJob sharing their group's (#{Tuner::ID}'s changed at run time), " \
         "on p and q PerQueueChaosJob (per queue), on d DiscardChaosJob (the rest discarded); #{rates}; " \
         "seed #{options.seed}"

@@ -10,6 +10,7 @@ module LimitFetchChaos
     def self.all
       [new(id: "class:KeyedChaosJob", queues: KeyedChaosJob::QUEUES, tenant: nil, limit: KeyedChaosJob::CLASS_LIMIT),
        *keys("KeyedChaosJob", KeyedChaosJob),
+       *keys("BackingOffChaosJob", BackingOffChaosJob),
        *keys(GroupedChaosJob::GROUP, GroupedChaosJob),
        *PerQueueChaosJob::QUEUES.flat_map { keys("PerQueueChaosJob@#{_1}", PerQueueChaosJob, queues: [_1]) },
        *keys("DiscardChaosJob", DiscardChaosJob)]
@@ -32,6 +33,6 @@ module LimitFetchChaos
   # The classes whose jobs carry job limits (concurrency, or a rate:
   # RatedLimit), each pushed by class to its QUEUES with one of its TENANTS
   # (none if it has none).
-  LIMITED = [KeyedChaosJob, GroupedChaosJob, CoGroupedChaosJob, PerQueueChaosJob, DiscardChaosJob, RatedChaosJob,
-             TenantRatedChaosJob].freeze
+  LIMITED = [KeyedChaosJob, BackingOffChaosJob, GroupedChaosJob, CoGroupedChaosJob, PerQueueChaosJob, DiscardChaosJob,
+             RatedChaosJob, TenantRatedChaosJob].freeze
 end
