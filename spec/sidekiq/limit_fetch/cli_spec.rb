@@ -139,6 +139,25 @@ RSpec.describe "exe/sidekiq-limits" do
     FileUtils.rm_rf(app)
   end
 
+  it "lists job limits with running or parked jobs: an adaptive one's limit in force, a back-off in force" do
+    expect(limits("list", "--job")).to eq(["no job limit with running or parked jobs\n", "", 0])
+    2.times { LimitFetchSpec::AdaptiveCallJob.perform_async("acme", 4, 0) }
+    fetcher = fetcher_for(build_capsule(queues: [LimitFetchSpec::BackOffJobs::QUEUE], concurrency: 5))
+    expect(fetcher.retrieve_work).not_to be_nil
+    expect(fetcher.retrieve_work).to be_nil # the other parked: the limit in force is its floor, 1
+    id = "key:LimitFetchSpec::AdaptiveCallJob#acme"
+    Sidekiq::LimitFetch::JobLimit.new(id).back_off(30)
+
+    out, err, status = limits("list", "--job")
+    expect([err, status]).to eq(["", 0])
+    back_off = /\Abacking off, (29\.\d|30\.0) s left \(from the console\)\z/
+    rows = out.lines.map { _1.split(/ {2,}/).map(&:strip) }
+    expect(rows).to match([%w[JOB_LIMIT LIMIT RUNNING PARKED BACK_OFF], [id, "adaptive 1 of 1..6", "1", "1", back_off]])
+    out, _, status = limits("list", "--job", "--json")
+    expect([JSON.parse(out).map { _1.values_at("id", "adaptive", "running", "parked") }, status])
+      .to eq([[[id, {"value" => 1, "floor" => 1, "ceiling" => 6}, 1, 1]], 0])
+  end
+
   it "refuses bad input with one line on stderr and status 2, changing nothing" do
     redis.call("SET", queue_key("webhooks", "limit"), "3")
     before = limit_fetch_keys.to_h { |key| [key, redis.call("GET", key)] }
@@ -167,7 +186,8 @@ RSpec.describe "exe/sidekiq-limits" do
       %w[back-off class:ApiJob] => /back-off: missing DURATION/,
       %w[resume key:ApiJob] => /invalid job limit id "key:ApiJob"/,
       %w[explain webhooks --job] => /invalid job limit id "webhooks"/,
-      %w[pause webhooks --job] => /--job applies to set, unset and explain only/,
+      %w[pause webhooks --job] => /--job applies to set, unset, explain and list only/,
+      %w[list extra --job] => /list: unexpected argument "extra"/,
       [] => /no command given/
     }.each do |args, message|
       out, err, status = limits(*args)

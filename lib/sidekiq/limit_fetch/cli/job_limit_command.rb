@@ -15,7 +15,7 @@ module Sidekiq
 
         # The command's method in the CLI: run_<action>.
         def action
-          return "explain_job" if command == "explain" && job?
+          return "#{command}_job" if %w[explain list].include?(command) && job?
 
           command.tr("-", "_")
         end
@@ -23,16 +23,20 @@ module Sidekiq
         private
 
         def parser
-          @parser || super.on("--job", "set/unset/explain: of a job limit, named by its id") { @job = true }
+          @parser || super.on("--job", "set/unset/explain: of a job limit, named by its id; list: job limits") do
+            @job = true
+          end
         end
 
-        def flag_commands(flag) = flag == "job" ? "set, unset and explain" : "set and unset"
+        def flag_commands(flag) = flag == "job" ? "set, unset, explain and list" : "set and unset"
 
-        def flag_applies?(flag) = %w[set unset].include?(command) || (flag == "job" && command == "explain")
+        def flag_applies?(flag)
+          %w[set unset].include?(command) || (flag == "job" && %w[explain list].include?(command))
+        end
 
         def check_job_limit_values
           @duration = Duration.parse(args[1]) if command == "back-off"
-          check_job_limit_id(args.first) if COMMANDS.include?(command) || job?
+          check_job_limit_id(args.first) if COMMANDS.include?(command) || (job? && command != "list")
         end
 
         # A job limit's id, as the gem names them: class:ApiJob, key:ApiJob#42.
@@ -44,10 +48,10 @@ module Sidekiq
         end
       end
 
-      # The commands of one job limit, by id, which the CLI runs:
-      # `back-off ID DURATION`, `resume ID` and `explain ID --job`. A limit's
-      # default (an adaptive one's range) is its declaration's when the app
-      # loaded (-r) declares its class, else the one its jobs carry.
+      # The commands of job limits, which the CLI runs: `back-off ID
+      # DURATION`, `resume ID`, `explain ID --job` and `list --job`. A
+      # limit's default (an adaptive one's range) is its declaration's when
+      # the app loaded (-r) declares its class, else the one its jobs carry.
       module JobLimitCommand
         private
 
@@ -77,9 +81,27 @@ module Sidekiq
           @out.puts("#{id}: #{limit.explain}")
         end
 
-        def job_limit(id)
-          JobLimit.new(id, default: declared_default(id) || CarriedLimits.read([id])[id]&.default)
+        # Every job limit with running or parked jobs: one read of their ids,
+        # up to three of what their jobs carry, one of their states.
+        def run_list_job
+          ids = LimitFetch.admin.active_job_limits
+          carried = CarriedLimits.read(ids)
+          rows = LimitFetch.admin.job_limits(ids).map { |state| state_h(state, carried[state.id]) }
+          @options.json? ? print_json(rows) : @out.print(JobTable.new(rows))
         end
+
+        # JobLimit#to_h of a JobLimitState whose jobs carry +carried+.
+        def state_h(state, carried)
+          JobLimit.state_h(state, default(state.id, carried), carried&.rate)
+        end
+
+        def job_limit(id)
+          JobLimit.new(id, default: default(id, CarriedLimits.read([id])[id]))
+        end
+
+        # The default of +id+: declared, else the one its jobs carry
+        # (+carried+, a CarriedLimits::Carried or nil).
+        def default(id, carried) = declared_default(id) || carried&.default
 
         # The default the loaded app declares for +id+, if it declares the
         # class its scope names.

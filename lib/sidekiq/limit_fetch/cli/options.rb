@@ -15,7 +15,7 @@ module Sidekiq
           Usage: sidekiq-limits COMMAND [options]
 
           Commands:
-            list                          every queue: limits, running, queued, paused, why
+            list [--job]                  every queue: limits, running, queued, paused, why (--job: job limits)
             set QUEUE N [--process]       set the global (or per process) limit to N (0: no new fetches)
             set QUEUE N/SECONDS --rate    at most N starts in any SECONDS (100/60, 5/0.5)
             set ID N[/SECONDS] --job      a job limit's (class:ApiJob, key:ApiJob#42) limit, or rate
