@@ -300,6 +300,9 @@ RSpec.describe Sidekiq::LimitFetch::Web, :web do
     submit("resume", {"limit" => "not base64!"})
     expect([last_response.status, error_text]).to eq([422, "Nothing was changed: the job limit in the form is not " \
                                                            "one this page sent: \"not base64!\""])
+    submit("resume", {"limit" => ["a"]})
+    expect([last_response.status, error_text]).to eq([422, "Nothing was changed: the job limit must be one value, " \
+                                                           "got [\"a\"]"])
     submit("resume", {"limit" => form.at_css("input[name=limit]")["value"]}, site: "cross-site")
     expect([last_response.status, limit.back_off_state]).to match([403, be_a(Sidekiq::LimitFetch::BackOffState)])
 

@@ -14,7 +14,8 @@ module Sidekiq
         # The resume the form's fields (a Hash) ask for.
         def self.from_form(fields)
           value = fields[FIELD]
-          raise ArgumentError, "no job limit named in the form" unless value.is_a?(String) && !value.empty?
+          raise ArgumentError, "no job limit named in the form" if value.nil? || value == ""
+          raise ArgumentError, "the job limit must be one value, got #{value.inspect}" unless value.is_a?(String)
 
           id = begin
             QueueField.decode(value)
