@@ -188,7 +188,8 @@ RSpec.describe "the Limits tab in a headless browser", :browser, :e2e do
       .not_to eq("rgb(0, 0, 0)") # the stylesheet applied
     expect(max_running("webui")).to eq(1)
     keys = browser.css("table.lf-scopes tr.lf-key").map { |tr| tr.css("td").map { _1.text.strip } }
-    expect(keys).to eq([["tenant-a", "1 / 1 (default)", "none", "3"], ["tenant-b", "1 / 1 (default)", "none", "0"]])
+    expect(keys).to eq([["tenant-a", "1 / 1 (default)", "none", "3", "–"],
+                        ["tenant-b", "1 / 1 (default)", "none", "0", "–"]])
     expect(cell(browser, "parked", ".lf-queued")).to eq("0")
     expect(cell(browser, "parked", ".lf-parked")).to eq("1")
     expect(cell(browser, "parked", ".lf-explain")).to include("1 parked")
@@ -234,6 +235,38 @@ RSpec.describe "the Limits tab in a headless browser", :browser, :e2e do
     expect(problems).to contain_exactly(a_string_starting_with("log security: Applying inline style violates"),
       "CSP violation: style-src-attr inline at #{@web.limits_url}/limit")
     stop_process(process)
+  end
+
+  it "shows a back-off set from the console and an adaptive limit in force; clicking Resume ends the back-off" do
+    2.times { LimitFetchSpec::AdaptiveCallJob.perform_async("acme", 4, 0) }
+    fetcher = fetcher_for(build_capsule(queues: [LimitFetchSpec::BackOffJobs::QUEUE], concurrency: 5))
+    expect(fetcher.retrieve_work).not_to be_nil
+    expect(fetcher.retrieve_work).to be_nil # the other parked: the limit in force is its floor, 1
+    limit = Sidekiq::LimitFetch.job_limit(LimitFetchSpec::AdaptiveCallJob, key: "acme")
+    limit.back_off(120)
+
+    browser.go_to(@web.limits_url)
+    key = browser.at_css("table.lf-scopes tr.lf-key")
+    back_off = /\Abacking off, 1[12]\d\.\d s left \(from the console\)\z/
+    cells = key.css("td").map { _1.text.split.join(" ") }
+    expect(cells).to match(["acme", "1 / adaptive 1 of 1..6", "none", "1", back_off])
+    browser.execute("window.lfBeforeSubmit = true")
+    button = key.at_css(%(form.lf-resume input[type="submit"]))
+    expect(button.value).to eq("Resume")
+    button.evaluate("this.scrollIntoView({block: 'center'})")
+    button.click
+    wait_until(message: "the page after Resume") do
+      browser.evaluate("!window.lfBeforeSubmit && document.readyState === 'complete'")
+    rescue Ferrum::JavaScriptError, Ferrum::NodeNotFoundError
+      false # between pages
+    end
+    browser.network.wait_for_idle
+
+    expect(browser.current_url).to eq(@web.limits_url)
+    expect(limit.back_off_state).to be_nil
+    expect(browser.at_css("table.lf-scopes tr.lf-key td.lf-back-off").text.strip).to eq("–")
+    expect(failed_requests(browser)).to eq([])
+    expect(problems).to eq([])
   end
 
   it "counts jobs parked at their job limit in Sidekiq's dashboard (Enqueued) and Queues page (Size)" do

@@ -12,7 +12,7 @@ use std::time::Duration;
 use crate::connection::Conn;
 use crate::runtime::wait_for;
 use crate::script::{LuaScript, BACK_OFF, RESUME};
-use crate::{Error, Interrupt, Result, MAX_PERIOD};
+use crate::{keys, Error, Interrupt, Result, MAX_PERIOD};
 
 use super::Limits;
 
@@ -105,6 +105,32 @@ impl Limits {
                 .invoke(&mut conn, &[] as &[&str], &[id.as_str()])
                 .await?;
             Ok((ended > 0, sent))
+        })
+    }
+
+    /// How many times each of `ids` backed off (a job's BackOff or the
+    /// console's), counted since Redis has held the count; 0 for none. One
+    /// round trip.
+    pub fn back_off_counts<S: AsRef<str>>(
+        &self,
+        ids: &[S],
+        interrupt: &Interrupt,
+    ) -> Result<Vec<u64>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<String> = ids.iter().map(|id| id.as_ref().to_owned()).collect();
+        let redis = self.redis().clone();
+        wait_for(interrupt, self.timeout(), async move {
+            // HGETs in a pipeline, not an HMGET: a command the ACL already
+            // grants (src/acl_commands.txt).
+            let mut pipe = redis::pipe();
+            for id in &ids {
+                pipe.cmd("HGET").arg(keys::BACK_OFFS).arg(id);
+            }
+            let mut conn: Conn = redis.conn().await?;
+            let counts: Vec<Option<u64>> = pipe.query_async(&mut conn).await?;
+            Ok(counts.into_iter().map(Option::unwrap_or_default).collect())
         })
     }
 }

@@ -53,6 +53,12 @@ impl NativeAdmin {
         call(ruby, |interrupt| limits.resume(&id, interrupt))
     }
 
+    /// How many times each of `ids` backed off (0: never), in one round trip.
+    fn back_off_counts(ruby: &Ruby, rb_self: &Self, ids: Vec<String>) -> Result<Vec<u64>, Error> {
+        let limits = rb_self.limits.clone();
+        call(ruby, |interrupt| limits.back_off_counts(&ids, interrupt))
+    }
+
     /// Stores a job limit (nil: back to each job's default); returns how many
     /// parked jobs went back to their queues.
     fn set_job_limit(
@@ -240,6 +246,7 @@ pub fn init(ruby: &Ruby, namespace: RClass) -> Result<(), Error> {
     class.define_method("set_job_limit", method!(NativeAdmin::set_job_limit, 2))?;
     class.define_method("back_off", method!(NativeAdmin::back_off, 1))?;
     class.define_method("resume", method!(NativeAdmin::resume, 1))?;
+    class.define_method("back_off_counts", method!(NativeAdmin::back_off_counts, 1))?;
     class.define_method("limit", method!(NativeAdmin::limit, 2))?;
     class.define_method("rate", method!(NativeAdmin::rate, 2))?;
     class.define_method("set_rate", method!(NativeAdmin::set_rate, 3))?;

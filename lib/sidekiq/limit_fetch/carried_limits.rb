@@ -13,8 +13,13 @@ module Sidekiq
     # capsule_queues(uuid) and in_progress(uuid, queue).
     class CarriedLimits
       # What one job limit's jobs carry: its +concurrency+ (nil for none, or
-      # an invalid one) and its +rate+ (a Rate, or nil).
-      Carried = Data.define(:concurrency, :rate)
+      # an invalid one; an adaptive limit's floor), an adaptive limit's
+      # +ceiling+ (nil for a fixed one) and its +rate+ (a Rate, or nil).
+      Carried = Data.define(:concurrency, :ceiling, :rate) do
+        # The default as a declaration gives it: an Integer, an adaptive
+        # limit's Range, or nil.
+        def default = ceiling ? concurrency..ceiling : concurrency
+      end
 
       # {id => Carried} for the +ids+ whose jobs tell their limits.
       def self.read(ids, config = Sidekiq.default_configuration)
@@ -87,7 +92,14 @@ module Sidekiq
 
         value = entry["concurrency"]
         concurrency = value if value.is_a?(Integer) && value.between?(0, Limits::MAX)
-        Carried.new(concurrency: concurrency, rate: rate(entry["rate"]))
+        Carried.new(concurrency: concurrency, ceiling: ceiling(entry["ceiling"], concurrency),
+          rate: rate(entry["rate"]))
+      end
+
+      # An adaptive limit's carried ceiling, above its +floor+; nil if none
+      # or invalid.
+      def ceiling(value, floor)
+        value if floor && value.is_a?(Integer) && value.between?(floor, Limits::MAX)
       end
 
       # A carried rate, [limit, period], as a Rate; nil if none or invalid.

@@ -7,6 +7,8 @@ require "sidekiq/limit_fetch/cli/app"
 require "sidekiq/limit_fetch/cli/app_options"
 require "sidekiq/limit_fetch/cli/connection"
 require "sidekiq/limit_fetch/cli/duration"
+require "sidekiq/limit_fetch/cli/job_limit_command"
+require "sidekiq/limit_fetch/cli/job_table"
 require "sidekiq/limit_fetch/cli/release_command"
 require "sidekiq/limit_fetch/cli/options"
 require "sidekiq/limit_fetch/cli/release_text"
@@ -25,9 +27,12 @@ module Sidekiq
     #   sidekiq-limits set partner_api 100/60 --rate
     #   sidekiq-limits set key:ApiJob#42 10/1 --job --rate
     #   sidekiq-limits pause webhooks --for 5m
+    #   sidekiq-limits back-off key:ApiJob#42 30
+    #   sidekiq-limits resume key:ApiJob#42
     #   sidekiq-limits release --all [--force]
     class CLI
       include ReleaseCommand
+      include JobLimitCommand
 
       # Bad input: its message goes to stderr as is, with exit status 2.
       class UsageError < StandardError; end
@@ -57,7 +62,7 @@ module Sidekiq
         @app = Connection.open(@options)
         out = @out
         @out = StringIO.new
-        send(:"run_#{@options.command}", *@options.args)
+        send(:"run_#{@options.action}", *@options.args)
         Connection.reached(@err, out, @out.string)
       rescue ConnectionError, RedisClient::ConnectionError => e
         fail_with(Connection.unreachable(e), 2)
@@ -104,8 +109,6 @@ module Sidekiq
         @options.rate? ? limit.reset_rate : limit.reset
         report_job(limit, "#{id}: stored #{kind_label} removed (was #{was.inspect})")
       end
-
-      def stored(limit) = @options.rate? ? limit.stored_rate : limit.stored
 
       def run_pause(name)
         queue = LimitFetch.queue(name)

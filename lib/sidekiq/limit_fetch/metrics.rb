@@ -31,12 +31,22 @@ module Sidekiq
       }.freeze
 
       JOB_LIMIT_GAUGES = {
-        limit: ["job_limit_max_concurrent_jobs", "Jobs of the class that may run at once (its stored limit)"],
+        limit: ["job_limit_max_concurrent_jobs",
+                "Jobs of the class that may run at once (its stored limit, or an adaptive limit's in force)"],
         running: ["job_limit_current_concurrent_jobs", "Jobs under the class's or scope's limits running now"],
         parked: ["parked_jobs", "Jobs set aside until their class's or key's limit has room"],
         rate_limit: ["rate_job_limit", "Jobs of the class (or each key) that may start in any window of its rate"],
         rate_period: ["rate_job_period_seconds", "The class's (or its keys') rate's period, in seconds"],
-        rate_starts: ["rate_job_window_starts", "Jobs of the class or scope started within the last period of its rate"]
+        rate_starts: ["rate_job_window_starts",
+                      "Jobs of the class or scope started within the last period of its rate"],
+        back_off_seconds_left: ["job_limit_back_off_seconds_left",
+                                "Seconds the class's (or the scope's longest) back-off has left; 0 when none holds"],
+        backing_off: ["job_limit_backing_off", "Limits of the class or scope backing off now (a scope's keys)"]
+      }.freeze
+
+      JOB_LIMIT_COUNTERS = {
+        back_offs: ["job_limit_back_offs_total",
+                    "Back-offs of the class's limit (or of the scope's active keys) since Redis has held the count"]
       }.freeze
 
       AT_LIMIT = {
@@ -66,6 +76,7 @@ module Sidekiq
         family(text, "gauge", QUEUE_GAUGES, stats[:queues]) { |queue| {queue: queue[:queue]} }
         family(text, "counter", AT_LIMIT, stats[:queues]) { |queue| {queue: queue[:queue]} }
         family(text, "gauge", JOB_LIMIT_GAUGES, stats[:job_limits]) { |limit| limit.slice(:kind, :scope) }
+        family(text, "counter", JOB_LIMIT_COUNTERS, stats[:job_limits]) { |limit| limit.slice(:kind, :scope) }
         text.to_s
       end
 

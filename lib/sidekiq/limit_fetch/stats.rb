@@ -11,14 +11,20 @@ module Sidekiq
     #               parked: 40, latency: 93.2, paused: false, at_limit: true, at_limit_seconds: 41.5,
     #               rate_limit: 100, rate_period: 60, rate_starts: 87}, ...],
     #     job_limits: [{kind: :class, scope: "ExportJob", limit: 2, running: 1, parked: 0,
-    #                   rate_limit: nil, rate_period: nil, rate_starts: nil},
+    #                   rate_limit: nil, rate_period: nil, rate_starts: nil,
+    #                   back_off_seconds_left: 0.0, backing_off: 0, back_offs: 0},
     #                  {kind: :key, scope: "SyncJob", limit: nil, running: 5, parked: 7,
-    #                   rate_limit: 5, rate_period: 1, rate_starts: 12}, ...]
+    #                   rate_limit: 5, rate_period: 1, rate_starts: 12,
+    #                   back_off_seconds_left: 12.3, backing_off: 2, back_offs: 31}, ...]
     #   }
     #
     # Keyed limits are summed per scope (a class, or a group): one row per
     # scope whatever the number of keys. A limit is nil when none is stored
-    # (no limit, or a default the jobs carry). A rate's figures are nil
+    # (no limit, or a default the jobs carry), but an adaptive class limit's
+    # is its limit in force. A back-off's figures: the seconds the longest
+    # one in force has left (0.0: none), how many limits back off now (a
+    # scope's keys), and the back-offs counted since Redis holds the count
+    # (a scope's active keys', summed). A rate's figures are nil
     # without one: its limit and period are those in force (stored, else
     # carried by the jobs; a scope's when all its keys agree), its starts
     # those in the current window (summed over a scope's keys). A queue's
@@ -62,19 +68,29 @@ module Sidekiq
       end
 
       def job_limits
-        rows = job_limit_rows(@admin.job_limits(JobLimit.active.map(&:id)))
+        ids = JobLimit.active.map(&:id)
+        rows = job_limit_rows(@admin.job_limits(ids), @admin.back_off_counts(ids))
         rows.group_by { _1.values_at(:kind, :scope) }.values.map { |group| group.reduce { |a, b| sum(a, b) } }
       end
 
-      def job_limit_rows(states)
-        rates = rates_in_force(states)
-        windows = windows(states.zip(rates).map { |state, rate| [:job_limit, state.id, rate] })
-        states.each_index.map { |i| job_limit_row(states[i], rates[i], windows[i]) }
+      def job_limit_rows(states, back_offs)
+        carried = CarriedLimits.read(states.map(&:id))
+        rates = rates_in_force(states, carried)
+        windows = rate_windows(states, rates)
+        states.each_with_index.map do |state, i|
+          job_limit_row(state, carried[state.id]).merge(rate_figures(rates[i], windows[i]),
+            back_off_figures(state, back_offs[i]))
+        end
       end
 
-      # Each JobLimitState's rate: stored, else the one its jobs carry.
-      def rates_in_force(states)
-        carried = CarriedLimits.read(states.map(&:id))
+      # The RateWindow of each JobLimitState whose rate (of +rates+) is not nil.
+      def rate_windows(states, rates)
+        windows(states.zip(rates).map { |state, rate| [:job_limit, state.id, rate] })
+      end
+
+      # Each JobLimitState's rate: stored, else the one its jobs carry
+      # (+carried+, by id).
+      def rates_in_force(states, carried)
         states.map { |state| state.stored_rate || carried[state.id]&.rate }
       end
 
@@ -91,23 +107,40 @@ module Sidekiq
         {rate_limit: rate&.limit, rate_period: rate&.period, rate_starts: window&.starts}
       end
 
-      # Keys of one scope, summed; their rate's limit and period kept where
-      # they agree.
-      def sum(row, other)
-        starts = [row[:rate_starts], other[:rate_starts]].compact
-        same = row.values_at(:rate_limit, :rate_period) == other.values_at(:rate_limit, :rate_period)
-        row.merge(running: row[:running] + other[:running], parked: row[:parked] + other[:parked],
-          rate_starts: (starts.sum unless starts.empty?), rate_limit: (row[:rate_limit] if same),
-          rate_period: (row[:rate_period] if same))
+      # A back-off's figures of a JobLimitState backed off +count+ times.
+      def back_off_figures(state, count)
+        left = state.back_off&.left
+        {back_off_seconds_left: (left || 0.0).round(3), backing_off: left ? 1 : 0, back_offs: count}
       end
 
-      # From a JobLimitState and its rate in force. A key's stored limit is
-      # not shown: its scope's row sums keys whose limits differ.
-      def job_limit_row(state, rate, window)
+      # Keys of one scope, summed; their rate's limit and period kept where
+      # they agree, the longest back-off's seconds left.
+      def sum(row, other)
+        row.merge(running: row[:running] + other[:running], parked: row[:parked] + other[:parked],
+          **summed_rates(row, other), **summed_back_offs(row, other))
+      end
+
+      def summed_rates(row, other)
+        starts = [row[:rate_starts], other[:rate_starts]].compact
+        same = row.values_at(:rate_limit, :rate_period) == other.values_at(:rate_limit, :rate_period)
+        {rate_starts: (starts.sum unless starts.empty?), rate_limit: (row[:rate_limit] if same),
+         rate_period: (row[:rate_period] if same)}
+      end
+
+      def summed_back_offs(row, other)
+        {back_off_seconds_left: [row[:back_off_seconds_left], other[:back_off_seconds_left]].max,
+         backing_off: row[:backing_off] + other[:backing_off], back_offs: row[:back_offs] + other[:back_offs]}
+      end
+
+      # From a JobLimitState and what its jobs carry (a CarriedLimits::
+      # Carried, or nil). A key's stored limit is not shown: its scope's row
+      # sums keys whose limits differ. A class's adaptive limit shows its
+      # limit in force.
+      def job_limit_row(state, carried)
         parts = JobLimitId.parse(state.id)
-        limit = state.stored if parts.kind == :class
-        {kind: parts.kind, scope: parts.scope, limit: limit, running: state.running, parked: state.parked,
-         **rate_figures(rate, window)}
+        limit = state.stored || (JobLimit.in_force(state, carried.default) if carried&.ceiling)
+        {kind: parts.kind, scope: parts.scope, limit: (limit if parts.kind == :class), running: state.running,
+         parked: state.parked}
       end
     end
 

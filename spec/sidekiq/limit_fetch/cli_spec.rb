@@ -108,6 +108,56 @@ RSpec.describe "exe/sidekiq-limits" do
     expect(redis.call("TTL", queue_key("webhooks", "paused"))).to eq(-1)
   end
 
+  it "backs a job limit off, explains it, and resumes it; an adaptive one's range from the app (-r)" do
+    app = Dir.mktmpdir("sidekiq-limits-jobs")
+    File.write(File.join(app, "jobs.rb"), <<~RUBY)
+      require "sidekiq"
+      class CliAdaptiveJob
+        include Sidekiq::Job
+        sidekiq_options limit_fetch: {concurrency: 1..20}
+      end
+    RUBY
+    id = "class:CliAdaptiveJob"
+    out, err, status = limits("back-off", id, "30")
+    expect([out, err, status]).to match([/\A#{id}: backing off, (29\.\d|30\.0) s left \(from the console\)\n\z/, "", 0])
+    expect(Sidekiq::LimitFetch::JobLimit.new(id).back_off_state).to have_attributes(by: "console", jid: "")
+
+    out, _, status = limits("explain", id, "--job", "--json")
+    expect(status).to eq(0)
+    expect(JSON.parse(out)).to include("id" => id, "back_off" => include("by" => "console", "left" => be > 29),
+      "explain" => start_with("backing off"))
+
+    expect(limits("resume", id)).to eq(["#{id}: resumed, 0 parked jobs back to their queues\n", "", 0])
+    expect(Sidekiq::LimitFetch::JobLimit.new(id).back_off_state).to be_nil
+    expect(limits("resume", id)).to eq(["#{id}: was not backing off\n", "", 0])
+
+    expect(limits("-r", "./jobs.rb", "explain", id, "--job", chdir: app))
+      .to eq(["#{id}: adaptive 1 of 1..20: 0 of 1 running\n", "", 0])
+    out, _, status = limits("-r", "./jobs.rb", "explain", id, "--job", "--json", chdir: app)
+    expect([JSON.parse(out)["adaptive"], status]).to eq([{"value" => 1, "floor" => 1, "ceiling" => 20}, 0])
+  ensure
+    FileUtils.rm_rf(app)
+  end
+
+  it "lists job limits with running or parked jobs: an adaptive one's limit in force, a back-off in force" do
+    expect(limits("list", "--job")).to eq(["no job limit with running or parked jobs\n", "", 0])
+    2.times { LimitFetchSpec::AdaptiveCallJob.perform_async("acme", 4, 0) }
+    fetcher = fetcher_for(build_capsule(queues: [LimitFetchSpec::BackOffJobs::QUEUE], concurrency: 5))
+    expect(fetcher.retrieve_work).not_to be_nil
+    expect(fetcher.retrieve_work).to be_nil # the other parked: the limit in force is its floor, 1
+    id = "key:LimitFetchSpec::AdaptiveCallJob#acme"
+    Sidekiq::LimitFetch::JobLimit.new(id).back_off(30)
+
+    out, err, status = limits("list", "--job")
+    expect([err, status]).to eq(["", 0])
+    back_off = /\Abacking off, (29\.\d|30\.0) s left \(from the console\)\z/
+    rows = out.lines.map { _1.split(/ {2,}/).map(&:strip) }
+    expect(rows).to match([%w[JOB_LIMIT LIMIT RUNNING PARKED BACK_OFF], [id, "adaptive 1 of 1..6", "1", "1", back_off]])
+    out, _, status = limits("list", "--job", "--json")
+    expect([JSON.parse(out).map { _1.values_at("id", "adaptive", "running", "parked") }, status])
+      .to eq([[[id, {"value" => 1, "floor" => 1, "ceiling" => 6}, 1, 1]], 0])
+  end
+
   it "refuses bad input with one line on stderr and status 2, changing nothing" do
     redis.call("SET", queue_key("webhooks", "limit"), "3")
     before = limit_fetch_keys.to_h { |key| [key, redis.call("GET", key)] }
@@ -131,6 +181,13 @@ RSpec.describe "exe/sidekiq-limits" do
       %w[list --verbose] => /invalid option: --verbose/,
       %w[frobnicate webhooks] => /unknown command "frobnicate"/,
       %w[explain webhooks extra] => /explain: unexpected argument "extra"/,
+      %w[back-off ApiJob 30] => /invalid job limit id "ApiJob" \(expected class:ApiJob or key:ApiJob#42\)/,
+      %w[back-off class:ApiJob 0] => /invalid duration "0"/,
+      %w[back-off class:ApiJob] => /back-off: missing DURATION/,
+      %w[resume key:ApiJob] => /invalid job limit id "key:ApiJob"/,
+      %w[explain webhooks --job] => /invalid job limit id "webhooks"/,
+      %w[pause webhooks --job] => /--job applies to set, unset, explain and list only/,
+      %w[list extra --job] => /list: unexpected argument "extra"/,
       [] => /no command given/
     }.each do |args, message|
       out, err, status = limits(*args)

@@ -6,6 +6,17 @@ require "sidekiq/limit_fetch/metrics"
 # LimitFetch.stats and the Metrics Rack app, against real capsules that hold
 # slots and park jobs; the exposition is checked by Prometheus's own parser
 # (promtool) and by its values.
+module LimitFetchSpec
+  # An adaptive class limit: 2 of the class at once, growing up to 5.
+  class AdaptiveClassJob
+    include Sidekiq::Job
+
+    sidekiq_options queue: BackOffJobs::QUEUE, limit_fetch: {concurrency: 2..5}
+
+    def perform; end
+  end
+end
+
 RSpec.describe Sidekiq::LimitFetch::Metrics do
   let(:odd_queue) { "odd\"q\\ueue" }
   let(:clock) { Sidekiq::LimitFetch::AtLimitClock.new }
@@ -68,9 +79,10 @@ RSpec.describe Sidekiq::LimitFetch::Metrics do
         rate_starts: 2)
     ]
     expect(stats[:queues]).to match(expected)
+    no_back_off = {back_off_seconds_left: 0.0, backing_off: 0, back_offs: 0}
     expect(stats[:job_limits]).to contain_exactly(
-      {kind: :class, scope: "LimitFetchSpec::ExportJob", limit: 1, running: 1, parked: 2, **no_rate},
-      {kind: :key, scope: "LimitFetchSpec::SyncJob", limit: nil, running: 2, parked: 1, **no_rate}
+      {kind: :class, scope: "LimitFetchSpec::ExportJob", limit: 1, running: 1, parked: 2, **no_rate, **no_back_off},
+      {kind: :key, scope: "LimitFetchSpec::SyncJob", limit: nil, running: 2, parked: 1, **no_rate, **no_back_off}
     )
   end
 
@@ -115,8 +127,47 @@ RSpec.describe Sidekiq::LimitFetch::Metrics do
       'sidekiq_limit_fetch_job_limit_current_concurrent_jobs{kind="class",scope="LimitFetchSpec::ExportJob"}' => 1.0,
       'sidekiq_limit_fetch_job_limit_current_concurrent_jobs{kind="key",scope="LimitFetchSpec::SyncJob"}' => 2.0,
       'sidekiq_limit_fetch_parked_jobs{kind="class",scope="LimitFetchSpec::ExportJob"}' => 2.0,
-      'sidekiq_limit_fetch_parked_jobs{kind="key",scope="LimitFetchSpec::SyncJob"}' => 1.0
+      'sidekiq_limit_fetch_parked_jobs{kind="key",scope="LimitFetchSpec::SyncJob"}' => 1.0,
+      **%w[job_limit_back_off_seconds_left job_limit_backing_off job_limit_back_offs_total].flat_map do |name|
+        %w[class="LimitFetchSpec::ExportJob" key="LimitFetchSpec::SyncJob"].map do |labels|
+          kind, scope = labels.split("=")
+          ["sidekiq_limit_fetch_#{name}{kind=\"#{kind}\",scope=#{scope}}", 0.0]
+        end
+      end.to_h
     )
+  end
+
+  it "shows a back-off in force and the back-offs counted, and an adaptive class limit's limit in force" do
+    capsule = build_capsule(queues: [LimitFetchSpec::BackOffJobs::QUEUE], concurrency: 10)
+    3.times { LimitFetchSpec::AdaptiveClassJob.perform_async }
+    2.times { |i| LimitFetchSpec::AdaptiveCallJob.perform_async("t#{i}", 4, 0) }
+    fetcher = fetcher_for(capsule)
+    units = []
+    while (unit = fetcher.retrieve_work)
+      units << unit
+    end
+    expect(units.size).to eq(4) # the adaptive class at its floor 2, t0 and t1
+    keyed = Sidekiq::LimitFetch::JobLimit.for(LimitFetchSpec::AdaptiveCallJob, key: "t0")
+    keyed.back_off(30)
+    keyed.back_off(5) # counted, the longer one kept
+    Sidekiq::LimitFetch::JobLimit.for(LimitFetchSpec::AdaptiveCallJob, key: "t1").back_off(10)
+
+    status, _, body = scrape
+    expect([status, promtool(body)]).to eq([200, ["", 0]])
+    adaptive = 'kind="class",scope="LimitFetchSpec::AdaptiveClassJob"'
+    tenants = 'kind="key",scope="LimitFetchSpec::AdaptiveCallJob"'
+    expect(samples(body)).to include(
+      "sidekiq_limit_fetch_job_limit_max_concurrent_jobs{#{adaptive}}" => a_value_between(2.0, 3.0),
+      "sidekiq_limit_fetch_job_limit_back_off_seconds_left{#{adaptive}}" => 0.0,
+      "sidekiq_limit_fetch_job_limit_back_off_seconds_left{#{tenants}}" => a_value_between(28.0, 30.0),
+      "sidekiq_limit_fetch_job_limit_backing_off{#{tenants}}" => 2.0,
+      "sidekiq_limit_fetch_job_limit_back_offs_total{#{tenants}}" => 3.0
+    )
+    expect(samples(body).keys.grep(/max_concurrent_jobs\{kind="key"/)).to eq([]) # keys' limits differ
+
+    keyed.resume
+    expect(samples(scrape.last)["sidekiq_limit_fetch_job_limit_back_off_seconds_left{#{tenants}}"])
+      .to be_between(8.0, 10.0)
   end
 
   it "counts the seconds a queue spends at its limit with jobs waiting, between scrapes" do

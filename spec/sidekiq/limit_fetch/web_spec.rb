@@ -162,7 +162,7 @@ RSpec.describe Sidekiq::LimitFetch::Web, :web do
     scope = page.css("table.lf-scopes tr.lf-scope").find { _1.at_css("code").text == "LimitFetchSpec::TenantRatedJob" }
     expect(scope).not_to be_nil, page.at_css("table.lf-scopes")&.to_html
     key = scope.at_css("tr.lf-key").css("td").map { _1.text.split.join(" ") }
-    expect(key).to match(["acme", "0 / none", %r{\A1 / 1 per 60 s · next in (59|60)\.\d s\z}, "1"])
+    expect(key).to match(["acme", "0 / none", %r{\A1 / 1 per 60 s · next in (59|60)\.\d s\z}, "1", "–"])
   end
 
   def row_form(name, css)
@@ -278,6 +278,41 @@ RSpec.describe Sidekiq::LimitFetch::Web, :web do
     expect(limit_fetch_keys).to eq(before)
   end
 
+  it "shows a job limit's back-off and an adaptive limit in force; Resume ends the back-off" do
+    capsule = build_capsule(queues: [LimitFetchSpec::BackOffJobs::QUEUE], concurrency: 5)
+    2.times { LimitFetchSpec::AdaptiveCallJob.perform_async("acme", 4, 0) }
+    fetcher = fetcher_for(capsule)
+    expect(fetcher.retrieve_work).not_to be_nil # the other parked: the limit in force is its floor, 1
+    expect(fetcher.retrieve_work).to be_nil
+    limit = Sidekiq::LimitFetch::JobLimit.for(LimitFetchSpec::AdaptiveCallJob, key: "acme")
+    limit.back_off(60)
+
+    get "/limits"
+    scope = page.css("table.lf-scopes tr.lf-scope").find { _1.at_css("code").text == "LimitFetchSpec::AdaptiveCallJob" }
+    expect(scope).not_to be_nil, page.at_css("table.lf-scopes")&.to_html
+    key = scope.at_css("tr.lf-key").css("td").map { _1.text.split.join(" ") }
+    expect(key).to match(["acme", "1 / adaptive 1 of 1..6", "none", "1",
+                          /\Abacking off, (59|60)\.\d s left \(from the console\)\z/])
+    form = scope.at_css("tr.lf-key form.lf-resume")
+    expect(form["action"]).to eq("/limits/resume")
+    expect(form.at_css("input[type=submit]")["value"]).to eq("Resume")
+
+    submit("resume", {"limit" => "not base64!"})
+    expect([last_response.status, error_text]).to eq([422, "Nothing was changed: the job limit in the form is not " \
+                                                           "one this page sent: \"not base64!\""])
+    submit("resume", {"limit" => ["a"]})
+    expect([last_response.status, error_text]).to eq([422, "Nothing was changed: the job limit must be one value, " \
+                                                           "got [\"a\"]"])
+    submit("resume", {"limit" => form.at_css("input[name=limit]")["value"]}, site: "cross-site")
+    expect([last_response.status, limit.back_off_state]).to match([403, be_a(Sidekiq::LimitFetch::BackOffState)])
+
+    submit("resume", {"limit" => form.at_css("input[name=limit]")["value"]})
+    expect(last_response.status).to eq(302)
+    expect(limit.back_off_state).to be_nil
+    follow_redirect!
+    expect(page.at_css("table.lf-scopes form.lf-resume")).to be_nil
+  end
+
   it "refuses a cross-site POST: nothing changes" do
     queue("webhooks").limit = 4
     %w[cross-site same-site none].each do |site|
@@ -344,11 +379,11 @@ RSpec.describe Sidekiq::LimitFetch::Web, :web do
     keys = scope.css("tr.lf-key").map { |key| key.css("td").map { _1.text.strip } }
     # the limit in force: stored, else the default the jobs carry (t1's
     # parked jobs, ExportJob's running one)
-    expect(keys).to eq([["t2", "2 / 2", "none", "0"], ["t1", "1 / 1 (default)", "none", "3"]])
+    expect(keys).to eq([["t2", "2 / 2", "none", "0", "–"], ["t1", "1 / 1 (default)", "none", "3", "–"]])
     export = page.css("table.lf-class-limits tr.lf-class-limit").map do |tr|
       tr.css("td").map { _1.text.split.join(" ") }
     end
-    expect(export).to eq([["LimitFetchSpec::ExportJob", "1 / 2 (default)", "none", "0"]])
+    expect(export).to eq([["LimitFetchSpec::ExportJob", "1 / 2 (default)", "none", "0", "–"]])
     # each queue's parked jobs, and what they wait for
     expect([keyed, odd].map { |name| [cell(name, ".lf-queued"), cell(name, ".lf-parked")] }).to eq([%w[0 2], %w[0 1]])
     expect(cell(odd, ".lf-explain")).to eq("none queued: 1 parked until their job limits have room")

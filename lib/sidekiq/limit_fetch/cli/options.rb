@@ -9,12 +9,13 @@ module Sidekiq
       # connects: a UsageError names what is wrong.
       class Options
         prepend ReleaseFlags
+        prepend JobLimitFlags
 
         BANNER = <<~TEXT
           Usage: sidekiq-limits COMMAND [options]
 
           Commands:
-            list                          every queue: limits, running, queued, paused, why
+            list [--job]                  every queue: limits, running, queued, paused, why (--job: job limits)
             set QUEUE N [--process]       set the global (or per process) limit to N (0: no new fetches)
             set QUEUE N/SECONDS --rate    at most N starts in any SECONDS (100/60, 5/0.5)
             set ID N[/SECONDS] --job      a job limit's (class:ApiJob, key:ApiJob#42) limit, or rate
@@ -23,6 +24,9 @@ module Sidekiq
             pause QUEUE [--for DURATION]  stop fetching from QUEUE (DURATION: 90, 90s, 5m, 1h, 1d)
             unpause QUEUE                 resume fetching from QUEUE
             explain QUEUE                 why QUEUE's next job is or is not fetched now
+            explain ID --job              a job limit's state: running, parked, backing off, adaptive
+            back-off ID DURATION          no job of the job limit ID starts, in any process, for DURATION
+            resume ID                     end the job limit ID's back-off now
             release --all [--force]       every parked job, and every job of a capsule not alive, back
                                           to the front of its queue (before removing the gem)
 
@@ -31,11 +35,12 @@ module Sidekiq
 
         # Each command and the arguments it takes.
         COMMANDS = {
-          "list" => [], "set" => %w[QUEUE N], "unset" => %w[QUEUE], "pause" => %w[QUEUE],
-          "unpause" => %w[QUEUE], "explain" => %w[QUEUE], "release" => []
+          "list" => [], "set" => %w[QUEUE N], "unset" => %w[QUEUE], "pause" => %w[QUEUE], "unpause" => %w[QUEUE],
+          "explain" => %w[QUEUE], "release" => [], "back-off" => %w[ID DURATION], "resume" => %w[ID]
         }.freeze
 
-        # +limit+: set's N, checked; +duration+: pause's --for, in seconds.
+        # +limit+: set's N, checked; +duration+: pause's --for (or
+        # back-off's DURATION), in seconds.
         attr_reader :command, :args, :duration, :limit
 
         include AppOptions
@@ -55,7 +60,6 @@ module Sidekiq
         def json? = @json
         def process? = @process
         def rate? = @rate
-        def job? = @job
 
         def help = parser.help
 
@@ -78,7 +82,6 @@ module Sidekiq
             opts.on("--json", "print JSON instead of a table") { @json = true }
             opts.on("--process", "set/unset: the limit in each process") { @process = true }
             opts.on("--rate", "set/unset: the rate (N/SECONDS)") { @rate = true }
-            opts.on("--job", "set/unset: of a job limit, named by its id") { @job = true }
             opts.on("--for DURATION", "pause: for this long, then fetch again") { |text| @duration_text = text }
             opts.on("-h", "--help", "print this help") { @help = true }
           end
@@ -115,11 +118,11 @@ module Sidekiq
           raise UsageError, "--for applies to pause only" if @duration_text && command != "pause"
         end
 
-        # --process, --rate and --job: set and unset only, and not --process
-        # with either of the others.
+        # --process, --rate and --job: set and unset only (--job: explain
+        # too), and not --process with either of the others.
         def check_set_flags
           flag = {"process" => process?, "rate" => rate?, "job" => job?}.find { _2 }&.first
-          raise UsageError, "--#{flag} applies to set and unset only" if flag && !%w[set unset].include?(command)
+          raise UsageError, "--#{flag} applies to #{flag_commands(flag)} only" if flag && !flag_applies?(flag)
           return unless process?
 
           raise UsageError, "--process and --rate: one or the other" if rate?
@@ -137,6 +140,7 @@ module Sidekiq
         def check_values
           @limit = set_value if command == "set"
           @duration = Duration.parse(@duration_text) if @duration_text
+          check_job_limit_values
           check_app_flags
         end
       end

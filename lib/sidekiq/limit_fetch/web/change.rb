@@ -11,7 +11,7 @@ module Sidekiq
       # sent, changes nothing, rather than making a queue of that name.
       class Change
         # The forms, each posted to /limits/<action>.
-        ACTIONS = %w[limit process_limit rate pause unpause].freeze
+        ACTIONS = %w[limit process_limit rate pause unpause resume].freeze
         UNITS = {"seconds" => 1, "minutes" => 60, "hours" => 3600}.freeze
         # The longest pause with a duration: longer is a typo (a year of
         # seconds where minutes were meant); pause without one instead.
@@ -19,7 +19,8 @@ module Sidekiq
         WHOLE_NUMBER = /\A[ \t]*[0-9]+[ \t]*\z/
 
         class << self
-          # The change the form of +action+ asks for, from its fields (a Hash).
+          # The change the form of +action+ asks for, from its fields (a Hash);
+          # a job limit's resume is a Resume.
           def from_form(action, fields)
             queue = fields[QueueField::NAME]
             case action
@@ -27,6 +28,7 @@ module Sidekiq
             when "rate" then rate(queue, fields["value"])
             when "pause" then pause(queue, fields["for"], fields["unit"])
             when "unpause" then unpause(queue)
+            when "resume" then Resume.from_form(fields)
             else raise ArgumentError, "no such change: #{action.inspect}"
             end
           end

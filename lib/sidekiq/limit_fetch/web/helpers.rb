@@ -43,11 +43,24 @@ module Sidekiq
 
         # A job limit's (Overview::JobLimitRow) as shown: its number, "3
         # (default)" for the default its jobs carry, "default" when none
-        # tells it.
+        # tells it, "adaptive 7 of 1..20" for an adaptive one.
         def limit_fetch_job_limit(row)
           return t(row.rate ? "LimitFetchNone" : "LimitFetchDefault") if row.limit.nil?
+          return t("LimitFetchAdaptive", **row.adaptive) if row.adaptive
 
           row.default ? t("LimitFetchDefaultLimit", limit: row.limit) : row.limit.to_s
+        end
+
+        # A job limit's back-off in force as shown: "backing off, 12.3 s left
+        # (BackOff from ApiJob, jid ...)" and its Resume button (a form that
+        # names the limit as Resume reads it); "-" for none.
+        def limit_fetch_back_off(row)
+          return "&ndash;" unless row.back_off
+
+          %(<span class="lf-backing-off">#{h JobLimit.back_off_text(row.back_off)}</span>) +
+            %(<form class="lf-form lf-resume" method="post" action="#{limit_fetch_path("resume")}">#{csrf_tag}) +
+            %(<input type="hidden" name="#{Resume::FIELD}" value="#{QueueField.encode(row.id)}">) +
+            %(<input class="btn btn-warn" type="submit" value="#{h t("LimitFetchResume")}"></form>)
         end
 
         # A rate as shown: "2 / 100 per 60 s", its starts in the window now

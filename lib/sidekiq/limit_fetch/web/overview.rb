@@ -18,10 +18,13 @@ module Sidekiq
           :paused_until, :reason, :explanation, :rate, :rate_window)
 
         # A job limit (JobLimitId +id+): the +limit+ in force, stored or else
-        # the one its jobs carry (+default+: true; nil when no job tells it),
-        # and its +rate+ in force (a Rate, stored or carried; nil: none or
-        # unknown) with its +rate_window+ (a RateWindow).
-        JobLimitRow = Data.define(:id, :limit, :default, :running, :parked, :rate, :rate_window)
+        # the one its jobs carry (+default+: true; nil when no job tells it;
+        # an adaptive one's limit in force, with +adaptive+: {value:, floor:,
+        # ceiling:}), its +rate+ in force (a Rate, stored or carried; nil:
+        # none or unknown) with its +rate_window+ (a RateWindow), and the
+        # +back_off+ in force (a BackOffState, or nil).
+        JobLimitRow = Data.define(:id, :limit, :default, :running, :parked, :rate, :rate_window, :back_off,
+          :adaptive)
 
         # A keyed scope (a class, a group, a group in a queue) and its busiest keys.
         Scope = Data.define(:name, :keys, :running, :parked, :busiest)
@@ -90,23 +93,25 @@ module Sidekiq
             busiest: busiest)
         end
 
-        # Every active job limit's row, by kind; one read of their states,
-        # up to three of the jobs that carry their limits, one of their rates'
-        # windows.
+        # Every active job limit's row, by kind; one read of their ids, up
+        # to three of the jobs that carry their limits, one of their states,
+        # one of their rates' windows.
         def job_limits
           @job_limits ||= begin
-            states = JobLimit.active_states.sort_by { _1[:id] }
-            carried = CarriedLimits.read(states.map { _1[:id] })
-            rows = states.map { job_limit_row(_1, carried[_1[:id]]) }
+            ids = LimitFetch.admin.active_job_limits.sort
+            carried = CarriedLimits.read(ids)
+            rows = LimitFetch.admin.job_limits(ids).map { job_limit_row(_1, carried[_1.id]) }
             with_windows(rows).group_by { JobLimitId.kind(_1.id) }
           end
         end
 
+        # From a JobLimitState and what its jobs carry (a CarriedLimits::
+        # Carried, or nil).
         def job_limit_row(state, carried)
-          stored = state[:stored]
-          rate = state[:stored_rate] ? Rate.new(**state[:stored_rate]) : carried&.rate
-          JobLimitRow.new(id: state[:id], limit: stored || carried&.concurrency, default: stored.nil?,
-            running: state[:running], parked: state[:parked], rate: rate, rate_window: nil)
+          rate = state.stored_rate || carried&.rate
+          JobLimitRow.new(id: state.id, limit: JobLimit.in_force(state, carried&.default), default: state.stored.nil?,
+            running: state.running, parked: state.parked, rate: rate, rate_window: nil, back_off: state.back_off,
+            adaptive: JobLimit.adaptive_h(state, carried&.default))
         end
 
         def with_windows(rows)

@@ -1,0 +1,45 @@
+# frozen_string_literal: true
+
+module Sidekiq
+  class LimitFetch < BasicFetch
+    class CLI
+      # Job limits (JobLimit#to_h) as a text table, one row each, columns
+      # aligned: `list --job`.
+      class JobTable
+        HEADERS = %w[JOB_LIMIT LIMIT RUNNING PARKED BACK_OFF].freeze
+
+        def initialize(limits)
+          @limits = limits
+        end
+
+        def to_s
+          return "no job limit with running or parked jobs\n" if @limits.empty?
+
+          rows = [HEADERS] + @limits.map { |limit| row(limit) }
+          widths = rows.transpose.map { |column| column.map(&:length).max }
+          rows.map { |row| line(row, widths) }.join
+        end
+
+        private
+
+        def line(row, widths)
+          "#{row.zip(widths).map { |cell, width| cell.ljust(width) }.join("  ").rstrip}\n"
+        end
+
+        def row(limit)
+          [limit[:id], limit_text(limit), limit[:running].to_s, limit[:parked].to_s, back_off(limit[:back_off])]
+        end
+
+        # Its limit in force: "3", "adaptive 7 of 1..20", "-" when unknown.
+        def limit_text(limit)
+          adaptive = limit[:adaptive]
+          return "adaptive #{adaptive[:value]} of #{adaptive[:floor]}..#{adaptive[:ceiling]}" if adaptive
+
+          limit[:limit].nil? ? "-" : limit[:limit].to_s
+        end
+
+        def back_off(state) = state ? JobLimit.back_off_text(BackOffState.new(**state)) : "-"
+      end
+    end
+  end
+end
