@@ -20,18 +20,27 @@ module LimitFetchTools
     BOOT_TIMEOUT = 10
     STOP_TIMEOUT = 5
 
-    attr_reader :port, :dir, :pid
+    attr_reader :port, :pid
 
-    # `dir`: for its log; by default a temporary directory of its own, which
-    # #remove deletes. `sample_interval`: seconds between two samples of the
-    # calls in flight.
-    def initialize(capacity: 4, retry_after: 0.2, mode: "seconds", sample_interval: 0.05, dir: nil)
+    # A handle on a downstream that another process started, at `url`: every
+    # method but #start and #stop.
+    def self.attach(url) = new(port: URI(url).port)
+
+    SETTINGS = {capacity: 4, retry_after: 0.2, mode: "seconds", sample_interval: 0.05}.freeze
+
+    # `settings`: capacity, retry_after, mode ("seconds" or "date") and
+    # sample_interval (seconds between two samples of the calls in flight),
+    # SETTINGS by default. `dir`: for its log; by default a temporary
+    # directory of its own, which #remove deletes.
+    def initialize(dir: nil, port: nil, **settings)
       @own_dir = dir.nil?
-      @dir = dir || Dir.mktmpdir("limit-fetch-downstream-")
-      @port = LimitFetchTools.free_port
-      @args = ["--port", port.to_s, "--capacity", capacity.to_s, "--retry-after", retry_after.to_s,
-               "--mode", mode.to_s, "--sample-interval", sample_interval.to_s]
+      @dir = dir
+      @port = port || LimitFetchTools.free_port
+      @args = ["--port", @port.to_s,
+               *SETTINGS.merge(settings).flat_map { |name, value| ["--#{name.to_s.tr("_", "-")}", value.to_s] }]
     end
+
+    def dir = @dir ||= Dir.mktmpdir("limit-fetch-downstream-")
 
     def url = "http://127.0.0.1:#{port}"
 
@@ -54,7 +63,7 @@ module LimitFetchTools
 
     def remove
       stop
-      FileUtils.rm_rf(dir) if @own_dir
+      FileUtils.rm_rf(@dir) if @own_dir && @dir
     end
 
     # Each tenant's capacity from now on (recorded as a change in #stats).
