@@ -23,7 +23,8 @@ RSpec.describe LimitFetchBench::BackOffSummary do
   end
 
   let(:runs) do
-    [{"section" => "back_off", "variant" => "back_off_adaptive", "round" => 1, "skipped" => "no BackOff", "jobs" => 400},
+    [{"section" => "back_off", "variant" => "back_off_adaptive", "round" => 1, "skipped" => "no BackOff",
+      "jobs" => 400},
      run("back_off_fixed16", seconds: 7.5,
        after_changes: [{"capacity" => 2, "too_many_share" => 0.05, "capacity_used" => 0.9}]),
      run("back_off_none", seconds: nil, retried: 380, "done_jobs" => 120, "done_once" => false)]
