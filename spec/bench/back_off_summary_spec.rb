@@ -26,7 +26,8 @@ RSpec.describe LimitFetchBench::BackOffSummary do
     [{"section" => "back_off", "variant" => "back_off_adaptive", "round" => 1, "skipped" => "no BackOff",
       "jobs" => 400},
      run("back_off_fixed16", seconds: 7.5,
-       after_changes: [{"capacity" => 2, "too_many_share" => 0.05, "capacity_used" => 0.9}]),
+       after_changes: [{"capacity" => 2, "too_many_share" => 0.05, "capacity_used" => 0.9}],
+       "settled_after_changes" => [{"capacity" => 2, "too_many_share" => 0.01, "capacity_used" => 0.95}]),
      run("back_off_none", seconds: nil, retried: 380, "done_jobs" => 120, "done_once" => false)]
   end
 
@@ -51,7 +52,7 @@ RSpec.describe LimitFetchBench::BackOffSummary do
     expect(markdown).to include("## Back-pressure: a downstream that answers 429")
     expect(markdown).to include("| LimitFetch, key: with concurrency: 1..16 (adaptive) (skipped: no BackOff) | – |")
     expect(markdown).to include("| 7.50 / 5.00 (×1.50) | 440 / 40 (9.1%) | 4 | 400 | 0 (–) | 0 / 0 | 0 | 0 | " \
-                                "yes (400 of 400 done, 0 more than once) | →2: 5.0%, 90% |")
+                                "yes (400 of 400 done, 0 more than once) | →2: 5.0%, 90% / 1.0%, 95% |")
     expect(markdown).to include("| not all done in 300.0 s (120 of 400) |")
     expect(markdown).to include("**no** (120 of 400 done, 0 more than once)")
   end

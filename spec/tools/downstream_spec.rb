@@ -112,6 +112,8 @@ RSpec.describe LimitFetchTools::Downstream do
     expect(after.first).to include("capacity" => 2, "calls" => 3, "too_many" => 1, "max_in_flight" => 2)
     expect(after.first["too_many_share"]).to be_within(0.001).of(1 / 3.0)
     expect(after.first["capacity_used"]).to be > 0.6
+    settled = downstream.stats.after_changes(seconds: 0.2, settle: 0.5, tenant: "a").first
+    expect(settled).to include("calls" => 0, "too_many" => 0, "mean_in_flight" => 0.0, "capacity_used" => 0.0)
   end
 
   it "gives Retry-After as an HTTP-date no earlier than the delay, in its date mode" do

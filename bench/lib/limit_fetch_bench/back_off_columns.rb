@@ -29,13 +29,15 @@ module LimitFetchBench
         "#{row["done_once"] ? "yes" : "**no**"} (#{row["done_jobs"]} of #{row["jobs"]} done, " \
           "#{row["done_more_than_once"]} more than once)"
       }],
-      ["after each capacity change, 5 s: 429 share, capacity used", lambda { |row|
+      ["after each capacity change, 0–5 s / 5–10 s: 429 share, capacity used", lambda { |row|
         changes = row["after_changes"]
         next "–" if row["skipped"] || changes.nil? || changes.empty?
 
-        changes.map do |change|
-          "→#{change["capacity"]}: #{num(change["too_many_share"] * 100, "%.1f")}%, " \
-            "#{num(change["capacity_used"] && (change["capacity_used"] * 100), "%.0f")}%"
+        changes.zip(row["settled_after_changes"] || []).map do |change, settled|
+          "→#{change["capacity"]}: " + [change, settled].compact.map do |stretch|
+            "#{num(stretch["too_many_share"] * 100, "%.1f")}%, " \
+              "#{num(stretch["capacity_used"] && (stretch["capacity_used"] * 100), "%.0f")}%"
+          end.join(" / ")
         end.join("; ")
       }]
     ].freeze

@@ -17,7 +17,7 @@ module LimitFetchBench
   # succeeded, or until the timeout (then reported as not done). Reported:
   # the wall time against the ideal (jobs × job time / capacity, of the
   # first phase), the downstream's calls and 429s (and, for each capacity
-  # change, the 5 s after it), the most jobs in the retry set at once, and
+  # change, the 5 s after it and the 5 s after those), the most jobs in the retry set at once, and
   # BackOffTally. The adaptive variant is skipped where the gem has no
   # BackOff.
   class BackOffRun
@@ -123,7 +123,9 @@ module LimitFetchBench
       stats = @downstream.stats
       {"calls" => stats["calls"], "too_many" => stats["too_many"], "too_many_share" => stats.too_many_share,
        "max_in_flight" => stats.tenant(@spec["tenant"])["max_in_flight"],
-       "after_changes" => stats.after_changes(seconds: AFTER_CHANGE, tenant: @spec["tenant"])}
+       "after_changes" => stats.after_changes(seconds: AFTER_CHANGE, tenant: @spec["tenant"]),
+       "settled_after_changes" => stats.after_changes(seconds: AFTER_CHANGE, settle: AFTER_CHANGE,
+         tenant: @spec["tenant"])}
     end
 
     def settings

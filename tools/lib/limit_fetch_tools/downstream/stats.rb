@@ -35,11 +35,12 @@ module LimitFetchTools
       end
 
       # For each capacity change after the first (the setting at the
-      # origin): the window of `seconds` after it, its capacity, and the
-      # share of that capacity used.
-      def after_changes(seconds: 5, tenant: nil)
+      # origin): the window of `seconds` that starts `settle` seconds after
+      # it, its capacity, and the share of that capacity used.
+      def after_changes(seconds: 5, settle: 0, tenant: nil)
         changes.drop(1).map do |change|
-          stretch = window(change["t"], change["t"] + seconds, tenant:)
+          from = change["t"] + settle
+          stretch = window(from, from + seconds, tenant:)
           used = change["capacity"].zero? ? nil : stretch["mean_in_flight"].fdiv(change["capacity"])
           stretch.merge("capacity" => change["capacity"], "capacity_used" => used)
         end
