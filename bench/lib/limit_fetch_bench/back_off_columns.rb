@@ -13,6 +13,11 @@ module LimitFetchBench
 
         "#{num(row["seconds"], "%.2f")} / #{num(row["ideal_seconds"], "%.2f")} (#{ratio(row["vs_ideal"])})"
       }],
+      ["50 / 90 / 99% done, s", lambda { |row|
+        next "–" if row["skipped"] || row["done_at"].nil?
+
+        row["done_at"].values_at("50", "90", "99").map { num(_1, "%.1f") }.join(" / ")
+      }],
       ["calls / 429s (share)", lambda { |row|
         row["skipped"] ? "–" : "#{row["calls"]} / #{row["too_many"]} (#{num(row["too_many_share"] * 100, "%.1f")}%)"
       }],

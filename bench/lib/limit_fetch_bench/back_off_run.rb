@@ -14,7 +14,8 @@ module LimitFetchBench
   # and registered, then one tenant's jobs
   # pushed at once through the gem's client middleware; the capacity
   # changed at each phase's end; timed from the push until every job's call
-  # succeeded, or until the timeout (then reported as not done). Reported:
+  # succeeded, or until the timeout (then reported as not done), and when
+  # 50, 90, 99 and 100% of them were (`done_at`, as seen every 50 ms). Reported:
   # the wall time against the ideal (jobs × job time / capacity, of the
   # first phase), the downstream's calls and 429s (and, for each capacity
   # change, the 5 s after it and the 5 s after those), the most jobs in the retry set at once, and
@@ -22,6 +23,8 @@ module LimitFetchBench
   # BackOff.
   class BackOffRun
     SAMPLE = 0.05
+    # Percentages of the jobs done whose time is reported.
+    DONE_SHARES = [50, 90, 99, 100].freeze
     AFTER_CHANGE = 5
 
     def initialize(spec)
@@ -67,10 +70,11 @@ module LimitFetchBench
     def measure
       @downstream.reset # its time series from the push on
       @jids = push
-      started = LimitFetchBench.monotonic
-      @schedule = phase_changes(started)
+      @started = LimitFetchBench.monotonic
+      @schedule = phase_changes(@started)
       @retry_set_max = 0
-      {"seconds" => wait_until_done(started), "retry_set_max" => @retry_set_max}
+      @done_at = DONE_SHARES.to_h { [_1, nil] }
+      {"seconds" => wait_until_done(@started), "retry_set_max" => @retry_set_max, "done_at" => @done_at}
     end
 
     # The jids, pushed as an app pushes them, through the gem's client
@@ -116,7 +120,14 @@ module LimitFetchBench
     def done?(now)
       @downstream.capacity = @schedule.shift[1] while @schedule.any? && @schedule.first[0] <= now
       @retry_set_max = [@retry_set_max, @redis.call("ZCARD", "retry")].max
-      @redis.call("HLEN", BackOffJobs::DONE) >= jobs
+      done_count(now) >= jobs
+    end
+
+    # The jobs done so far, noted in `done_at`.
+    def done_count(now)
+      done = @redis.call("HLEN", BackOffJobs::DONE)
+      @done_at.each_key { |share| @done_at[share] ||= (now - @started).round(2) if done * 100 >= jobs * share }
+      done
     end
 
     def downstream
