@@ -28,7 +28,8 @@ RSpec.describe LimitFetchBench::BackOffSummary do
      run("back_off_fixed16", seconds: 7.5,
        after_changes: [{"capacity" => 2, "too_many_share" => 0.05, "capacity_used" => 0.9}],
        "settled_after_changes" => [{"capacity" => 2, "too_many_share" => 0.01, "capacity_used" => 0.95}]),
-     run("back_off_none", seconds: nil, retried: 380, "done_jobs" => 120, "done_once" => false)]
+     run("back_off_none", seconds: 60.0, retried: 380),
+     run("back_off_none", seconds: nil, retried: 380, "round" => 2, "done_jobs" => 120, "done_once" => false)]
   end
 
   it "parses the capacity phases, the last one's seconds optional, and refuses others by name" do
@@ -41,10 +42,11 @@ RSpec.describe LimitFetchBench::BackOffSummary do
 
   it "gives each run its time over the ideal, and whether it ran clean; a skipped one, why" do
     rows = summary["back_off"]
-    expect(rows.map { _1["variant"] }).to eq(%w[back_off_adaptive back_off_fixed16 back_off_none])
+    expect(rows.map { _1["variant"] }).to eq(%w[back_off_adaptive back_off_fixed16 back_off_none back_off_none])
     expect(rows[0]).to include("skipped" => "no BackOff")
     expect(rows[1]).to include("vs_ideal" => 1.5, "clean" => true)
-    expect(rows[2]).to include("vs_ideal" => nil, "clean" => false)
+    expect(rows[2]).to include("vs_ideal" => 12.0, "clean" => false, "done_once" => true)
+    expect(rows[3]).to include("round" => 2, "vs_ideal" => nil, "clean" => false)
     expect(summary["limit_checks"]).to be_empty
   end
 
