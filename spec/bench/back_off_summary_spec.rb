@@ -19,7 +19,7 @@ RSpec.describe LimitFetchBench::BackOffSummary do
      "max_in_flight" => 4, "runs" => 400 + retried, "retried_jobs" => retried, "max_retry_count" => nil,
      "retry_set_max" => retried, "retry_set_end" => 0, "dead_set" => 0, "failed" => retried, "processed" => 400,
      "done_jobs" => 400, "done_once" => true, "done_more_than_once" => 0, "after_changes" => after_changes,
-     "phases" => [[4, nil]], "timeout" => 300.0, "done_at" => {"50" => 2.5, "90" => 4.1, "99" => nil}, **figures}
+     "phases" => [[4, nil]], "timeout" => 60.0, "done_at" => {"50" => 2.5, "90" => 4.1, "99" => nil}, **figures}
   end
 
   let(:runs) do
@@ -55,7 +55,7 @@ RSpec.describe LimitFetchBench::BackOffSummary do
     expect(markdown).to include("| LimitFetch, key: with concurrency: 1..16 (adaptive) (skipped: no BackOff) | – |")
     expect(markdown).to include("| 7.50 / 5.00 (×1.50) | 2.5 / 4.1 / – | 440 / 40 (9.1%) | 4 | 400 | 0 (–) | " \
                                 "0 / 0 | 0 | 0 | yes (400 of 400 done, 0 more than once) | →2: 5.0%, 90% / 1.0%, 95% |")
-    expect(markdown).to include("| not all done in 300.0 s (120 of 400) |")
+    expect(markdown).to include("| not all done in 60.0 s (120 of 400) |")
     expect(markdown).to include("**no** (120 of 400 done, 0 more than once)")
   end
 end

@@ -14,7 +14,7 @@ module LimitFetchBench
                 fetch_iterations: 2_000, deep_queue: 1_000_000, wide_queues: 200, delay_us: 500,
                 hot_jobs: 100_000, keys: 10_000, rate_jobs: 20_000, rate_hot_jobs: 300, rate_openings: 20,
                 rate_idle_seconds: 4.0, back_off_jobs: 400, back_off_job_ms: 50, back_off_capacity: 4,
-                back_off_retry_after: 0.2, back_off_phases: nil, back_off_runs: 1, back_off_timeout: 300.0,
+                back_off_retry_after: 0.2, back_off_phases: nil, back_off_runs: 1, back_off_timeout: 60.0,
                 sections: SECTIONS, output: RESULTS, quick: false, baseline: nil}.freeze
 
     QUICK = {jobs: 5_000, slow_jobs: 500, runs: 3, idle_seconds: 3.0, fetch_iterations: 500, hot_jobs: 10_000,
@@ -52,7 +52,7 @@ module LimitFetchBench
        "the last one's seconds optional (until done): 4:10,2:10,8:10 (overrides --back-off-capacity)"],
       [:back_off_retry_after, "--back-off-retry-after S", Float, "back_off: the Retry-After of its 429 (default 0.2)"],
       [:back_off_runs, "--back-off-runs R", Integer, "back_off: runs of every variant (default 1)"],
-      [:back_off_timeout, "--back-off-timeout S", Float, "back_off: a run not done by then is reported (default 300)"],
+      [:back_off_timeout, "--back-off-timeout S", Float, "back_off: a run not done by then is reported (default 60)"],
       [:output, "--output DIR", String, "where to write latest.{json,md,png} (default bench/results)"],
       [:baseline, "--baseline REV", String, "also every LimitFetch variant with the gem of git revision REV",
        "(built in tmp/bench-baseline), alternated with this checkout's; ratios to it"]
