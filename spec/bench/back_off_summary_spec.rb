@@ -48,6 +48,7 @@ RSpec.describe LimitFetchBench::BackOffSummary do
     expect(rows[2]).to include("vs_ideal" => 12.0, "clean" => false, "done_once" => true)
     expect(rows[3]).to include("round" => 2, "vs_ideal" => nil, "clean" => false)
     expect(summary["limit_checks"]).to be_empty
+    expect(LimitFetchBench::Summary.new([], options:, setup:, seconds: 1.0).to_h).not_to have_key("back_off")
   end
 
   it "writes the section's table" do

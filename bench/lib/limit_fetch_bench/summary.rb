@@ -28,8 +28,7 @@ module LimitFetchBench
       {"meta" => meta, "throughput" => throughput("throughput"), "delayed" => throughput("delayed"),
        "idle" => idle, "fetch_cost" => FetchCostSummary.new(fetch_runs, rev).to_h,
        "keyed" => KeyedSummary.new(@runs, rev).to_h, "rate" => RateSummary.new(@runs).to_h,
-       "back_off" => BackOffSummary.new(@runs).to_h,
-       "limit_checks" => LimitCheck.all(@runs), "runs" => @runs}
+       "limit_checks" => LimitCheck.all(@runs), "runs" => @runs}.merge(BackOffSummary.new(@runs).to_h)
     end
 
     private
