@@ -4,15 +4,7 @@
 ENV["BUNDLE_GEMFILE"] = File.expand_path("../Gemfile", __dir__)
 require "bundler/setup"
 require_relative "lib/limit_fetch_chaos"
-
-$stdout.sync = true
-
-begin
-  options = LimitFetchChaos::Options.parse(ARGV)
-rescue OptionParser::ParseError => e
-  warn "bin/chaos: #{e.message} (see bin/chaos --help)"
-  exit 2
-end
+require_relative "../tools/lib/limit_fetch_tools/boot"
 
 # One run: its report, printed (and, for the default plan, written to
 # chaos/results).
@@ -36,16 +28,18 @@ def write_results(dir, report, markdown)
   puts "Wrote #{File.join(dir, "latest.{json,md}")}"
 end
 
-%w[INT TERM].each { |signal| trap(signal) { raise Interrupt } }
-begin
-  repeat = LimitFetchChaos::Repeat.new(options)
-  outcomes = repeat.run { chaos_run(_1) }
-rescue Interrupt
-  warn "\nbin/chaos: interrupted; stopped the Sidekiq processes and Redis, removed the app directory."
-  exit 130
-end
+LimitFetchTools::Boot.run("bin/chaos", LimitFetchChaos::Options) do |options|
+  %w[INT TERM].each { |signal| trap(signal) { raise Interrupt } }
+  begin
+    repeat = LimitFetchChaos::Repeat.new(options)
+    outcomes = repeat.run { chaos_run(_1) }
+  rescue Interrupt
+    warn "\nbin/chaos: interrupted; stopped the Sidekiq processes and Redis, removed the app directory."
+    exit 130
+  end
 
-puts repeat.summary(outcomes) if options.repeat > 1
-failed = outcomes.reject(&:passed)
-warn "\nbin/chaos: FAILED: #{failed.flat_map(&:failures).uniq.join("; ")}" if failed.any? && options.repeat == 1
-exit(failed.empty? ? 0 : 1)
+  puts repeat.summary(outcomes) if options.repeat > 1
+  failed = outcomes.reject(&:passed)
+  warn "\nbin/chaos: FAILED: #{failed.flat_map(&:failures).uniq.join("; ")}" if failed.any? && options.repeat == 1
+  failed.empty? ? 0 : 1
+end

@@ -3,13 +3,6 @@
 # The driver of bin/demo, which first compiles the extension and then runs this.
 $LOAD_PATH.unshift(File.join(__dir__, "lib"))
 require "limit_fetch_demo"
+require_relative "../tools/lib/limit_fetch_tools/boot"
 
-$stdout.sync = true
-
-begin
-  options = LimitFetchDemo::Options.parse(ARGV)
-rescue OptionParser::ParseError => e
-  warn "bin/demo: #{e.message} (see bin/demo --help)"
-  exit 2
-end
-exit LimitFetchDemo::Runner.new(options).run
+LimitFetchTools::Boot.run("bin/demo", LimitFetchDemo::Options) { LimitFetchDemo::Runner.new(_1).run }

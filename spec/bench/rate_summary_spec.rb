@@ -9,7 +9,7 @@ require "limit_fetch_bench/pace_log"
 # jobs noted, the summary's ratios (a rate that never binds over no limit,
 # waiting with jobs parked over the blocking wait), the limit check of
 # rates, and the Markdown tables.
-RSpec.describe LimitFetchBench::RateSummary do
+RSpec.describe LimitFetchBench::Summary, "the rate section" do
   let(:options) { LimitFetchBench::Options.parse(%w[--quick --only rate]) }
   let(:setup) { {"redis" => "Redis 8.0.0", "proxy" => nil, "baseline" => nil} }
   let(:summary) { LimitFetchBench::Summary.new(runs, options: options, setup: setup, seconds: 1.0).to_h }

@@ -4,9 +4,9 @@ require "json"
 require_relative "../../chaos/lib/limit_fetch_chaos"
 
 # bin/chaos's Markdown reports (report.md.erb, fault.md.erb), from the
-# committed results/latest.json and a made-up --fault report (no chaos is
-# run): the facts, every table's rows, the repeats cut at SHOWN, and the
-# verdict.
+# committed results/latest.json (as the committed results/latest.md) and a
+# made-up --fault report (no chaos is run): the facts, every table's rows,
+# the repeats cut at SHOWN, and the verdict.
 RSpec.describe LimitFetchChaos::Markdown do
   let(:report) do
     json = JSON.parse(File.read(File.join(LimitFetchChaos::ROOT, "results", "latest.json")), symbolize_names: true)
@@ -14,6 +14,10 @@ RSpec.describe LimitFetchChaos::Markdown do
   end
 
   def lines(markdown) = markdown.lines(chomp: true)
+
+  it "renders results/latest.json as results/latest.md, byte for byte" do
+    expect(described_class.render(report)).to eq(File.read(File.join(LimitFetchChaos::ROOT, "results", "latest.md")))
+  end
 
   it "renders a run's facts, its limits' and rates' tables and its verdict" do
     markdown = described_class.render(report)

@@ -6,10 +6,11 @@ require "tmpdir"
 
 # What bin/bench, bin/demo, bin/chaos and the specs share to run other
 # programs: a redis-server of their own (RedisServer) and child processes
-# (ChildProcess), with the few helpers those need. Not part of the gem: the
-# gemspec ships lib/ only. RedisServer talks to Redis through RedisClient,
-# which its users load (with Sidekiq; bin/demo only once its app's bundle is
-# set up, so this file loads no gem).
+# (ChildProcess), with the few helpers those need, and their command-line
+# options (Options). Not part of the gem: the gemspec ships lib/ only.
+# RedisServer talks to Redis through RedisClient, which its users load (with
+# Sidekiq; bin/demo only once its app's bundle is set up, so this file loads
+# no gem).
 module LimitFetchTools
   # A failure the tools explain themselves (a server that would not start);
   # each driver's own Failure, which ends it with status 1.
@@ -67,3 +68,4 @@ end
 require_relative "limit_fetch_tools/child_process"
 require_relative "limit_fetch_tools/redis_server"
 require_relative "limit_fetch_tools/platform_gem"
+require_relative "limit_fetch_tools/options"

@@ -23,7 +23,7 @@ module LimitFetchBench
       set yrange [0:*]
       set arrow 1 from graph 0, first 1 to graph 1, first 1 nohead dashtype 2
       set xlabel "LimitFetch variants (10 ms jobs: against BasicFetch at concurrency 5)" font ",9"
-      plot "%<file>s" using 2:xtic(1) title "no added latency", "" using 3 title "~1 ms added round trip"
+      plot %<data>s using 2:xtic(1) title "no added latency", "" using 3 title "~1 ms added round trip"
       unset arrow 1
       unset xlabel
     GNUPLOT
@@ -31,7 +31,7 @@ module LimitFetchBench
       set title "Idle pickup latency, ms (log scale)"
       set logscale y
       set yrange [*:*]
-      plot "%<file>s" using 2:xtic(1) title "p50", "" using 3 title "p95", "" using 4 title "p99"
+      plot %<data>s using 2:xtic(1) title "p50", "" using 3 title "p95", "" using 4 title "p99"
     GNUPLOT
 
     def self.available? = system("command -v gnuplot >/dev/null 2>&1")
@@ -45,9 +45,7 @@ module LimitFetchBench
       panels = {RATIOS => ratio_rows, LATENCY => latency_rows}.reject { _2.empty? }
       raise Failure, "nothing to chart" if panels.empty?
 
-      Dir.mktmpdir("limit-fetch-bench-chart-") do |dir|
-        plot(path, panels.map { |template, rows| format(template, file: data(dir, rows)) })
-      end
+      plot(path, panels.each_with_index.map { |(template, rows), i| panel(template, rows, "$p#{i}") })
       path
     end
 
@@ -59,13 +57,13 @@ module LimitFetchBench
       raise Failure, "gnuplot failed:\n#{out}" unless status.success?
     end
 
-    def title = "sidekiq-limit_fetch-rs vs BasicFetch, #{@summary["meta"]["date"]}"
-
-    def data(dir, rows)
-      File.join(dir, "#{rows.object_id}.dat").tap do |path|
-        File.write(path, rows.map { |row| row.map { cell(_1) }.join(" ") }.join("\n") << "\n")
-      end
+    # The panel's rows as a data block of the script, then its plot.
+    def panel(template, rows, name)
+      lines = rows.map { |row| row.map { cell(_1) }.join(" ") }
+      "#{name} << EOD\n#{lines.join("\n")}\nEOD\n#{format(template, data: name)}"
     end
+
+    def title = "sidekiq-limit_fetch-rs vs BasicFetch, #{@summary["meta"]["date"]}"
 
     def cell(value)
       case value

@@ -28,7 +28,7 @@ module LimitFetchBench
       ["variant", -> { _1["label"] }], ["all done, s", -> { spread(_1["seconds"], "%.2f") }],
       ["× no key / × queue limit 2", -> { "#{ratio(_1["vs_none"])} / #{ratio(_1["vs_queue2"])}" }],
       ["executed (dropped / rescheduled)", -> { "#{_1["executed"]} (#{_1["dropped"]} / #{_1["rescheduled"]})" }],
-      ["other tenants' first start p50 / p99 s", -> { first_start(_1, "%.2f") }],
+      ["other tenants' first start p50 / p99 s", -> { percentiles(_1["cold_first_start_s"]) }],
       ["hot tenant's most running / limit", -> { "#{_1["hot_max_running"]} / #{_1["hot_limit"] || "–"}" }],
       ["hot key parked, most", -> { _1["max_parked"] }],
       ["Redis cmds / executed job", -> { num(_1["commands_per_executed_job"], "%.1f") }],
@@ -54,10 +54,12 @@ module LimitFetchBench
     ].freeze
     RATE_HOT = [
       ["variant", -> { _1["label"] }], ["all done, s", -> { spread(_1["seconds"], "%.2f") }],
-      ["other tenants' first start p50 / p99 s", -> { first_start(_1, "%.3f") }],
+      ["other tenants' first start p50 / p99 s", -> { percentiles(_1["cold_first_start_s"], "%.3f") }],
       ["runs' p99 s", -> { spread(_1["run_p99_s"], "%.3f") }],
-      ["hot backlog's last start, s / least its rate allows (×)",
-       -> { backlog(_1) }],
+      ["hot backlog's last start, s / least its rate allows (×)", lambda do |row|
+        last = spread(row["hot_last_start_s"], "%.2f")
+        "#{last} / #{num(row["hot_ideal_s"], "%.2f")} (#{ratio(row["hot_vs_ideal"])})"
+      end],
       ["hot starts within a period, most: counted by the gem / seen from the jobs / limit", -> { most(_1) }],
       ["executed (rescheduled)", -> { "#{num(_1["executed"], "%d")} (#{num(_1["rescheduled"], "%d")})" }],
       ["Redis cmds / executed job", -> { num(_1["commands_per_executed_job"], "%.1f") }],
@@ -82,10 +84,13 @@ module LimitFetchBench
     ].freeze
     PICKUP = [
       ["openings", -> { _1["openings"] }],
-      ["pickup after the window opens: min / p50 / p95 / p99 / max ms", -> { latencies(_1["latency_ms"]) }],
+      ["pickup after the window opens: min / p50 / p95 / p99 / max ms", -> { percentiles(_1["latency_ms"]) }],
       ["runs' p99 ms", -> { spread(_1["run_p99_ms"], "%.2f") }],
-      ["p99 target", -> { "≤ #{num(_1["target_p99_ms"], "%.0f")} ms: #{met(_1["p99_within_target"])}" }],
-      ["of which until the fetch: min / p50 / p95 / p99 / max ms", -> { latencies(_1["fetch_latency_ms"]) }],
+      ["p99 target", lambda do |row|
+        met = {nil => "cannot tell (no latencies)", true => "met", false => "**missed**"}[row["p99_within_target"]]
+        "≤ #{num(row["target_p99_ms"], "%.0f")} ms: #{met}"
+      end],
+      ["of which until the fetch: min / p50 / p95 / p99 / max ms", -> { percentiles(_1["fetch_latency_ms"]) }],
       ["Redis cmds / opening", -> { num(_1["commands_per_opening"], "%.1f") }],
       ["scripts / opening", -> { num(_1["scripts_per_opening"], "%.1f") }],
       ["starts within a period, most / limit", -> { "#{_1["most_in_window"]} / #{RateVariants::PACED_RATE[0]}" }]

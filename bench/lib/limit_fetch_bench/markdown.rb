@@ -34,30 +34,26 @@ module LimitFetchBench
     # The column `cell` makes, headed `head`, after the ratio to BasicFetch, with a baseline.
     def with_rev(columns, rev, head, &cell) = rev ? columns.dup.insert(3, [head, cell]) : columns
 
-    def range(pair) = pair ? "#{pair[0]}..#{pair[1]}" : "n/a"
-
     def round_trips(row)
       format("%<all>.2f (%<ruby>.2f + %<rust>.2f)", all: row["round_trips_per_job"],
-        ruby: row["round_trips"]["ruby"], rust: row["round_trips"]["rust"])
+        **row["round_trips"].transform_keys(&:to_sym))
     end
 
     def ceiling(row) = with_ratio(row["redis_ceiling_jobs_per_s"], "%.0f", row["redis_ceiling_ratio"])
 
-    def cpu_rev(row)
-      ["process CPU #{ratio(row["process_cpu_rev_ratio"])}", "Redis CPU #{ratio(row["redis_cpu_rev_ratio"])}"]
-    end
-
-    # The twin's ratios: of throughputs, then (of process and Redis CPU per job).
-    def throughput_rev(row) = row["rev_ratio"] ? "#{ratio(row["rev_ratio"])} (#{cpu_rev(row).join(", ")})" : "–"
-
-    # Throughput, then (first start p50 / p99,) commands, round trips, process and Redis CPU.
-    def keyed_rev_cell(row, first_start: false)
+    # The twin's ratios: of throughputs, then in brackets (of `parts` and) of process and Redis CPU per job.
+    def rev_cell(row, *parts)
       return "–" unless row["rev_ratio"]
 
+      cpu = ["process CPU #{ratio(row["process_cpu_rev_ratio"])}", "Redis CPU #{ratio(row["redis_cpu_rev_ratio"])}"]
+      "#{ratio(row["rev_ratio"])} (#{[*parts, *cpu].join(", ")})"
+    end
+
+    # The keyed section's: (of the first start p50 / p99,) of commands and round trips.
+    def keyed_rev_cell(row, first_start: false)
       first = "first start #{ratio(row["first_start_p50_rev_ratio"])} / #{ratio(row["first_start_p99_rev_ratio"])}"
-      parts = [(first if first_start), "cmds #{ratio(row["commands_rev_ratio"])}",
-               "RT #{ratio(row["round_trips_rev_ratio"])}", *cpu_rev(row)].compact
-      "#{ratio(row["rev_ratio"])} (#{parts.join(", ")})"
+      rev_cell(row, *(first if first_start), "cmds #{ratio(row["commands_rev_ratio"])}",
+        "RT #{ratio(row["round_trips_rev_ratio"])}")
     end
 
     # A column per variant of the first scenario, after FETCH_COST's first.
@@ -72,17 +68,10 @@ module LimitFetchBench
       cell["rev_ratio"] ? "#{text} (#{ratio(cell["rev_ratio"])} @#{rev})" : text
     end
 
-    def backlog(row)
-      "#{spread(row["hot_last_start_s"], "%.2f")} / #{num(row["hot_ideal_s"], "%.2f")} (#{ratio(row["hot_vs_ideal"])})"
-    end
-
     def joined(row, key, fmt) = row["variants"].values.map { num(_1[key], fmt) }.join(" / ")
 
-    def percentiles(values) = values ? values.values.map { num(_1, "%.2f") }.join(" / ") : "–"
-
-    def latencies(latency) = %w[min p50 p95 p99 max].map { num(latency[_1], "%.2f") }.join(" / ")
-
-    def first_start(row, fmt) = row["cold_first_start_s"].values_at("p50", "p99").map { num(_1, fmt) }.join(" / ")
+    # "0.41 / 0.97 / 1.60": a row's percentiles.
+    def percentiles(values, fmt = "%.2f") = values ? values.values.map { num(_1, fmt) }.join(" / ") : "–"
 
     # CPU per executed job, with its ratio to the same jobs with no key.
     def vs_none(row, name) = with_ratio(row["#{name}_us_per_executed_job"], "%.0f", row["#{name}_vs_none"])
@@ -103,22 +92,11 @@ module LimitFetchBench
         "#{row["rate"][0]}#{missed}"
     end
 
-    def met(value)
-      return "cannot tell (no latencies)" if value.nil?
-
-      value ? "met" : "**missed**"
-    end
-
     # "fcall 0.60, get 0.30, ...": the commands of a phase, per second.
     def mix(commands)
       return "none" if commands.empty?
 
       commands.first(10).map { |name, rate| format("%<n>s %<r>.2f", n: name, r: rate) }.join(", ")
-    end
-
-    def mixes(phases)
-      "Commands per second, over all runs: nothing parked: #{mix(phases["blocking"])}; parked: " \
-        "#{mix(phases["parked"])}."
     end
   end
 end

@@ -70,32 +70,23 @@ module LimitFetchBench
 
     def self.validate(values)
       BackOffVariants.parse_phases(values[:back_off_phases]) if values[:back_off_phases]
-      %i[jobs delayed_jobs slow_jobs runs fetch_iterations deep_queue wide_queues hot_jobs keys rate_jobs
-         rate_hot_jobs rate_openings back_off_jobs back_off_job_ms back_off_capacity back_off_runs].each do |key|
-        raise OptionParser::InvalidArgument, "--#{key.to_s.tr("_", "-")} must be at least 1" unless values[key] >= 1
-      end
-      %i[idle_seconds rate_idle_seconds back_off_retry_after back_off_timeout].each do |key|
-        raise OptionParser::InvalidArgument, "--#{key.to_s.tr("_", "-")} must be positive" unless values[key].positive?
-      end
+      LimitFetchTools::Options.at_least(values, %i[jobs delayed_jobs slow_jobs runs fetch_iterations deep_queue
+                                                   wide_queues hot_jobs keys rate_jobs rate_hot_jobs rate_openings
+                                                   back_off_jobs back_off_job_ms back_off_capacity back_off_runs])
+      LimitFetchTools::Options.positive(values, %i[idle_seconds rate_idle_seconds back_off_retry_after
+                                                   back_off_timeout])
     end
 
     def self.parser(values, explicit)
-      OptionParser.new do |opts|
-        opts.banner = BANNER
-        FLAGS.each { |key, *flag| opts.on(*flag) { values[key] = explicit[key] = _1 } }
-        switches(opts, values)
+      LimitFetchTools::Options.parser(BANNER, FLAGS, values, explicit) do |opts|
+        opts.on("--only LIST", Array, "sections to run: #{SECTIONS.join(",")} (default: all)") do |list|
+          values[:sections] = sections(list)
+        end
+        opts.on("--quick", "5000 jobs, 500 slow jobs, 3 s windows, 500 fetch iterations, 10000 hot jobs;",
+          "rate: 5000 jobs, 100 hot jobs, 17 openings and 2 s windows per run") do |quick|
+          values[:quick] = quick
+        end
       end
-    end
-
-    def self.switches(opts, values)
-      opts.on("--only LIST", Array, "sections to run: #{SECTIONS.join(",")} (default: all)") do |list|
-        values[:sections] = sections(list)
-      end
-      opts.on("--quick", "5000 jobs, 500 slow jobs, 3 s windows, 500 fetch iterations, 10000 hot jobs;",
-        "rate: 5000 jobs, 100 hot jobs, 17 openings and 2 s windows per run") do |quick|
-        values[:quick] = quick
-      end
-      opts.on("-h", "--help", "show this help") { exit puts(opts) || 0 }
     end
 
     def self.sections(list)

@@ -1,7 +1,8 @@
 # frozen_string_literal: true
 
 module LimitFetchBench
-  # Order statistics over a list of numbers.
+  # Order statistics over a list of numbers, and over one figure of a
+  # variant's runs (the runs without it left out).
   module Stats
     module_function
 
@@ -34,5 +35,11 @@ module LimitFetchBench
 
       value.fdiv(base)
     end
+
+    # The figure `key` of the runs.
+    def of(runs, key) = runs.filter_map { _1[key] }
+
+    # The median of the runs' figure over that of the other runs' (nil without them).
+    def versus(runs, other, key) = other && ratio(median(of(runs, key)), median(of(other, key)))
   end
 end

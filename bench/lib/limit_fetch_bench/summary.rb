@@ -1,19 +1,25 @@
 # frozen_string_literal: true
 
 module LimitFetchBench
-  # Everything one invocation measured, aggregated per variant: medians,
-  # min-max over the runs and ratios to BasicFetch from the same invocation
-  # (and, with a baseline revision, of each LimitFetch variant to its twin);
-  # the keyed section (KeyedSummary); the rate section (RateSummary); the
-  # limit check of every run; and the raw runs.
+  # Everything one invocation measured, per section and variant (each row's
+  # figures: SummaryFigures): its ratios to the section's reference
+  # (BasicFetch; for distinct keys, no key) and to the same jobs with no key
+  # or no limit, and with a baseline revision (--baseline) of each of this
+  # checkout's variants to its twin ("rev_ratio" and "<cost>_rev_ratio":
+  # this checkout's over the twin's; of a time, the twin's over this
+  # checkout's). A twin's own ratios are to BasicFetch in the throughput and
+  # idle sections, to its build's variants in the keyed one. Then the limit
+  # check of every run, and the raw runs. The rates' idle phases:
+  # RateIdleSummary.
   class Summary
-    ROUND_TRIPS = "Client round trips, counted where the clients make them. Sidekiq's redis-client (BasicFetch, " \
-                  "Sidekiq's heartbeat and scheduler): a middleware counts every call (BRPOP included) and " \
-                  "every pipeline or MULTI block as one. The gem's Rust core counts every request it sends, " \
-                  "per capsule (a script, a pipeline, an EVAL after NOSCRIPT, the doorbell's EXISTS and " \
-                  "connection set-up: one each). Commands inside a script or a MULTI block are not round trips. " \
-                  "Redis commands per job: every call in INFO commandstats over the window, including the " \
-                  "commands scripts and MULTI blocks run, divided by the jobs."
+    include SummaryFigures
+
+    # A hot-key row's figures (SummaryFigures#hot_row).
+    KEYED_HOT = {first: %w[jobs hot_limit], most: %w[hot_max_running cold_max_running max_parked],
+                 medians: %w[executed dropped rescheduled]}.freeze
+    RATE_HOT = {first: %w[hot_jobs rate hot_ideal_s], most: %w[hot_most_in_window_perform],
+                medians: %w[jobs executed rescheduled push_seconds]}.freeze
+    KEYS = %w[jobs before after new_keys new_key_names].freeze
 
     # `setup`: what the runner started, for the meta: "redis" (its version),
     # "proxy" (DelayProxy#to_h) and "baseline" (Baseline#to_h), or nil.
@@ -22,13 +28,14 @@ module LimitFetchBench
       @options = options
       @setup = setup
       @seconds = seconds
+      @rev = setup["baseline"]&.fetch("rev")
+      @groups = runs.group_by { _1["section"] }.transform_values { |list| list.group_by { _1["variant"] } }
     end
 
     def to_h
       {"meta" => meta, "throughput" => throughput("throughput"), "delayed" => throughput("delayed"),
-       "idle" => idle, "fetch_cost" => FetchCostSummary.new(fetch_runs, rev).to_h,
-       "keyed" => KeyedSummary.new(@runs, rev).to_h, "rate" => RateSummary.new(@runs).to_h,
-       "limit_checks" => LimitCheck.all(@runs), "runs" => @runs}.merge(BackOffSummary.new(@runs).to_h)
+       "idle" => idle, "fetch_cost" => fetch_cost(@runs.select { _1["section"] == "fetch" }), "keyed" => keyed,
+       "rate" => rate, "limit_checks" => LimitCheck.all(@runs), "runs" => @runs}.merge(BackOffSummary.new(@runs).to_h)
     end
 
     private
@@ -36,38 +43,104 @@ module LimitFetchBench
     def meta
       {"date" => Time.now.utc.iso8601, "seconds" => @seconds.round(1), "cpus" => Etc.nprocessors,
        "ruby" => RUBY_DESCRIPTION, "sidekiq" => Sidekiq::VERSION, "redis" => @setup["redis"],
-       "gem" => Sidekiq::LimitFetch::VERSION, "poll_range" => poll_range, "options" => options,
-       "proxy" => @setup["proxy"], "baseline" => @setup["baseline"], "round_trip_counting" => ROUND_TRIPS}
+       "gem" => Sidekiq::LimitFetch::VERSION, "poll_range" => @runs.filter_map { _1["poll_range"] }.first,
+       "options" => @options.to_h.except(:output).transform_keys(&:to_s)}.merge(@setup.slice("proxy", "baseline"))
     end
 
-    def options = @options.to_h.except(:output).transform_keys(&:to_s)
+    def group(section) = @groups.fetch(section, {})
 
-    def poll_range = @runs.filter_map { _1["poll_range"] }.first
+    def twin(groups, key) = @rev && groups[Twin.key(key, @rev)]
 
-    def fetch_runs = @runs.select { _1["section"] == "fetch" }
+    # The keys whose runs there are, each followed by its twin's, if any.
+    def present(groups, keys) = keys.flat_map { [_1, (Twin.key(_1, @rev) if @rev)] }.compact.select { groups[_1] }
 
-    def rev = @setup["baseline"]&.fetch("rev")
-
-    # The runs of the variant's twin (none for a twin, or for BasicFetch,
-    # which has none).
-    def twin_runs(groups, variant) = rev && groups[variant.twin(rev).key]
-
-    # The keyed and rate sections' runs are their own (KeyedSummary, RateSummary).
-    def of(section) = @runs.select { _1["section"] == section }.group_by { _1["variant"] }
+    # The key of the variant `key` in `variant`'s build.
+    def same_build(key, variant) = variant.build && key ? Twin.key(key, variant.build) : key
 
     def throughput(section)
-      groups = of(section)
+      groups = group(section)
       groups.to_h do |key, runs|
-        variant = Variant[key]
-        [key, ThroughputSummary.new(variant, runs, groups[variant.baseline], twin_runs(groups, variant)).to_h]
+        [key, throughput_row(Variant[key], runs, groups[Variant[key].baseline], twin(groups, key))]
       end
     end
 
     def idle
-      groups = of("idle")
-      groups.to_h do |key, runs|
-        [key, IdleSummary.new(Variant[key], runs, groups["basic"], twin_runs(groups, Variant[key])).to_h]
+      groups = group("idle")
+      groups.to_h { |key, runs| [key, idle_row(Variant[key], runs, groups["basic"], twin(groups, key))] }
+    end
+
+    # Per scenario, from the fetch-cost processes' results (with
+    # --baseline, those of the baseline's build are twins).
+    def fetch_cost(processes)
+      runs = processes.flat_map { |process| process["runs"].map { as_twin(_1, process["build"]) } }
+      order = runs.map { Twin.split(_1["variant"]).first }.uniq
+      runs.group_by { _1["scenario"] }.to_h do |scenario, list|
+        [scenario, {"label" => scenario_label(processes, scenario), "variants" => fetch_rows(list, order, processes)}]
       end
+    end
+
+    def as_twin(run, build) = build ? run.merge("variant" => Twin.key(run["variant"], build)) : run
+
+    def scenario_label(processes, scenario) = processes.first["scenarios"][scenario]
+
+    # This checkout's variants in their order, each followed by its twin.
+    def fetch_rows(list, order, processes)
+      labels = processes.to_h { [_1["build"], _1["variants"]] }
+      variants = list.group_by { _1["variant"] }.sort_by { |key, _| [order.index(Twin.split(key)[0]), key] }.to_h
+      variants.to_h do |key, runs|
+        [key, fetch_row(fetch_label(labels, key), runs, variants.fetch("basic"), twin(variants, key))]
+      end
+    end
+
+    def fetch_label(labels, key)
+      base, rev = Twin.split(key)
+      rev ? Twin.label(labels[rev][base], rev) : labels[nil][base]
+    end
+
+    def keyed
+      groups = group("keyed")
+      return {} if groups.empty?
+
+      hot = present(groups, KeyedVariants::HOT + KeyedVariants::SEEDS).to_h { [_1, keyed_hot(groups, _1)] }
+      {"distinct" => distinct(groups), "hot" => hot, "keys" => groups["keys"]&.first&.slice(*KEYS)}
+    end
+
+    def distinct(groups)
+      present(groups, KeyedVariants::DISTINCT).to_h do |key|
+        variant = Variant[key]
+        base = groups[same_build(variant.baseline, variant)]
+        [key, throughput_row(variant, groups[key], base, twin(groups, key), COSTS)]
+      end
+    end
+
+    def keyed_hot(groups, key)
+      variant = Variant[key]
+      runs = groups[key]
+      row = hot_row(variant, runs, KEYED_HOT)
+            .merge(hot_versus(runs, *%w[hot_none hot_queue2].map { groups[same_build(_1, variant)] }))
+      (other = twin(groups, key)) ? row.merge(hot_rev_ratios(runs, other)) : row
+    end
+
+    def rate
+      groups = group("rate")
+      return {} if groups.empty?
+
+      {"throughput" => present(groups, RateVariants::THROUGHPUT).to_h { [_1, rate_throughput(groups, _1)] },
+       "hot" => present(groups, RateVariants::HOT).to_h { [_1, rate_hot(groups[_1])] }, "idle" => rate_idle(groups)}
+    end
+
+    def rate_throughput(groups, key)
+      variant = Variant[key]
+      throughput_row(variant, groups[key], groups[variant.baseline], nil)
+        .merge(rate_counted(groups[key], variant.rate && groups["rate_none"]))
+    end
+
+    def rate_hot(runs) = hot_row(Variant[runs.first["variant"]], runs, RATE_HOT).merge(rate_backlog(runs))
+
+    # Waiting with jobs parked against the blocking wait; nil if neither ran.
+    def rate_idle(groups)
+      phases = %w[blocking parked].zip(RateVariants::IDLE.map { groups[_1] || [] }).to_h
+      RateIdleSummary.new(phases).to_h unless phases.values.all?(&:empty?)
     end
   end
 end

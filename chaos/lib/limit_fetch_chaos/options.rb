@@ -64,23 +64,19 @@ module LimitFetchChaos
     end
 
     def self.parser(values)
-      OptionParser.new do |opts|
-        opts.banner = BANNER
-        opts.accept(FaultSpec) { FaultSpec.parse(_1) }
-        FLAGS.each { |key, *flag| opts.on(*flag) { values[key] = _1 } }
+      accept = {FaultSpec => proc { FaultSpec.parse(_1) }}
+      LimitFetchTools::Options.parser(BANNER, FLAGS, values, accept:) do |opts|
         opts.on("--quick", "as --duration #{QUICK_SECONDS.to_i}: about 75 s in all") do
           values[:duration] = QUICK_SECONDS
         end
         opts.on("--no-results", "write no report to chaos/results") { values[:results] = nil }
-        opts.on("-h", "--help", "show this help") { exit puts(opts) || 0 }
       end
     end
 
     def self.validate(values)
-      raise OptionParser::InvalidArgument, "--jobs must be at least 1" if values[:jobs]&.<(1)
-      raise OptionParser::InvalidArgument, "--duration must be positive" if values[:duration]&.<=(0)
-      raise OptionParser::InvalidArgument, "--repeat must be at least 1" if values[:repeat] < 1
-
+      LimitFetchTools::Options.at_least(values, %i[jobs])
+      LimitFetchTools::Options.positive(values, %i[duration])
+      LimitFetchTools::Options.at_least(values, %i[repeat])
       validate_fault(values)
     end
 

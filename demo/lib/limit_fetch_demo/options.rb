@@ -5,10 +5,14 @@ module LimitFetchDemo
   Options = Data.define(:jobs, :small, :timeout, :screenshot) do
     def self.parse(argv)
       values = {jobs: nil, small: false, timeout: 120.0, screenshot: nil}
-      parser(values).parse!(argv)
-      raise OptionParser::InvalidArgument, "--jobs must be at least 1" if values[:jobs]&.<(1)
-
+      LimitFetchTools::Options.parser(banner, switches, values).parse!(argv)
+      LimitFetchTools::Options.at_least(values, %i[jobs])
       new(**values)
+    end
+
+    def self.banner
+      "Usage: bin/demo [options]\n\nRuns jobs on two Sidekiq processes through sidekiq-limit_fetch-rs and checks " \
+        "that the limits held.\n\n"
     end
 
     def self.switches
@@ -18,15 +22,6 @@ module LimitFetchDemo
        [:timeout, "--timeout SECONDS", Float, "give up after that long (default: 120.0)"],
        [:screenshot, "--screenshot PATH", "saves a PNG of the Web UI's Limits tab while jobs wait parked " \
                                           "(headless Chromium)"]]
-    end
-
-    def self.parser(values)
-      OptionParser.new do |opts|
-        opts.banner = "Usage: bin/demo [options]\n\nRuns jobs on two Sidekiq processes through " \
-                      "sidekiq-limit_fetch-rs and checks that the limits held.\n\n"
-        switches.each { |key, *switch| opts.on(*switch) { |value| values[key] = value } }
-        opts.on("-h", "--help", "show this help") { exit puts(opts) || 0 }
-      end
     end
   end
 end
