@@ -14,10 +14,16 @@ module LimitFetchBench
 
       format("%<head>s %<time>s (ideal %<i>.2f s)  %<c>d calls, %<p>.1f%% 429  %<rj>d jobs retried  " \
              "done once: %<once>s", head:, time: time(run), i: run["ideal_seconds"], c: run["calls"],
-        p: run["too_many_share"] * 100, rj: run["retried_jobs"], once: run["done_once"] ? "yes" : "NO")
+        p: run["too_many_share"] * 100, rj: run["retried_jobs"], once: once(run))
     end
 
     def self.time(run) = run["seconds"] ? format("%.2f s", run["seconds"]) : "not done"
+
+    def self.once(run)
+      return "yes" if run["done_once"]
+
+      run["done_more_than_once"].positive? ? "NO (#{run["done_more_than_once"]} twice or more)" : "not all done"
+    end
 
     def initialize(runs)
       @runs = runs.select { _1["section"] == "back_off" }
