@@ -4,15 +4,18 @@ module LimitFetchBench
   # Command-line options of bin/bench.
   Options = Data.define(:jobs, :delayed_jobs, :slow_jobs, :runs, :idle_seconds, :fetch_iterations,
     :deep_queue, :wide_queues, :delay_us, :hot_jobs, :keys, :rate_jobs, :rate_hot_jobs, :rate_openings,
-    :rate_idle_seconds, :sections, :output, :quick, :baseline)
+    :rate_idle_seconds, :back_off_jobs, :back_off_job_ms, :back_off_capacity, :back_off_retry_after,
+    :back_off_phases, :back_off_runs, :back_off_timeout, :sections, :output, :quick, :baseline)
 
   class Options
-    SECTIONS = %w[throughput delayed idle fetch keyed rate].freeze
+    SECTIONS = %w[throughput delayed idle fetch keyed rate back_off].freeze
 
     DEFAULTS = {jobs: 50_000, delayed_jobs: nil, slow_jobs: 1_500, runs: 5, idle_seconds: 10.0,
                 fetch_iterations: 2_000, deep_queue: 1_000_000, wide_queues: 200, delay_us: 500,
                 hot_jobs: 100_000, keys: 10_000, rate_jobs: 20_000, rate_hot_jobs: 300, rate_openings: 20,
-                rate_idle_seconds: 4.0, sections: SECTIONS, output: RESULTS, quick: false, baseline: nil}.freeze
+                rate_idle_seconds: 4.0, back_off_jobs: 400, back_off_job_ms: 50, back_off_capacity: 4,
+                back_off_retry_after: 0.2, back_off_phases: nil, back_off_runs: 1, back_off_timeout: 60.0,
+                sections: SECTIONS, output: RESULTS, quick: false, baseline: nil}.freeze
 
     QUICK = {jobs: 5_000, slow_jobs: 500, runs: 3, idle_seconds: 3.0, fetch_iterations: 500, hot_jobs: 10_000,
              rate_jobs: 5_000, rate_hot_jobs: 100, rate_openings: 17, rate_idle_seconds: 2.0}.freeze
@@ -42,6 +45,14 @@ module LimitFetchBench
        "(default 20; --quick 17; at least 50 over all runs)"],
       [:rate_idle_seconds, "--rate-idle-seconds S", Float, "rate: each idle window, with and without parked jobs",
        "(default 4; --quick 2)"],
+      [:back_off_jobs, "--back-off-jobs N", Integer, "back_off: the tenant's jobs (default 400)"],
+      [:back_off_job_ms, "--back-off-job-ms MS", Integer, "back_off: the downstream holds a call MS (default 50)"],
+      [:back_off_capacity, "--back-off-capacity N", Integer, "back_off: its calls in flight per tenant (default 4)"],
+      [:back_off_phases, "--back-off-phases LIST", Array, "back_off: its capacity in phases CAPACITY:SECONDS,...,",
+       "the last one's seconds optional (until done): 4:10,2:10,8:10 (overrides --back-off-capacity)"],
+      [:back_off_retry_after, "--back-off-retry-after S", Float, "back_off: the Retry-After of its 429 (default 0.2)"],
+      [:back_off_runs, "--back-off-runs R", Integer, "back_off: runs of every variant (default 1)"],
+      [:back_off_timeout, "--back-off-timeout S", Float, "back_off: a run not done by then is reported (default 60)"],
       [:output, "--output DIR", String, "where to write latest.{json,md,png} (default bench/results)"],
       [:baseline, "--baseline REV", String, "also every LimitFetch variant with the gem of git revision REV",
        "(built in tmp/bench-baseline), alternated with this checkout's; ratios to it"]
@@ -58,9 +69,12 @@ module LimitFetchBench
     end
 
     def self.validate(values)
+      BackOffVariants.parse_phases(values[:back_off_phases]) if values[:back_off_phases]
       LimitFetchTools::Options.at_least(values, %i[jobs delayed_jobs slow_jobs runs fetch_iterations deep_queue
-                                                   wide_queues hot_jobs keys rate_jobs rate_hot_jobs rate_openings])
-      LimitFetchTools::Options.positive(values, %i[idle_seconds rate_idle_seconds])
+                                                   wide_queues hot_jobs keys rate_jobs rate_hot_jobs rate_openings
+                                                   back_off_jobs back_off_job_ms back_off_capacity back_off_runs])
+      LimitFetchTools::Options.positive(values, %i[idle_seconds rate_idle_seconds back_off_retry_after
+                                                   back_off_timeout])
     end
 
     def self.parser(values, explicit)

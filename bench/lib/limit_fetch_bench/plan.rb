@@ -15,6 +15,8 @@ module LimitFetchBench
   # what its distinct keys leave in Redis run in the first round only
   # (KeyedVariants::ONCE), without twins. The rate section's variants have
   # no twins; its limiter runs in the first round only (RateVariants::ONCE).
+  # The back_off section's variants have no twins and run in the first
+  # --back-off-runs rounds only (BackOffVariants.of_round).
   class Plan
     Step = Data.define(:section, :variant, :round, :build)
 
@@ -28,11 +30,15 @@ module LimitFetchBench
 
     def steps
       rounds = (1..@options.runs).flat_map do |round|
-        %w[throughput delayed idle keyed rate].select { @options.section?(_1) }.flat_map do |section|
-          variants(section, round).map { Step.new(section, _1, round, Variant[_1].build) }
+        %w[throughput delayed idle keyed rate back_off].select { @options.section?(_1) }.flat_map do |section|
+          of_section(section, round).map { Step.new(section, _1, round, Variant[_1].build) }
         end
       end
       rounds + fetch_steps
+    end
+
+    def of_section(section, round)
+      section == "back_off" ? BackOffVariants.of_round(round, @options) : variants(section, round)
     end
 
     def variants(section, round)
@@ -52,6 +58,7 @@ module LimitFetchBench
       when :hot then return @options.hot_jobs + KeyedVariants::COLD_JOBS
       when :keys then return @options.keys
       when :rate_hot, :rate_idle, :rate_throughput then return RateVariants.jobs(Variant[variant].workload, @options)
+      when :back_off then return @options.back_off_jobs
       end
 
       section == "delayed" ? @options.delayed_jobs : @options.jobs

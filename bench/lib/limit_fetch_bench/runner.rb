@@ -83,7 +83,7 @@ module LimitFetchBench
       jobs = @plan.jobs(step.section, step.variant)
       spec = {"kind" => Variant[step.variant].workload&.to_s || "throughput", "jobs" => jobs,
               "hot_jobs" => @options.hot_jobs, "keys" => @options.keys, "timeout" => timeout(step.variant, jobs)}
-      step.section == "rate" ? spec.merge(RateVariants.spec(@options, Variant[step.variant], jobs)) : spec
+      spec.merge(SectionSpec.of(step, @options, jobs))
     end
 
     def idle(spec, log)

@@ -19,7 +19,9 @@ module LimitFetchBench
 
     def self.[](key)
       key, rev = Twin.split(key)
-      variant = ALL.fetch(key) { KeyedVariants::ALL.fetch(key) { RateVariants::ALL.fetch(key) } }
+      variant = ALL.fetch(key) do
+        KeyedVariants::ALL.fetch(key) { RateVariants::ALL.fetch(key) { BackOffVariants::ALL.fetch(key) } }
+      end
       rev ? variant.twin(rev) : variant
     end
 

@@ -1,0 +1,18 @@
+# frozen_string_literal: true
+
+module LimitFetchBench
+  # What a measuring process of a section needs beside the usual (Runner):
+  # the rate section's (RateVariants.spec), the back_off section's
+  # (BackOffVariants.spec); nothing for the others.
+  module SectionSpec
+    module_function
+
+    def of(step, options, jobs)
+      case step.section
+      when "rate" then RateVariants.spec(options, Variant[step.variant], jobs)
+      when "back_off" then BackOffVariants.spec(options, jobs)
+      else {}
+      end
+    end
+  end
+end
