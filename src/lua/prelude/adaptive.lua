@@ -2,7 +2,8 @@
 -- between a floor and a ceiling, additive increase, multiplicative
 -- decrease. It grows by one after each ROUND in which it was reached and
 -- no back-off came (grow, at the fetch that finds it reached), and shrinks
--- by SHRINK, never below its floor, at each back-off (shrink, back_off.lua).
+-- by SHRINK, never below its floor, at each back-off (shrink, back_off.lua),
+-- after which it waits two rounds.
 -- Held in Redis for every process (job_adaptive_key), forgotten after IDLE
 -- without a change: it starts at its floor again.
 
@@ -13,8 +14,9 @@ local SHRINK = 0.75
 -- Milliseconds: 10 minutes.
 local IDLE = 600000
 
-local function set_adaptive(id, value)
-  local t = now()
+-- `from`: when its next round starts (now, unless later).
+local function set_adaptive(id, value, from)
+  local t = from or now()
   redis.call('SET', job_adaptive_key(id), value .. ' ' .. string.format('%.0f', t), 'PX', IDLE)
   adaptive_states[id] = {value, t}
 end
@@ -34,10 +36,13 @@ local function grow(limit, concurrency)
   return concurrency
 end
 
--- Adaptive limit `limit` backs off: its limit in force shrinks.
+-- Adaptive limit `limit` backs off: its limit in force shrinks, and grows
+-- again no sooner than two rounds later: a limit that grows back into the
+-- same wall at once, a round after each back-off, spends a tenth of its
+-- calls on refusals where the downstream admits two (bin/bench back_off).
 local function shrink(limit)
   local concurrency = job_limit(limit)
   local floor = adaptive_range(limit)
   if not floor or stored_job_limits[limit.id] then return end
-  set_adaptive(limit.id, math.max(floor, math.floor(concurrency * SHRINK)))
+  set_adaptive(limit.id, math.max(floor, math.floor(concurrency * SHRINK)), now() + ROUND)
 end
