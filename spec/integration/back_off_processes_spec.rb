@@ -34,7 +34,10 @@ RSpec.describe "BackOff across sidekiq processes", :e2e do
   # [[time, jid, retry_count], ...] of +tenant+'s runs, by time.
   def starts(tenant)
     redis.call("LRANGE", BackOffProcessJobs.starts_key(tenant), 0, -1)
-      .map { |line| time, jid, count = line.split; [Float(time), jid, count] }.sort
+         .map do |line|
+      time, jid, count = line.split
+      [Float(time), jid, count]
+    end.sort
   end
 
   def done = redis.call("HGETALL", "back_off_e2e:done")

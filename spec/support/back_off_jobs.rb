@@ -87,25 +87,22 @@ module LimitFetchSpec
     end
   end
 
-  # No limit_fetch declaration at all: perform(how, seconds).
+  # No limit_fetch declaration at all: perform(how, seconds), stamped under
+  # its LABEL.
   class PlainCallJob
     include Sidekiq::Job
 
+    LABEL = "plain"
+
     sidekiq_options retry: 1, queue: BackOffJobs::QUEUE
 
     def perform(how, seconds)
-      BackOffJobs.run(self, "plain", how, seconds)
+      BackOffJobs.run(self, self.class::LABEL, how, seconds)
     end
   end
 
-  # Another undeclared class in the same queue: perform(how, seconds).
-  class OtherCallJob
-    include Sidekiq::Job
-
-    sidekiq_options retry: 1, queue: BackOffJobs::QUEUE
-
-    def perform(how, seconds)
-      BackOffJobs.run(self, "other", how, seconds)
-    end
+  # Another undeclared class in the same queue.
+  class OtherCallJob < PlainCallJob
+    LABEL = "other"
   end
 end

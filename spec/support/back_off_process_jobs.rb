@@ -22,7 +22,7 @@ module BackOffProcessJobs
       now = Process.clock_gettime(Process::CLOCK_REALTIME)
       Sidekiq.redis do |conn|
         conn.call("RPUSH", BackOffProcessJobs.starts_key(tenant),
-          format("%.6f %s %s", now, job["jid"], job.fetch("retry_count", "-")))
+          "#{now.round(6)} #{job["jid"]} #{job.fetch("retry_count", "-")}")
       end
       yield
     end
@@ -43,6 +43,7 @@ module BackOffProcessJobs
       elsif first && kind == "date"
         raise Sidekiq::LimitFetch::BackOff.new(retry_after: (Time.now + Float(amount)).httpdate)
       end
+
       sleep seconds
       Sidekiq.redis { |conn| conn.call("HSET", "back_off_e2e:done", jid, tenant) }
     end

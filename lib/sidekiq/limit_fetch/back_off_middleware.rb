@@ -24,14 +24,26 @@ module Sidekiq
       def call(_instance, job, _queue)
         yield
       rescue BackOff => e
+        raise unless limited?
+
         PendingBackOff.hold(job, e.retry_after)
       rescue => e
-        raise unless back_off_on(job).any? { |listed| e.is_a?(listed) }
+        raise unless limited? && back_off_on(job).any? { |listed| e.is_a?(listed) }
 
         PendingBackOff.hold(job, retry_after_of(e))
       end
 
       private
+
+      # Whether the process fetches with LimitFetch (its Sidekiq::Config's
+      # fetch_class, every capsule's), whose acknowledgement parks the job.
+      # Under another fetch (BasicFetch after a rollback) the error goes on,
+      # and Sidekiq retries the job: swallowed, it would be acknowledged, and
+      # lost.
+      def limited?
+        fetch = config && config[:fetch_class]
+        fetch.is_a?(Class) && fetch <= LimitFetch
+      end
 
       def retry_after_of(error)
         RetryAfter.of_error(error)

@@ -13,6 +13,7 @@ require "sidekiq/limit_fetch/cli/release_command"
 require "sidekiq/limit_fetch/cli/options"
 require "sidekiq/limit_fetch/cli/release_text"
 require "sidekiq/limit_fetch/cli/table"
+require "sidekiq/limit_fetch/cli/text_table"
 
 module Sidekiq
   class LimitFetch < BasicFetch

@@ -118,6 +118,18 @@ RSpec.describe Sidekiq::LimitFetch::BackOff, "from perform" do
     expect([admin.back_off(request).ends_in, admin.back_off(request).ends_in]).to eq([1.0, 2.0])
   end
 
+  it "fails and retries as Sidekiq would under another fetch (BasicFetch after a rollback): nothing is lost" do
+    config = build_config(queues: [queue], concurrency: 2)
+    config.error_handlers << ->(error, *) { errors << error }
+    LimitFetchHelpers::SERVER_CONFIG_BLOCKS.each { |block| block.call(config) }
+    config[:fetch_class] = Sidekiq::BasicFetch
+    embedded_instances << Sidekiq::Embedded.new(config).tap(&:run)
+    jid = tenant_job.perform_async("t1", "seconds:30", 0.01)
+
+    wait_until(message: "the job in the retry set") { Sidekiq::RetrySet.new.find_job(jid) }
+    expect(failures).to eq([described_class])
+  end
+
   it "refuses a retry_after that is not a time, naming it" do
     expect { described_class.new(retry_after: "soon") }.to raise_error(ArgumentError, /retry_after "soon"/)
     expect { described_class.new(retry_after: -1) }.to raise_error(ArgumentError, /retry_after -1 /)

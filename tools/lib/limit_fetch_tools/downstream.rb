@@ -5,6 +5,7 @@ require "net/http"
 require "rbconfig"
 require_relative "../limit_fetch_tools"
 require_relative "downstream/stats"
+require_relative "served"
 
 module LimitFetchTools
   # A simulated downstream (a partner's HTTP API) of a driver's or a spec's
@@ -46,20 +47,13 @@ module LimitFetchTools
 
     def log_path = File.join(dir, "downstream.log")
 
-    # Returns once it answers; raises Failure, with its log, if it will not.
-    def start
-      @pid = ChildProcess.spawn({}, RbConfig.ruby, PROGRAM, *@args, log: log_path)
-      LimitFetchTools.wait_for("the downstream did not answer on #{port}", timeout: BOOT_TIMEOUT) { ready? }
-      self
-    rescue Failure => e
-      stop
-      raise Failure, "#{e.message}:\n#{LimitFetchTools.tail(log_path)}"
-    end
+    include Served
 
-    def stop
-      ChildProcess.stop([@pid], timeout: STOP_TIMEOUT) if @pid
-      @pid = nil
-    end
+    def command = [RbConfig.ruby, PROGRAM, *@args]
+
+    def name = "the downstream"
+
+    def address = port
 
     def remove
       stop

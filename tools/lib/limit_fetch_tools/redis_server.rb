@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "served"
+
 module LimitFetchTools
   # A redis-server of a driver's or a spec's own, on a free port (or only a
   # Unix socket) and in a directory of its own, both kept: #start after #stop
@@ -41,24 +43,15 @@ module LimitFetchTools
 
     def running? = !@pid.nil?
 
-    # Returns once it answers PING; raises Failure, with its log, if it will not.
-    def start
-      @pid = ChildProcess.spawn({}, program, *@args, log: log_path)
-      LimitFetchTools.wait_for("#{program} did not answer on #{port || socket_path}", timeout: BOOT_TIMEOUT) do
-        ready?
-      end
-      self
-    rescue Failure => e
-      stop
-      raise Failure, "#{e.message}:\n#{LimitFetchTools.tail(log_path)}"
-    end
+    # Started until it answers PING; stopped with SIGTERM: Redis persists
+    # what it is configured to, then exits.
+    include Served
 
-    # SIGTERM: Redis persists what it is configured to, then exits (killed
-    # after STOP_TIMEOUT seconds).
-    def stop
-      ChildProcess.stop([@pid], timeout: STOP_TIMEOUT) if @pid
-      @pid = nil
-    end
+    def command = [program, *@args]
+
+    def name = program
+
+    def address = port || socket_path
 
     # SIGKILL, as a crash: nothing is persisted, no client is told.
     def crash

@@ -15,16 +15,10 @@ module Sidekiq
         def to_s
           return "no job limit with running or parked jobs\n" if @limits.empty?
 
-          rows = [HEADERS] + @limits.map { |limit| row(limit) }
-          widths = rows.transpose.map { |column| column.map(&:length).max }
-          rows.map { |row| line(row, widths) }.join
+          TextTable.render(HEADERS, @limits.map { |limit| row(limit) })
         end
 
         private
-
-        def line(row, widths)
-          "#{row.zip(widths).map { |cell, width| cell.ljust(width) }.join("  ").rstrip}\n"
-        end
 
         def row(limit)
           [limit[:id], limit_text(limit), limit[:running].to_s, limit[:parked].to_s, back_off(limit[:back_off])]

@@ -14,16 +14,10 @@ module Sidekiq
         def to_s
           return "no queues\n" if @queues.empty?
 
-          rows = [HEADERS] + @queues.map { |queue| row(queue) }
-          widths = rows.transpose.map { |column| column.map(&:length).max }
-          rows.map { |row| line(row, widths) }.join
+          TextTable.render(HEADERS, @queues.map { |queue| row(queue) })
         end
 
         private
-
-        def line(row, widths)
-          "#{row.zip(widths).map { |cell, width| cell.ljust(width) }.join("  ").rstrip}\n"
-        end
 
         def row(queue)
           [
