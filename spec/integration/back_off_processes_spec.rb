@@ -42,8 +42,8 @@ RSpec.describe "BackOff across sidekiq processes", :e2e do
 
   def done = redis.call("HGETALL", "back_off_e2e:done")
 
-  {"seconds:2" => 2.0, "date:3" => 2.0}.each do |how, at_least|
-    it "holds the tenant #{at_least} s in every process after a BackOff (#{how.split(":").first}), not the others" do
+  {"seconds:2" => 2.0, "date:3" => 2.0, "listed:2" => 2.0}.each do |how, at_least|
+    it "holds the tenant #{at_least} s in every process after a back-off (#{how.split(":").first}), not the others" do
       start_processes
       backed = job.perform_async("a", how, 0.05)
       wait_until(message: "the back-off") { starts("a").size == 1 && redis.call("KEYS", "*back_off").any? }
@@ -62,5 +62,14 @@ RSpec.describe "BackOff across sidekiq processes", :e2e do
       expect(done.keys).to match_array([backed, *later, *others])
       expect(redis.call("ZCARD", "retry") + redis.call("ZCARD", "dead")).to eq(0)
     end
+  end
+
+  it "fails an error back_off_on does not list, which Sidekiq retries" do
+    start_processes
+    failing = job.perform_async("a", "unlisted", 0.01)
+
+    wait_until(message: "the job in the retry set") { Sidekiq::RetrySet.new.find_job(failing) }
+    expect(redis.call("KEYS", "*back_off")).to be_empty
+    expect(done).to be_empty
   end
 end

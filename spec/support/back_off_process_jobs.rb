@@ -28,12 +28,25 @@ module BackOffProcessJobs
     end
   end
 
-  # perform(tenant, how, seconds): how "none", "seconds:<n>" or "date:<n>"
-  # (an HTTP-date n seconds ahead) backs off on the first run.
+  # A client's 429, carrying the header's value as Faraday's error does.
+  class TooManyRequests < StandardError
+    attr_reader :response
+
+    def initialize(retry_after)
+      @response = {status: 429, headers: {"retry-after" => retry_after}}
+      super("429 Too Many Requests")
+    end
+  end
+
+  # perform(tenant, how, seconds): how "none", "seconds:<n>", "date:<n>"
+  # (an HTTP-date n seconds ahead), "listed:<n>" (a TooManyRequests with
+  # Retry-After n, which back_off_on lists) or "unlisted" (a RuntimeError)
+  # on the first run.
   class TenantJob
     include Sidekiq::Job
 
-    sidekiq_options queue: QUEUE, retry: 3, limit_fetch: {key: ->(tenant, *) { tenant }, concurrency: 5}
+    sidekiq_options queue: QUEUE, retry: 3,
+      limit_fetch: {key: ->(tenant, *) { tenant }, concurrency: 5, back_off_on: [TooManyRequests]}
 
     def perform(tenant, how, seconds)
       kind, amount = how.split(":")
@@ -42,6 +55,10 @@ module BackOffProcessJobs
         raise Sidekiq::LimitFetch::BackOff.new(retry_after: Float(amount))
       elsif first && kind == "date"
         raise Sidekiq::LimitFetch::BackOff.new(retry_after: (Time.now + Float(amount)).httpdate)
+      elsif first && kind == "listed"
+        raise TooManyRequests, amount
+      elsif first && kind == "unlisted"
+        raise "not a back-off"
       end
 
       sleep seconds
