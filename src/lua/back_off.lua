@@ -50,14 +50,13 @@ return function(KEYS, ARGV)
   local t = now()
   local ends = t + math.floor(seconds * 1000000 + 0.5)
   local current = back_off_end(id)
-  if current and current >= ends then
-    ends = current
-  else
-    redis.call('SET', job_back_off_key(id), string.format('%.0f', ends) .. ' ' .. who .. ' ' .. jid,
-      'PX', math.max(1, math.ceil((ends - t) / 1000)))
+  local kept = current and current >= ends
+  if kept then ends = current end
+  local ms = math.max(1, math.ceil((ends - t) / 1000))
+  if not kept then
+    redis.call('SET', job_back_off_key(id), string.format('%.0f', ends) .. ' ' .. who .. ' ' .. jid, 'PX', ms)
     back_off_ends[id] = ends
   end
-  local ms = math.max(1, math.ceil((ends - t) / 1000))
   redis.call('PEXPIRE', job_back_off_streak_key(id), ms + STREAK_KEPT)
   redis.call('HINCRBY', BACK_OFFS_KEY, id, 1)
   if not carried then
