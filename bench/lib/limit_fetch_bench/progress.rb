@@ -11,7 +11,7 @@ module LimitFetchBench
       when "fetch" then "fetch cost#{" @#{run["build"]}" if run["build"]}: #{run["runs"].size} measurements"
       when "keyed" then keyed(run)
       when "rate" then RateProgress.line(run)
-      when "back_off" then BackOffSummary.line(run)
+      when "back_off", "fair" then {"back_off" => BackOffSummary, "fair" => FairSummary}[run["section"]].line(run)
       else throughput(run)
       end
     end
