@@ -9,17 +9,12 @@ module LimitFetchBench
         "`#{row["declarations"]["FairJob"]}`#{" (stand-in: fair: not accepted)" unless row["fair_accepted"]}"
       }],
       ["a: slots busy, A alone (≥ 9.5)", -> { num(_1.dig("arrivals", "alone"), "%.2f") }],
-      ["b: A / B / C over 5 s (3–4 each); while all had work", lambda { |row|
-        b = row["arrivals"] or next "–"
-        "#{b["shares"].values.map { num(_1, "%.2f") }.join(" / ")}; " \
-          "#{b["shares_while_all"].values.map { num(_1, "%.2f") }.join(" / ")} (#{num(b["while_all_s"], "%.1f")} s)"
-      }],
+      ["b: A / B / C over 5 s (3–4 each); while all had work", -> { fair_shares(_1["arrivals"]) }],
       ["b: A back to ≥ 9.5, s (≤ 1)", lambda { |row|
         b = row["arrivals"] or next "–"
         b["regained_s"] ? num(b["regained_s"], "%.2f") : "not within #{num(b["regain_looked_s"], "%.1f")} s"
       }],
-      ["c: gold / B / C over 10 s (gold 6 ± 1)",
-       -> { (c = _1["weighted"]) ? c["shares"].values.map { |v| num(v, "%.2f") }.join(" / ") : "–" }],
+      ["c: gold / B / C over 10 s (gold 6 ± 1); while all had work", -> { fair_shares(_1["weighted"]) }],
       ["d: first start max / p50, s (max ≤ 1)", lambda { |row|
         d = row["hot"] or next "–"
         "#{num(d["first_start_max"], "%.2f")} / #{num(d["first_start_p50"], "%.2f")} " \
@@ -34,5 +29,14 @@ module LimitFetchBench
         "#{num(row["cost"]["fair"], "%.1f")} / #{num(row["cost"]["plain"], "%.1f")} (#{ratio(row["cost"]["ratio"])})"
       }]
     ].freeze
+
+    # "3.40 / 3.31 / 3.29; 3.41 / 3.30 / 3.29 (3.5 s)": each tenant's slots
+    # over the window, then while all had work (and for how long).
+    def fair_shares(figures)
+      return "–" unless figures
+
+      shares = %w[shares shares_while_all].map { |key| figures[key].values.map { num(_1, "%.2f") }.join(" / ") }
+      "#{shares[0]}; #{shares[1]} (#{num(figures["while_all_s"], "%.1f")} s)"
+    end
   end
 end

@@ -19,8 +19,10 @@ module LimitFetchBench
   #   three had work, from then until b or c was done); once b and c are
   #   done, the seconds until a held `full` slots again (averaged over the
   #   next `regain_window` s), looked for during `regain_wait` s.
-  # - weighted: gold 3 × `weighted_jobs`, then b and c `weighted_jobs` each;
-  #   each tenant's slots over the `weighted_window` s from `settle` s after.
+  # - weighted: gold 3 × `weighted_jobs`, then b and c `weighted_jobs` each
+  #   (enough that all three still have work at the window's end, whatever
+  #   the split; what is left drains fast); each tenant's slots over the
+  #   `weighted_window` s from `settle` s after the push.
   # - hot: one tenant's `hot_jobs`, then `tenants` × `tenant_jobs`
   #   interleaved; each tenant's first start from the start of their push
   #   (their first jobs are its first), waited for `first_start_wait` s.
@@ -29,7 +31,7 @@ module LimitFetchBench
   class FairScenarios
     SIZES = {"job_ms" => 50, "slots" => 10, "full" => 9.5, "settle" => 1.0, "alone_jobs" => 5_000,
              "alone_seconds" => 6.0, "arrivals" => 300, "window" => 5.0, "regain_window" => 0.5,
-             "regain_wait" => 3.0, "weighted_jobs" => 500, "weighted_window" => 10.0, "hot_jobs" => 20_000,
+             "regain_wait" => 3.0, "weighted_jobs" => 1_000, "weighted_window" => 10.0, "hot_jobs" => 20_000,
              "tenants" => 100, "tenant_jobs" => 50, "first_start_wait" => 10.0, "cost_jobs" => 2_000,
              "drain_timeout" => 180.0}.freeze
 

@@ -26,7 +26,7 @@ module LimitFetchBench
     PLAIN_KEY = "{key: ->(tenant, *) { tenant }, concurrency: 10, class_concurrency: 10}"
 
     # bin/bench --quick's smaller scenarios.
-    QUICK = {"alone_jobs" => 2_000, "hot_jobs" => 5_000, "weighted_jobs" => 300, "cost_jobs" => 1_000}.freeze
+    QUICK = {"alone_jobs" => 2_000, "hot_jobs" => 5_000, "cost_jobs" => 1_000}.freeze
 
     DEFAULTS = {fetch: :limit_fetch, workload: :fair, limit: nil, concurrency: THREADS, job_seconds: 0,
                 baseline: nil, keyed: true}.freeze
