@@ -10,6 +10,7 @@ module Sidekiq
     #   sidekiq_options limit_fetch: {concurrency: 2}            # 2 of the class at once
     #   sidekiq_options limit_fetch: {key: ->(tenant_id, *) { tenant_id }, concurrency: 1}
     #   sidekiq_options limit_fetch: {rate: {limit: 100, period: 60}}   # 100 starts a minute
+    #   sidekiq_options limit_fetch: {concurrency: 10, fair: ->(tenant_id, *) { tenant_id }}
     #
     # Options: concurrency (the class's limit, or a Range such as 1..20 for
     # an adaptive one, whose limit in force moves inside it as the jobs
@@ -25,7 +26,9 @@ module Sidekiq
     # of period seconds, of the class, or with key:, of each key; a job over
     # it is parked until the window has room; with a rate, concurrency is
     # only what is given), back_off_on (errors from perform that back the
-    # job's limit off, as a BackOff does: see BackOffMiddleware).
+    # job's limit off, as a BackOff does: see BackOffMiddleware), fair (the
+    # class's concurrency shared among the tenants with work, by weight: see
+    # FairShare; its tenants are keys, and a rate is each tenant's).
     class JobLimits
       attr_reader :class_name
 
@@ -34,6 +37,7 @@ module Sidekiq
         @check = DeclarationCheck.new(@class_name)
         options = @check.options(options)
         @key = options[:key]
+        @fair = FairShare.new(@class_name, options[:fair]) if options.key?(:fair)
         @rate = @check.rate(options[:rate]) if options.key?(:rate)
         read_concurrency(options)
         @on_limit = @check.on_limit(options.fetch(:on_limit, :park))
@@ -51,9 +55,12 @@ module Sidekiq
         limits = []
         default = concurrency
         if class_limit?
-          limits << entry(JobLimitId.of_class(class_name), @class_concurrency || default, @key ? nil : @rate)
+          limits << entry(JobLimitId.of_class(class_name), @class_concurrency || default, keyed? ? nil : @rate)
         end
-        if @key
+        if @fair
+          tenant = fair_entry(queue, arguments.call)
+          limits.unshift(tenant) if tenant
+        elsif @key
           key = key_of(arguments.call)
           limits << entry(JobLimitId.of_key(@scope, key, scope_queue(queue)), default, @rate) unless key.nil?
         end
@@ -70,7 +77,7 @@ module Sidekiq
 
       # The id of +key+'s limit (+queue+ required for keys per queue).
       def key_id(key, queue = nil)
-        @check.invalid(:key, "declared to look a key up", key) unless @key
+        @check.invalid(:key, "declared (key: or fair:) to look a key up", key) unless keyed?
         @check.invalid(:queue, "given: keys are per queue", queue) if @per_queue && queue.nil?
         JobLimitId.of_key(@scope, JobKey.checked(class_name, key), scope_queue(queue))
       end
@@ -87,12 +94,30 @@ module Sidekiq
         return unless @rate
 
         kind = JobLimitId.parse(id).kind
-        @rate if @key ? kind == :key : id == JobLimitId.of_class(class_name)
+        @rate if keyed? ? kind == :key : id == JobLimitId.of_class(class_name)
       end
 
       private
 
       def class_limit? = !@back_off_only && (@key.nil? || @class_concurrency)
+
+      # Whether its jobs carry a key limit: key:'s, or fair:'s tenant.
+      def keyed? = !!(@key || @fair)
+
+      # A job's tenant entry, first: a job over its share is parked as its
+      # tenant's, and that tenant's jobs go when its turn comes (the fetch's
+      # fair.lua). Without a tenant, nil: the class's limit alone holds it.
+      def fair_entry(queue, args)
+        tenant = @fair.tenant(args)
+        return if tenant.nil?
+
+        id = JobLimitId.of_key(@scope, tenant, scope_queue(queue))
+        entry = {"id" => id, "fair" => JobLimitId.of_class(class_name)}
+        weight = @fair.weight(args)
+        entry["weight"] = weight unless weight == 1
+        entry["rate"] = [@rate.limit, @rate.period] if @rate
+        entry
+      end
 
       # back_off_on: alone limits nothing: the class backs off as a class
       # that declares no limit (BackOff). Checked here, at the first push.
@@ -115,7 +140,7 @@ module Sidekiq
       end
 
       def default_concurrency
-        @check.missing(:concurrency) unless @rate || @key
+        @check.missing(:concurrency) unless (@rate && !@fair) || @key
         1 unless @rate
       end
 
