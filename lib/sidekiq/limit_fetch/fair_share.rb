@@ -21,6 +21,21 @@ module Sidekiq
         @by, @weight = read(option)
       end
 
+      # The tenant's entry of a job pushed with +args+, {"id" =>, "fair" =>
+      # +class_id+, "weight" => (unless 1)}, its id built by the block from
+      # the tenant; nil for a job without a tenant.
+      def entry(args, class_id)
+        tenant = tenant(args)
+        return if tenant.nil?
+
+        entry = {"id" => yield(tenant), "fair" => class_id}
+        weight = weight(args)
+        entry["weight"] = weight unless weight == 1
+        entry
+      end
+
+      private
+
       # The tenant of a job pushed with +args+, as a key, or nil.
       def tenant(args)
         tenant = called(:by, @by, args)
@@ -38,16 +53,14 @@ module Sidekiq
                              "and at most #{MAX_WEIGHT}, got #{weight.inspect}"
       end
 
-      private
-
       def read(option)
-        option = option.transform_keys(&:to_sym) if option.is_a?(Hash)
-        option = {by: option} unless option.is_a?(Hash)
+        option = option.is_a?(Hash) ? option.transform_keys(&:to_sym) : {by: option}
         unknown = option.keys - OPTIONS
         invalid("a callable, or a Hash of by: and weight:", unknown) unless unknown.empty?
         by, weight = option.values_at(*OPTIONS)
         invalid("a callable (a lambda of the job's arguments), or {by:, weight:}", by) unless by.respond_to?(:call)
-        invalid("weight: a callable (a lambda of the job's arguments)", weight) if weight && !weight.respond_to?(:call)
+        callable = weight.nil? || weight.respond_to?(:call)
+        invalid("weight: a callable (a lambda of the job's arguments)", weight) unless callable
         [by, weight]
       end
 

@@ -36,8 +36,7 @@ module Sidekiq
         @class_name = class_name.to_s
         @check = DeclarationCheck.new(@class_name)
         options = @check.options(options)
-        @key = options[:key]
-        @fair = FairShare.new(@class_name, options[:fair]) if options.key?(:fair)
+        read_key(options)
         @rate = @check.rate(options[:rate]) if options.key?(:rate)
         read_concurrency(options)
         @on_limit = @check.on_limit(options.fetch(:on_limit, :park))
@@ -52,19 +51,14 @@ module Sidekiq
       # ActiveJob job's arguments locates its records (a query each, and an
       # error for a deleted one), which a class limit has no use for.
       def payload(queue, &arguments)
-        limits = []
-        default = concurrency
-        if class_limit?
-          limits << entry(JobLimitId.of_class(class_name), @class_concurrency || default, keyed? ? nil : @rate)
-        end
-        if @fair
-          tenant = fair_entry(queue, arguments.call)
-          limits.unshift(tenant) if tenant
-        elsif @key
-          key = key_of(arguments.call)
-          limits << entry(JobLimitId.of_key(@scope, key, scope_queue(queue)), default, @rate) unless key.nil?
-        end
-        limits
+        limits = class_limit? ? [class_entry] : []
+        return limits unless keyed?
+
+        own = @fair ? fair_entry(queue, arguments.call) : key_entry(queue, arguments.call)
+        return limits unless own
+
+        # A tenant's entry goes first: see fair_entry.
+        @fair ? limits.unshift(own) : limits.push(own)
       end
 
       # The declaration of +job_class+ (a Sidekiq or ActiveJob class).
@@ -101,6 +95,20 @@ module Sidekiq
 
       def class_limit? = !@back_off_only && (@key.nil? || @class_concurrency)
 
+      def read_key(options)
+        @key = options[:key]
+        @fair = FairShare.new(@class_name, options[:fair]) if options.key?(:fair)
+      end
+
+      def class_entry
+        entry(JobLimitId.of_class(class_name), @class_concurrency || concurrency, keyed? ? nil : @rate)
+      end
+
+      def key_entry(queue, args)
+        key = key_of(args)
+        entry(JobLimitId.of_key(@scope, key, scope_queue(queue)), concurrency, @rate) unless key.nil?
+      end
+
       # Whether its jobs carry a key limit: key:'s, or fair:'s tenant.
       def keyed? = !!(@key || @fair)
 
@@ -108,14 +116,10 @@ module Sidekiq
       # tenant's, and that tenant's jobs go when its turn comes (the fetch's
       # fair.lua). Without a tenant, nil: the class's limit alone holds it.
       def fair_entry(queue, args)
-        tenant = @fair.tenant(args)
-        return if tenant.nil?
-
-        id = JobLimitId.of_key(@scope, tenant, scope_queue(queue))
-        entry = {"id" => id, "fair" => JobLimitId.of_class(class_name)}
-        weight = @fair.weight(args)
-        entry["weight"] = weight unless weight == 1
-        entry["rate"] = [@rate.limit, @rate.period] if @rate
+        entry = @fair.entry(args, JobLimitId.of_class(class_name)) do |tenant|
+          JobLimitId.of_key(@scope, tenant, scope_queue(queue))
+        end
+        entry["rate"] = [@rate.limit, @rate.period] if entry && @rate
         entry
       end
 
