@@ -58,6 +58,9 @@ local function class_back_offs_key(name) return PREFIX .. 'queue:' .. name .. ':
 local BACK_OFFS_KEY = 'sidekiq:limit_fetch:back_offs'
 -- An adaptive job limit's limit in force (src/keys.rs).
 local function job_adaptive_key(id) return PREFIX .. 'limit:' .. id .. ':adaptive' end
+-- A fair class's tenants with parked jobs, scored by slots over weight
+-- (src/keys.rs).
+local function fair_waiting_key(class_id) return PREFIX .. 'limit:' .. class_id .. ':fair' end
 -- RATE_PARKED_KEY's first score, or absent with it: a plain string that a
 -- processor's hand-over reads in its MGET (src/capsule/hand_over/).
 local RATE_DUE_KEY = 'sidekiq:limit_fetch:rate_due'
