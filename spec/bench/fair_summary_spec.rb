@@ -31,7 +31,8 @@ RSpec.describe LimitFetchBench::FairSummary do
     records = jobs("a", slots: 4, count: 20) + jobs("a", slots: 10, count: 20, at: 1.0)
     expect(figures.regained(records, "a", 0.0..3.0, full: 9.5, window: 0.5)).to be_within(0.011).of(0.97)
     expect(figures.regained(records, "a", 0.0..1.2, full: 9.5, window: 0.5)).to be_nil
-    starts = figures.first_start_figures(records + jobs("t2", slots: 1, count: 1, at: 0.7), %w[a t2 t3], [0.2, 0.3])
+    late = jobs("t2", slots: 1, count: 1, at: 0.7) + jobs("t3", slots: 1, count: 1, at: 2.5)
+    starts = figures.first_start_figures(records + late, %w[a t2 t3], [0.2, 0.3], 2.0)
     expect(starts).to include("started" => 2, "first_start_max" => 0.5, "tenants" => 3, "push_seconds" => 0.1)
   end
 

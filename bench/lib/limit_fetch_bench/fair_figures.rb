@@ -88,10 +88,12 @@ module LimitFetchBench
          window: sizes.fetch("regain_window"))}
     end
 
-    # Each tenant's first start from the start of `push` ([start, end]):
-    # the most, the median, how many of `tenants` started; the push's time.
-    def first_start_figures(records, tenants, push)
-      seconds = first_starts(records, tenants, push[0])
+    # Each tenant's first start from the start of `push` ([start, end]),
+    # of those that started before `until_` (when the scenario stopped
+    # waiting): the most, the median, how many of `tenants` started; the
+    # push's time.
+    def first_start_figures(records, tenants, push, until_)
+      seconds = first_starts(records.select { _1.start < until_ }, tenants, push[0])
       {"tenants" => tenants.size, "started" => seconds.size, "first_start_max" => rounded(seconds.max),
        "first_start_p50" => rounded(Stats.median(seconds)), "push_seconds" => rounded(push[1] - push[0])}
     end

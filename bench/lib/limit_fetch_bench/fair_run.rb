@@ -1,5 +1,6 @@
 # frozen_string_literal: true
 
+require "sidekiq/limit_fetch"
 require "limit_fetch_bench/cli_app"
 require "limit_fetch_bench/cli_fleet"
 require "limit_fetch_bench/keyed_pusher"
