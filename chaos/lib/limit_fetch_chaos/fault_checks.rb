@@ -45,8 +45,8 @@ module LimitFetchChaos
     # Each job run more than once unexplained, with what was seen of it.
     def repeat_rules
       unexplained = duplicates.unexplained
-      [*unexplained.first(SHOWN).map { |job| "job #{job[:jid]} ran again: #{evidence(job)}" },
-       ("#{unexplained.size} jobs ran more than once unexplained" if unexplained.size > SHOWN)]
+      [*unexplained.first(Checks::SHOWN).map { |job| "job #{job[:jid]} ran again: #{evidence(job)}" },
+       ("#{unexplained.size} jobs ran more than once unexplained" if unexplained.size > Checks::SHOWN)]
     end
 
     def evidence(job) = job[:repeats].reject { _1[:category] }.map { _1[:evidence] }.join("; ")
