@@ -108,6 +108,8 @@ module LimitFetchChaos
       end
     end
 
+    # The rates' and the LIMITED classes' checks, each as its report (a
+    # RatesChecks, a LimitedChecks) that can also write down what it saw.
     def rates = @rates ||= RatesReport.new(counted, runs, *@outcome.fetch_values(:rate_stalls, :recorded), @restart)
 
     def limited
