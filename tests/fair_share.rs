@@ -165,3 +165,67 @@ fn slots_follow_the_weights() {
     assert_eq!(counts.get("b"), Some(&1), "{counts:?}");
     assert_eq!(counts.get("c"), Some(&1), "{counts:?}");
 }
+
+/// A tenant's own limit caps it below its share; the slots it cannot use
+/// go to the others. A release with no turn (a limit set, a beat's sweep)
+/// sends no more than the class has room for.
+#[test]
+fn a_tenants_own_limit_holds_and_its_slots_go_to_the_others() {
+    let q = queue("own");
+    let a = format!("key:Fair{q}#a");
+    push_jobs(&q, &jobs(&q, "a", 20, 1, 4));
+    push_jobs(&q, &jobs(&q, "b", 20, 1, 4));
+    let c = processor();
+    let mut running = Vec::new();
+    fill(&c, &q, &mut running, 4);
+    assert_eq!(by_tenant(&running)["a"], 4);
+    let parked_a: usize = redis().llen(keys::parked(&a)).unwrap();
+    assert!(parked_a > 0, "a's backlog parked");
+    let sent = c
+        .limits()
+        .set_job_limit(&a, Some(1), &Interrupt::new())
+        .unwrap();
+    assert_eq!(sent, 0, "the class is full: nothing sent back");
+    assert_eq!(
+        redis().llen::<_, usize>(keys::parked(&a)).unwrap(),
+        parked_a
+    );
+    for _ in 0..10 {
+        finish_one(&c, &q, &mut running, 4);
+    }
+    let counts = by_tenant(&running);
+    assert_eq!(counts.get("a"), Some(&1), "{counts:?}");
+    assert_eq!(counts.get("b"), Some(&3), "{counts:?}");
+    let sent = c
+        .limits()
+        .set_job_limit(&a, None, &Interrupt::new())
+        .unwrap();
+    assert_eq!(sent, 0, "the class is full: nothing sent back");
+}
+
+/// The console's read: the tenants with work, running and parked, each
+/// with the weight its jobs carry.
+#[test]
+fn the_tenants_with_work_are_read_with_their_weights() {
+    let q = queue("read");
+    push_jobs(&q, &jobs(&q, "gold", 6, 3, 4));
+    push_jobs(&q, &jobs(&q, "b", 3, 1, 4));
+    let c = processor();
+    let mut running = Vec::new();
+    fill(&c, &q, &mut running, 4);
+    let tenants = c
+        .limits()
+        .fair_tenants(&format!("class:Fair{q}"), &Interrupt::new())
+        .unwrap();
+    let read: Vec<(String, u64, u64, f64)> = tenants
+        .into_iter()
+        .map(|t| (t.id, t.running, t.parked, t.weight))
+        .collect();
+    assert_eq!(
+        read,
+        [
+            (format!("key:Fair{q}#b"), 0, 3, 1.0),
+            (format!("key:Fair{q}#gold"), 4, 2, 3.0)
+        ]
+    );
+}

@@ -8,7 +8,7 @@ module LimitFetchBench
       ["declaration", lambda { |row|
         "`#{row["declarations"]["FairJob"]}`#{" (stand-in: fair: not accepted)" unless row["fair_accepted"]}"
       }],
-      ["a: slots busy, A alone (≥ 9.5)", -> { num(_1.dig("arrivals", "alone"), "%.2f") }],
+      ["a: slots busy, A alone (≥ 9.5)", %w[arrivals alone], :num, "%.2f"],
       ["b: A / B / C over 5 s (3–4 each); while all had work", -> { fair_shares(_1["arrivals"]) }],
       ["b: A back to ≥ 9.5, s (≤ 1)", lambda { |row|
         b = row["arrivals"] or next "–"
@@ -18,7 +18,7 @@ module LimitFetchBench
       ["d: first start max / p50, s (max ≤ 1)", lambda { |row|
         d = row["hot"] or next "–"
         "#{num(d["first_start_max"], "%.2f")} / #{num(d["first_start_p50"], "%.2f")} " \
-          "(#{d["started"]} of #{d["tenants"]} started)"
+          "(#{d["started"]} of #{d["tenants"]} started within #{row["sizes"]["first_start_wait"]} s)"
       }],
       ["e: most running / slots; every job done once", lambda { |row|
         tallies = FairSummary::SCENARIOS.filter_map { row.dig(_1, "tally") }

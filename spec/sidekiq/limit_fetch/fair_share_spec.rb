@@ -58,9 +58,16 @@ RSpec.describe Sidekiq::LimitFetch, "fair share" do
     wait_until(message: "a to hold every slot") { running("fair:a") == 4 }
     pushed = Process.clock_gettime(Process::CLOCK_REALTIME)
     jids += Array.new(16) { LimitFetchSpec::FairJob.perform_async("b", 0.05) }
+    explained = wait_until(message: "a and b sharing") do
+      text = Sidekiq::LimitFetch::JobLimit.for(LimitFetchSpec::FairJob, key: "b").explain
+      text if text.include?("2 tenants")
+    end
+    expect(explained).to match(/\Atenant b: [0-4] of its fair 2\.0 of 4, 2 tenants with work\z/)
     wait_until(timeout: 30, message: "every job") do
       done_jids("class:fair").size >= jids.size
     end
+    expect(Sidekiq::LimitFetch::JobLimit.for(LimitFetchSpec::FairJob, key: "b").to_h[:fair])
+      .to eq(tenant: "b", running: 0, weight: nil, share: nil, of: 4, tenants: 0)
 
     first_b = redis.call("LRANGE", LimitFetchSpec::Recorder.starts_key("fair-b"), 0, 0).first.to_f
     expect(first_b - pushed).to be < 0.5
