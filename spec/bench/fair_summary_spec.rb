@@ -38,7 +38,8 @@ RSpec.describe LimitFetchBench::FairSummary do
 
   it "renders a row per scenarios run with the cost ratio, and checks the class's most running" do
     share = {"section" => "fair", "variant" => "fair_share", "round" => 1, "fair_accepted" => true,
-             "declarations" => {"FairJob" => "{fair}", "WeightedJob" => "{weighted}"}, "sizes" => {"slots" => 10, "first_start_wait" => 10},
+             "declarations" => {"FairJob" => "{fair}", "WeightedJob" => "{weighted}"},
+             "sizes" => {"slots" => 10, "first_start_wait" => 10},
              "arrivals" => {"alone" => 9.71, "shares" => {"a" => 3.4, "b" => 3.3, "c" => 3.3},
                             "shares_while_all" => {"a" => 3.4, "b" => 3.3, "c" => 3.3}, "while_all_s" => 3.5,
                             "regained_s" => 0.12, "tally" => {"max_running" => 11, "done_once" => true, "jobs" => 10}}}
