@@ -15,7 +15,7 @@ RSpec.describe "Fair share across sidekiq processes", :e2e do
   declaration = ENV.fetch("LIMIT_FETCH_FAIR_DECLARATION", nil)
   # Every time from Redis's clock; slots held: time inside perform.
   sizes = {"settle" => 0.5, "alone_jobs" => 1_000, "alone_seconds" => 2.0, "arrivals" => 100, "window" => 1.0,
-           "regain_window" => 0.5, "regain_wait" => 2.0, "hot_jobs" => 1_000, "tenants" => 20, "tenant_jobs" => 5,
+           "regain_window" => 0.5, "regain_wait" => 2.0, "hot_jobs" => 1_000, "tenants" => 100, "tenant_jobs" => 10,
            "first_start_wait" => 5.0, "drain_timeout" => 30.0}
 
   before(:context) do
@@ -53,6 +53,10 @@ RSpec.describe "Fair share across sidekiq processes", :e2e do
   end
 
   it "starts every tenant's first job within 1 s behind another's backlog" do
+    # 100 tenants, 10 jobs each: 100 first jobs take half a second of the
+    # class's 10 slots; ten tenants would start within 1 s whatever the order.
+    pending "fair_turn (src/lua/prelude/fair.lua) breaks ties between tenants holding as few slots by their " \
+            "ids: a tenant waits for those named before it (90 of 100 started within 5 s)"
     hot = @result["hot"]
     expect(hot["started"]).to eq(hot["tenants"])
     expect(hot["first_start_max"]).to be <= 1.0
