@@ -229,3 +229,24 @@ fn the_tenants_with_work_are_read_with_their_weights() {
         ]
     );
 }
+
+/// A class whose work is done leaves no key behind: each tenant leaves the
+/// waiting set with its last parked job.
+#[test]
+fn a_class_whose_work_is_done_leaves_no_waiting_set() {
+    let q = queue("done");
+    push_jobs(&q, &jobs(&q, "a", 8, 1, 2));
+    push_jobs(&q, &jobs(&q, "b", 3, 1, 2));
+    let c = processor();
+    let mut running = Vec::new();
+    fill(&c, &q, &mut running, 2);
+    let waiting = keys::fair_waiting(&format!("class:Fair{q}"));
+    assert!(redis().exists::<_, bool>(&waiting).unwrap());
+    while !running.is_empty() {
+        finish_one(&c, &q, &mut running, 2);
+    }
+    assert!(
+        !redis().exists::<_, bool>(&waiting).unwrap(),
+        "the waiting set is gone"
+    );
+}

@@ -73,11 +73,11 @@ local function fair_turn(fair, limits, held, freed)
       if n and n > 0 then
         given[id] = (given[id] or 0) + 1 / fair_weight(entry or fair)
         sent = true
+        break
       end
-      -- A tenant leaves with its last parked job, so that a class whose
-      -- work is done leaves no key behind.
+      -- A tenant leaves with its last parked job (release), or here if
+      -- its jobs went another way (a reap, a release of every job).
       if redis.call('EXISTS', parked_key(id)) == 0 then redis.call('ZREM', waiting, id) end
-      if sent then break end
     end
     if not sent then return end
   end

@@ -114,6 +114,8 @@ local function release(id, n, held, freed, known)
     end
   end
   if #jobs == left then
+    -- A fair class's tenant stops waiting its turn (fair.lua).
+    if carries and carries.fair then redis.call('ZREM', fair_waiting_key(carries.fair), id) end
     if held then
       emptied = emptied or {}
       emptied[id] = true
