@@ -56,4 +56,12 @@ RSpec.describe LimitFetchBench::FairSummary do
     expect(table).to include("| `{fair}` | 9.71 | 3.40 / 3.30 / 3.30; 3.40 / 3.30 / 3.30 (3.5 s) | 0.12 | – |")
     expect(table).to include("| 11 / 10; yes (10 jobs) | 30.0 / 20.0 (×1.50) |")
   end
+
+  it "takes the scenarios' sizes from --fair-sizes, and refuses a name it does not know" do
+    options = LimitFetchBench::Options.parse(%w[--only fair --quick --fair-sizes tenants=20,settle=0.5])
+    expect(LimitFetchBench::FairVariants.spec(options)["sizes"]).to include("tenants" => 20, "settle" => 0.5,
+      "hot_jobs" => 5_000)
+    expect { LimitFetchBench::Options.parse(%w[--fair-sizes tenant=20]) }
+      .to raise_error(OptionParser::InvalidArgument, /"tenant=20" is not NAME=NUMBER/)
+  end
 end

@@ -48,12 +48,26 @@ module LimitFetchBench
       round == 1 ? ["fair_share", *cost] : cost
     end
 
+    # {"tenants" => 20, ...} from ["tenants=20", ...] (--fair-sizes): names
+    # of FairScenarios::SIZES, positive numbers.
+    def parse_sizes(list)
+      list.to_h do |pair|
+        name, value = pair.split("=", 2)
+        unless FairScenarios::SIZES.key?(name) && value.to_s.match?(/\A\d+(\.\d+)?\z/) && value.to_f.positive?
+          raise OptionParser::InvalidArgument, "--fair-sizes: #{pair.inspect} is not NAME=NUMBER (names: " \
+                                               "#{FairScenarios::SIZES.keys.join(", ")})"
+        end
+
+        [name, value.include?(".") ? value.to_f : value.to_i]
+      end
+    end
+
     # What a measuring process of the section needs beside the usual.
     def spec(options)
       # "jobs": each scenario's own (FairScenarios).
       {"processes" => PROCESSES, "threads" => THREADS, "timeout" => 900, "jobs" => 0,
        "declaration" => options.fair_declaration, "weighted_declaration" => options.fair_weighted_declaration,
-       "sizes" => options.quick ? QUICK : {}}
+       "sizes" => (options.quick ? QUICK : {}).merge(parse_sizes(options.fair_sizes || []))}
     end
   end
 end
