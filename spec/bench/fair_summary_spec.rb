@@ -42,6 +42,7 @@ RSpec.describe LimitFetchBench::FairSummary do
              "sizes" => {"slots" => 10, "first_start_wait" => 10},
              "arrivals" => {"alone" => 9.71, "shares" => {"a" => 3.4, "b" => 3.3, "c" => 3.3},
                             "shares_while_all" => {"a" => 3.4, "b" => 3.3, "c" => 3.3}, "while_all_s" => 3.5,
+                            "window_s" => 5.0,
                             "regained_s" => 0.12, "tally" => {"max_running" => 11, "done_once" => true, "jobs" => 10}}}
     cost = [["fair_cost", 30.0], ["fair_cost_plain", 20.0]].map do |variant, us|
       {"section" => "fair", "variant" => variant, "round" => 1, "cost" => {"redis_cpu_us_per_job" => us}}
@@ -53,7 +54,7 @@ RSpec.describe LimitFetchBench::FairSummary do
     expect(summary["fair"].first["cost"]).to eq("fair" => 30.0, "plain" => 20.0, "ratio" => 1.5)
     expect(summary["limit_checks"]).to contain_exactly(include("queue" => "class (arrivals)", "ok" => false))
     table = LimitFetchBench::Markdown.new(summary).render
-    expect(table).to include("| `{fair}` | 9.71 | 3.40 / 3.30 / 3.30; 3.40 / 3.30 / 3.30 (3.5 s) | 0.12 | – |")
+    expect(table).to include("| `{fair}` | 9.71 | 3.40 / 3.30 / 3.30 (5.0 s); 3.40 / 3.30 / 3.30 (3.5 s) | 0.12 | – |")
     expect(table).to include("| 11 / 10; yes (10 jobs) | 30.0 / 20.0 (×1.50) |")
   end
 
