@@ -44,6 +44,8 @@ module Sidekiq
 
       def to_h
         LimitFetch.flush_acknowledgements
+        queues = self.queues
+        job_limits = self.job_limits # and the fair classes' figures, read with them
         {queues: queues, job_limits: job_limits, fair_classes: @fair_classes, fair_tenants: @fair_tenants}
       end
 
