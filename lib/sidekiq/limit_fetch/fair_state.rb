@@ -7,8 +7,7 @@ module Sidekiq
     # times its weight over the weights of the tenants with work (running or
     # parked jobs), itself included.
     #
-    #   state.to_s   # => "tenant acme: 3 of its fair 3.3 of 10, 4 tenants with work"
-    #   state.short  # => "fair 3.3/10"
+    #   state.to_s  # => "tenant acme: 3 of its fair 3.3 of 10, 4 tenants with work"
     class FairState
       # +of+: the class's limit in force (nil when unknown).
       attr_reader :id, :of
@@ -39,13 +38,11 @@ module Sidekiq
           tenant: tenant, running: running, share: share, of: @of, with_work: with_work)
       end
 
-      # A share in a table's cell: "fair 3.3/10" ("fair ?" when unknown);
-      # of a #to_h too.
+      # A share (#to_h's +share+ of +of+) in a table's cell: "fair 3.3/10"
+      # ("fair ?" when unknown).
       def self.short(share, of)
         share ? format("fair %<share>.1f/%<of>d", share: share, of: of) : "fair ?"
       end
-
-      def short = FairState.short(share, @of)
 
       # Its jobs running now.
       def running = @own&.running || 0
@@ -57,9 +54,6 @@ module Sidekiq
 
         @of * @own.weight / @tenants.sum(&:weight)
       end
-
-      # How many tenants of its class have work.
-      def tenants = @tenants.size
 
       private
 
