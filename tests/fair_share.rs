@@ -250,3 +250,62 @@ fn a_class_whose_work_is_done_leaves_no_waiting_set() {
         "the waiting set is gone"
     );
 }
+
+/// The page's and the scrape's read: every fair class's tenants with work
+/// at once, by class (a tenant waiting with none running included); a
+/// plain key limit with parked jobs is no tenant.
+#[test]
+fn every_fair_classs_tenants_are_read_at_once() {
+    let q = queue("classes");
+    let r = queue("others");
+    push_jobs(&q, &jobs(&q, "gold", 6, 3, 4));
+    push_jobs(&q, &jobs(&q, "b", 3, 1, 4));
+    push_jobs(&r, &jobs(&r, "c", 2, 1, 1));
+    let plain = |n: usize| {
+        format!(
+            r#"{{"limit_fetch":[{{"id":"key:Plain{r}#x","concurrency":1}}],"queue":"{r}","class":"Plain{r}","args":["x"],"jid":"x{n}"}}"#
+        )
+    };
+    push_jobs(&r, &[plain(0), plain(1)]);
+    let c = processor();
+    let mut running = Vec::new();
+    fill(&c, &q, &mut running, 4);
+    while let Some(job) = fetch(&c, &r) {
+        running.push(job);
+    }
+    let classes: Vec<_> = c
+        .limits()
+        .fair_classes(&Interrupt::new())
+        .unwrap()
+        .into_iter()
+        .filter(|class| class.id.ends_with(&q) || class.id.ends_with(&r))
+        .map(|class| {
+            let tenants: Vec<(String, u64, u64, f64)> = class
+                .tenants
+                .into_iter()
+                .map(|t| (t.id, t.running, t.parked, t.weight))
+                .collect();
+            (class.id, tenants)
+        })
+        .collect();
+    assert_eq!(
+        classes,
+        [
+            (
+                format!("class:Fair{q}"),
+                vec![
+                    (format!("key:Fair{q}#b"), 0, 3, 1.0),
+                    (format!("key:Fair{q}#gold"), 4, 2, 3.0)
+                ]
+            ),
+            (
+                format!("class:Fair{r}"),
+                vec![(format!("key:Fair{r}#c"), 1, 1, 1.0)]
+            )
+        ]
+    );
+    let parked_plain: usize = redis()
+        .llen(keys::parked(&format!("key:Plain{r}#x")))
+        .unwrap();
+    assert_eq!(parked_plain, 1, "the plain key limit has a job parked");
+}

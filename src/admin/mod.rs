@@ -31,7 +31,7 @@ use crate::ConnectionSettings;
 
 pub(crate) use back_offs::BACK_OFF_SCRIPT;
 pub use back_offs::{BackOff, BackedOff};
-pub use fair_share::FairTenant;
+pub use fair_share::{FairClass, FairTenant};
 pub use job_limits::{BackOffState, JobLimitState};
 pub use queue_limits::StoredLimit;
 pub(crate) use queue_limits::{limit_defaults, rate_defaults, write_defaults};

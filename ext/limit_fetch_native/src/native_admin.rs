@@ -45,6 +45,14 @@ impl NativeAdmin {
         array_of(ruby, tenants, fair_tenant::to_ruby)
     }
 
+    /// Every class declared `fair:` whose tenants have work: `FairClass`es
+    /// by id, each with its `FairTenant`s, in one round trip.
+    fn fair_classes(ruby: &Ruby, rb_self: &Self) -> Result<RArray, Error> {
+        let limits = rb_self.limits.clone();
+        let classes = call(ruby, |interrupt| limits.fair_classes(interrupt))?;
+        array_of(ruby, classes, fair_tenant::class_to_ruby)
+    }
+
     /// Backs a job limit off (a `BackOffRequest`); returns a `BackedOff`.
     fn back_off(ruby: &Ruby, rb_self: &Self, request: Value) -> Result<Value, Error> {
         let request = back_off::from_ruby(ruby, request)?;
@@ -251,6 +259,7 @@ pub fn init(ruby: &Ruby, namespace: RClass) -> Result<(), Error> {
     class.define_singleton_method("new", function!(NativeAdmin::new, 1))?;
     class.define_method("job_limits", method!(NativeAdmin::job_limits, 1))?;
     class.define_method("fair_tenants", method!(NativeAdmin::fair_tenants, 1))?;
+    class.define_method("fair_classes", method!(NativeAdmin::fair_classes, 0))?;
     class.define_method("set_job_limit", method!(NativeAdmin::set_job_limit, 2))?;
     class.define_method("back_off", method!(NativeAdmin::back_off, 1))?;
     class.define_method("resume", method!(NativeAdmin::resume, 1))?;

@@ -133,6 +133,11 @@ module Sidekiq
     # its jobs carry (a Float).
     FairTenant = Data.define(:id, :running, :parked, :weight)
 
+    # A class declared fair: whose tenants have work
+    # (NativeAdmin#fair_classes): its class limit's +id+ and its +tenants+
+    # (FairTenants, by id).
+    FairClass = Data.define(:id, :tenants)
+
     # What NativeAdmin#release_all did, or why it did nothing: the +live+
     # capsules it found (CapsuleEntry: registered, their heartbeat present),
     # whether it +refused+ (capsules live and not forced: nothing done), the

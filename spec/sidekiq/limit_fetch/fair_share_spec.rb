@@ -88,8 +88,10 @@ RSpec.describe Sidekiq::LimitFetch, "fair share" do
       done >= jids.size
     end
 
-    gold = samples.sum(&:first).fdiv(samples.size)
-    expect(gold).to be_between(2.4, 3.6), "gold held #{gold.round(2)} of 5 on average"
+    # Its part of the slots held: 3 of 5 for weight 3 of 5, whatever part
+    # of each slot passes between one job and the next on a loaded machine.
+    gold = samples.sum(&:first).fdiv(samples.sum(&:sum))
+    expect(gold).to be_between(0.5, 0.7), "gold held #{(gold * 100).round}% of the slots held"
     expect(max_running("class:weighted")).to eq(5)
     expect(done_jids("class:weighted").sort).to eq(jids.sort)
   end
