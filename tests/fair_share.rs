@@ -309,3 +309,34 @@ fn every_fair_classs_tenants_are_read_at_once() {
         .unwrap();
     assert_eq!(parked_plain, 1, "the plain key limit has a job parked");
 }
+
+/// Tenants that arrive behind a hot tenant's backlog each get a turn before
+/// any of them gets a second: among tenants holding as few slots for their
+/// weight, the turn goes to the one served least lately, not to the first
+/// by name.
+#[test]
+fn tied_tenants_take_turns_in_the_order_they_were_served() {
+    let q = queue("ties");
+    push_jobs(&q, &jobs(&q, "a", 60, 1, 2));
+    let tenants: Vec<String> = (0..10)
+        .map(|i| format!("t{}", (b'a' + i) as char))
+        .collect();
+    for t in &tenants {
+        push_jobs(&q, &jobs(&q, t, 5, 1, 2));
+    }
+    let c = processor();
+    let mut running = Vec::new();
+    fill(&c, &q, &mut running, 2);
+    fill(&c, &q, &mut running, 2);
+    let mut started = Vec::new();
+    for _ in 0..14 {
+        finish_one(&c, &q, &mut running, 2);
+        started.push(tenant(running.last().unwrap()));
+    }
+    for t in &tenants {
+        assert!(
+            started.contains(t),
+            "{t} started within 14 turns: {started:?}"
+        );
+    }
+}
