@@ -209,6 +209,20 @@ pub fn job_adaptive(id: &str) -> String {
     format!("{PREFIX}limit:{id}:adaptive")
 }
 
+/// A queue's adaptive limit (`limits: {queue: "1..20"}`), `"<floor>..<ceiling>"`,
+/// written with the floor as its limit ([`limit`]): in force while that
+/// limit is the floor (a limit set at run time holds instead). A reader that
+/// knows no ranges (an older process of the gem) holds the floor.
+pub fn limit_range(queue: &str) -> String {
+    format!("{PREFIX}queue:{queue}:limit_range")
+}
+
+/// A queue's adaptive limit's limit in force, as [`job_adaptive`] holds a
+/// job limit's.
+pub fn adaptive(queue: &str) -> String {
+    format!("{PREFIX}queue:{queue}:adaptive")
+}
+
 /// Present while a class that declares no limit backs off in the queue:
 /// the latest end (microseconds of Redis's clock) of those back-offs, which
 /// the queue's fetch reads with its limits; the classes are in

@@ -58,6 +58,9 @@ local function class_back_offs_key(name) return PREFIX .. 'queue:' .. name .. ':
 local BACK_OFFS_KEY = 'sidekiq:limit_fetch:back_offs'
 -- An adaptive job limit's limit in force (src/keys.rs).
 local function job_adaptive_key(id) return PREFIX .. 'limit:' .. id .. ':adaptive' end
+-- A queue's adaptive limit (src/keys.rs): its range, and its limit in force.
+local function limit_range_key(name) return PREFIX .. 'queue:' .. name .. ':limit_range' end
+local function adaptive_key(name) return PREFIX .. 'queue:' .. name .. ':adaptive' end
 -- RATE_PARKED_KEY's first score, or absent with it: a plain string that a
 -- processor's hand-over reads in its MGET (src/capsule/hand_over/).
 local RATE_DUE_KEY = 'sidekiq:limit_fetch:rate_due'
