@@ -50,13 +50,15 @@ pub fn starts(queue: &str) -> String {
 pub const QUEUE_PATTERN: &str = "sidekiq:limit_fetch:queue:*";
 
 /// The suffixes of a queue's keys, after its name (see [`QUEUE_PATTERN`]).
-pub const QUEUE_SUFFIXES: [&str; 6] = [
+pub const QUEUE_SUFFIXES: [&str; 8] = [
     ":limit",
     ":process_limit",
     ":busy",
     ":paused",
     ":rate",
     ":starts",
+    ":limit_range",
+    ":adaptive",
 ];
 
 /// The queue a key of [`QUEUE_PATTERN`] belongs to, if it is one of a

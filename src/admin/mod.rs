@@ -31,7 +31,7 @@ pub(crate) use back_offs::BACK_OFF_SCRIPT;
 pub use back_offs::{BackOff, BackedOff};
 pub use job_limits::{BackOffState, JobLimitState};
 pub use queue_limits::StoredLimit;
-pub(crate) use queue_limits::{limit_defaults, rate_defaults, write_defaults};
+pub(crate) use queue_limits::{limit_defaults, range_defaults, rate_defaults, write_defaults};
 pub use queues::{Pause, QueueState};
 pub use rates::{RateOf, RateWindow};
 pub use registered::CapsuleEntry;

@@ -13,6 +13,7 @@ module Sidekiq
         @config = capsule
         @limits = Limits.configured(capsule)
         @rates = Rates.configured(capsule)
+        @ranges = Limits.ranges(capsule)
         @fetch_options = Configuration.fetch_options
         options = Configuration.capsule_options
         @native = Native.new(RedisOptions.for(capsule), options)
@@ -34,6 +35,8 @@ module Sidekiq
         @native.check_server
         @native.set_default_limits(@limits)
         @native.set_default_rates(@rates)
+        # After the limits: a range's floor is one of them.
+        @native.set_default_ranges(@ranges)
         @native.register
         @heartbeat.start
         self
