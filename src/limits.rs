@@ -110,14 +110,23 @@ mod tests {
 
     #[test]
     fn an_adaptive_limit_reads_as_the_script_reads_it() {
-        let of = |limit, range, state| Adaptive::of(Some(limit), Some(range), state).map(|a| a.value);
+        let of =
+            |limit, range, state| Adaptive::of(Some(limit), Some(range), state).map(|a| a.value);
         assert_eq!(of(1, "1..20", None), Some(1));
         assert_eq!(of(1, "1..20", Some("7 1700000000000000")), Some(7));
         assert_eq!(of(1, "1..20", Some("70 1")), Some(20));
         assert_eq!(of(2, "2..20", Some("1 1")), Some(2));
         assert_eq!(of(1, "1..20", Some("7")), Some(1), "a broken state");
         assert_eq!(of(3, "1..20", Some("7 1")), None, "set at run time");
-        for broken in ["0..3", "3..2", "1..", "..3", "1...3", " 1..3", "1..9007199254740992"] {
+        for broken in [
+            "0..3",
+            "3..2",
+            "1..",
+            "..3",
+            "1...3",
+            " 1..3",
+            "1..9007199254740992",
+        ] {
             assert_eq!(of(1, broken, None), None, "{broken}");
         }
         assert_eq!(Adaptive::of(None, Some("1..3"), None), None);

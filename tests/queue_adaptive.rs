@@ -50,7 +50,11 @@ struct Processors<'a> {
 
 impl Processors<'_> {
     fn take_all(&mut self) {
-        while let Some(f) = self.capsule.fetch(&[self.queue], &Interrupt::new()).unwrap() {
+        while let Some(f) = self
+            .capsule
+            .fetch(&[self.queue], &Interrupt::new())
+            .unwrap()
+        {
             self.running.push(f);
             let busy: usize = redis().llen(keys::busy(self.queue)).unwrap();
             let floor: u64 = redis().get(keys::limit(self.queue)).unwrap();
@@ -99,7 +103,11 @@ fn a_queue_limit_grows_while_reached_and_shrinks_at_a_back_off() {
     assert_eq!(p.running.len(), 2, "its floor");
     assert_eq!(in_force(&q), Some(2), "reached: its first round starts");
     p.finish_one();
-    assert_eq!((p.running.len(), in_force(&q)), (2, Some(2)), "within the round");
+    assert_eq!(
+        (p.running.len(), in_force(&q)),
+        (2, Some(2)),
+        "within the round"
+    );
     sleep(ROUND);
     p.finish_one();
     assert_eq!((p.running.len(), in_force(&q)), (3, Some(3)), "one more");
@@ -156,7 +164,12 @@ fn a_queue_limit_grows_only_with_jobs_waiting_and_is_forgotten_when_idle() {
     let (secs, micros): (u64, u64) = redis::cmd("TIME").query(&mut redis()).unwrap();
     let state = format!("4 {}", secs * 1_000_000 + micros);
     let _: () = redis().set(keys::adaptive(&q), state).unwrap();
-    push_jobs(&q, &(0..6).map(|i| job(&q, &format!("k{i}"))).collect::<Vec<_>>());
+    push_jobs(
+        &q,
+        &(0..6)
+            .map(|i| job(&q, &format!("k{i}")))
+            .collect::<Vec<_>>(),
+    );
     p.take_all();
     assert_eq!(p.running.len(), 4, "its limit in force");
     assert_eq!(in_force(&q), Some(4));

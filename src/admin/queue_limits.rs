@@ -96,8 +96,8 @@ impl Limits {
         // A queue's limit set at run time holds instead of its adaptive
         // range (a process that starts writes the range again; the limit
         // then holds unless it is the range's floor).
-        let adaptive = (kind == LimitKind::Global)
-            .then(|| [keys::limit_range(queue), keys::adaptive(queue)]);
+        let adaptive =
+            (kind == LimitKind::Global).then(|| [keys::limit_range(queue), keys::adaptive(queue)]);
         wait_for(interrupt, self.timeout, async move {
             let mut conn = redis.writer().await?;
             let mut pipe = redis::pipe();

@@ -99,27 +99,32 @@ impl Limits {
             Ok(names
                 .into_iter()
                 .zip(replies)
-                .map(|(name, (limits, process_limit, busy, queued, pttl, rate))| {
-                    let parse = |raw: Option<Vec<u8>>| {
-                        let raw = raw.as_deref().map(String::from_utf8_lossy);
-                        crate::limits::parse_stored(raw.as_deref())
-                    };
-                    let (limit, range, adaptive) = limits;
-                    let text = |raw: Option<Vec<u8>>| raw.map(|r| String::from_utf8_lossy(&r).into_owned());
-                    let limit = parse(limit);
-                    let adaptive = Adaptive::of(limit, text(range).as_deref(), text(adaptive).as_deref());
-                    let rate = rate.as_deref().map(String::from_utf8_lossy);
-                    QueueState {
-                        name,
-                        limit: adaptive.map_or(limit, |a| Some(a.value)),
-                        adaptive,
-                        process_limit: parse(process_limit),
-                        busy: count(busy),
-                        queued,
-                        pause: pause(pttl),
-                        rate: Rate::parse_stored(rate.as_deref()),
-                    }
-                })
+                .map(
+                    |(name, (limits, process_limit, busy, queued, pttl, rate))| {
+                        let parse = |raw: Option<Vec<u8>>| {
+                            let raw = raw.as_deref().map(String::from_utf8_lossy);
+                            crate::limits::parse_stored(raw.as_deref())
+                        };
+                        let (limit, range, adaptive) = limits;
+                        let text = |raw: Option<Vec<u8>>| {
+                            raw.map(|r| String::from_utf8_lossy(&r).into_owned())
+                        };
+                        let limit = parse(limit);
+                        let adaptive =
+                            Adaptive::of(limit, text(range).as_deref(), text(adaptive).as_deref());
+                        let rate = rate.as_deref().map(String::from_utf8_lossy);
+                        QueueState {
+                            name,
+                            limit: adaptive.map_or(limit, |a| Some(a.value)),
+                            adaptive,
+                            process_limit: parse(process_limit),
+                            busy: count(busy),
+                            queued,
+                            pause: pause(pttl),
+                            rate: Rate::parse_stored(rate.as_deref()),
+                        }
+                    },
+                )
                 .collect())
         })
     }

@@ -75,13 +75,9 @@ module Sidekiq
       # Integers), nil for a value that is not one; raises, naming the queue,
       # on a broken one.
       def range(queue, value)
-        bounds =
-          case value
-          when Range then [value.begin, value.end] unless value.exclude_end?
-          when /\.\./ then RANGE.match(value)&.captures&.map { Integer(_1, 10) }
-          else return
-          end
-        return bounds[0]..bounds[1] if bounds&.all?(Integer) && bounds[0].between?(1, bounds[1]) && bounds[1] <= MAX
+        bounds = bounds(value)
+        return if bounds == :none
+        return bounds[0]..bounds[1] if valid_range?(bounds)
 
         raise ArgumentError, "invalid adaptive limit for queue #{queue.to_s.inspect}: #{value.inspect} " \
                              "(expected \"MIN..MAX\" with 1 <= MIN <= MAX <= #{MAX})"
@@ -100,6 +96,20 @@ module Sidekiq
         return table if table.is_a?(Hash)
 
         raise ArgumentError, ":#{option} must be a Hash of #{what} => limit, got #{table.inspect}"
+      end
+
+      # [MIN, MAX] as +value+ gives them (nil if they do not read), or :none
+      # for a value that is not a range.
+      def bounds(value)
+        case value
+        when Range then [value.begin, value.end] unless value.exclude_end?
+        when /\.\./ then RANGE.match(value)&.captures&.map { Integer(_1, 10) }
+        else :none
+        end
+      end
+
+      def valid_range?(bounds)
+        bounds&.all?(Integer) && bounds[0].between?(1, bounds[1]) && bounds[1] <= MAX
       end
 
       # Queues with limits (DefaultLimits) that no capsule of this process
