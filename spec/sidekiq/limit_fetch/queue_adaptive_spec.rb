@@ -42,6 +42,8 @@ RSpec.describe Sidekiq::LimitFetch, "adaptive queue limits" do
     expect(redis.call("GET", queue_key(queue, "limit_range"))).to eq("2..6")
     expect(described_class.queue(queue).adaptive).to eq(value: 2, floor: 2, ceiling: 6)
     expect(described_class.queue(queue).limit).to eq(2)
+    line = Sidekiq::LimitFetch::BootLine.new(set_up_capsules.last.config, declared: []).to_s
+    expect(line).to include("queues #{queue} (adaptive limit 2 of 2..6)")
   end
 
   it "reads the limit in force everywhere: the console, explain, the listing" do
