@@ -29,6 +29,20 @@ RSpec.describe Sidekiq::LimitFetch, "adaptive queue limits" do
     end
   end
 
+  # perform: backs off for 0.2 s on its first run (a class that declares no
+  # limit: it backs off as a class), then runs through.
+  class self::BackingOffJob # rubocop:disable Lint/ConstantDefinitionInBlock
+    include Sidekiq::Job
+
+    sidekiq_options retry: false, queue: "adaptq"
+
+    def perform
+      raise Sidekiq::LimitFetch::BackOff.new(retry_after: 0.2) if LimitFetchSpec::BackOffJobs.first_run?(jid)
+
+      LimitFetchSpec::Recorder.track("adaptq", jid) {}
+    end
+  end
+
   let(:queue) { self.class::InForceJob::QUEUE }
 
   def boot(limits)
@@ -83,6 +97,17 @@ RSpec.describe Sidekiq::LimitFetch, "adaptive queue limits" do
   it "refuses a range as a process limit" do
     expect { setup_capsule(build_capsule(queues: [queue], process_limits: {queue => "1..4"})) }
       .to raise_error(ArgumentError, /process_limit for queue "#{queue}": "1..4"/)
+  end
+
+  it "shrinks at a back-off of one of its jobs, which runs again after it" do
+    jid = self.class::BackingOffJob.perform_async
+    config = build_config(queues: [queue], limits: {queue => "1..20"}, concurrency: 2)
+    redis.call("SET", queue_key(queue, "adaptive"), "8 1")
+    start_embedded(config)
+
+    wait_until(timeout: 10, message: "the job run again") { done_jids(queue).include?(jid) }
+    expect(described_class.queue(queue).adaptive).to eq(value: 6, floor: 1, ceiling: 20)
+    expect(Sidekiq::RetrySet.new.size + Sidekiq::DeadSet.new.size).to eq(0)
   end
 
   it "grows above its floor under load and never runs more than its limit in force" do
