@@ -39,7 +39,7 @@ RSpec.describe Sidekiq::LimitFetch, "adaptive queue limits" do
     def perform
       raise Sidekiq::LimitFetch::BackOff.new(retry_after: 0.2) if LimitFetchSpec::BackOffJobs.first_run?(jid)
 
-      LimitFetchSpec::Recorder.track("adaptq", jid) {}
+      LimitFetchSpec::Recorder.track("adaptq", jid) { sleep 0.01 }
     end
   end
 
