@@ -20,6 +20,7 @@ require "sidekiq-limit_fetch"
 require_relative "support/tracked_job"
 require_relative "support/keyed_jobs"
 require_relative "support/back_off_jobs"
+require_relative "support/fair_jobs"
 require_relative "support/limit_fetch_helpers"
 
 # The suite runs with a heap that compacts at every major GC, as a Sidekiq

@@ -225,6 +225,14 @@ pub fn adaptive(queue: &str) -> String {
     format!("{PREFIX}queue:{queue}:adaptive")
 }
 
+/// The tenants of a class declared `fair:` (by their key limit's id) that
+/// have parked jobs, scored by the slots each holds over its weight: a slot
+/// the class frees goes to the lowest (lua/prelude/fair.lua). Kept by the
+/// fetch; a tenant whose parked jobs are gone leaves it at the next look.
+pub fn fair_waiting(class_id: &str) -> String {
+    format!("{PREFIX}limit:{class_id}:fair")
+}
+
 /// Present while a class that declares no limit backs off in the queue:
 /// the latest end (microseconds of Redis's clock) of those back-offs, which
 /// the queue's fetch reads with its limits; the classes are in

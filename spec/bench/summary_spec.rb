@@ -81,7 +81,7 @@ RSpec.describe LimitFetchBench::Summary do
          "60.0 ×2.00", "16667 ×0.50"]
       )
       expect(row("LimitFetch, no limit @#{rev}")[6..8]).to eq(["104 ×1.04", "50.0 ×1.67", "20000 ×0.60"])
-      expect(markdown).to include("every thread's: Ruby's and the Rust core's", "Redis ceiling = 10⁶ / Redis CPU µs")
+      expect(markdown).to include("every thread's (Ruby's and the Rust core's)", "Redis ceiling = 10⁶ / Redis CPU µs")
     end
   end
 

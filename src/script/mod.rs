@@ -22,7 +22,7 @@ use crate::Result;
 /// The prelude every function shares (key names and the rules several
 /// scripts use), run once when the library loads: the files of
 /// `src/lua/prelude/`, joined in this order.
-const PRELUDE: [&str; 14] = include!("../lua/prelude/parts.rs");
+const PRELUDE: [&str; 15] = include!("../lua/prelude/parts.rs");
 
 /// The fetch script: the files of `src/lua/fetch/`, joined in this order.
 const FETCH_PARTS: [&str; 12] = include!("../lua/fetch/parts.rs");

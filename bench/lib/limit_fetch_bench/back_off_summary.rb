@@ -5,26 +5,8 @@ module LimitFetchBench
   # order they ran, with its variant's label, the wall time's ratio to the
   # ideal, and whether every job was done exactly once, with no retry, no
   # job in the retry or dead set and no failure (`clean`); a skipped run
-  # (the adaptive variant without BackOff) keeps only why. Its progress
-  # line, for the terminal.
+  # (the adaptive variant without BackOff) keeps only why.
   class BackOffSummary
-    def self.line(run)
-      head = format("%-10<s>s r%<r>d %-52<v>s", s: "back_off", r: run["round"], v: Variant[run["variant"]].label)
-      return "#{head} skipped: #{run["skipped"]}" if run["skipped"]
-
-      format("%<head>s %<time>s (ideal %<i>.2f s)  %<c>d calls, %<p>.1f%% 429  %<rj>d jobs retried  " \
-             "done once: %<once>s", head:, time: time(run), i: run["ideal_seconds"], c: run["calls"],
-        p: run["too_many_share"] * 100, rj: run["retried_jobs"], once: once(run))
-    end
-
-    def self.time(run) = run["seconds"] ? format("%.2f s", run["seconds"]) : "not done"
-
-    def self.once(run)
-      return "yes" if run["done_once"]
-
-      run["done_more_than_once"].positive? ? "NO (#{run["done_more_than_once"]} twice or more)" : "not all done"
-    end
-
     def initialize(runs)
       @runs = runs.select { _1["section"] == "back_off" }
     end

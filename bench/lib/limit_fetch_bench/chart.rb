@@ -52,7 +52,8 @@ module LimitFetchBench
     private
 
     def plot(path, panels)
-      head = format(HEAD, width: 700 * panels.size, output: path, panels: panels.size, title: title)
+      title = "sidekiq-limit_fetch-rs vs BasicFetch, #{@summary["meta"]["date"]}"
+      head = format(HEAD, width: 700 * panels.size, output: path, panels: panels.size, title:)
       out, status = Open3.capture2e("gnuplot", stdin_data: "#{head}#{panels.join}unset multiplot\n")
       raise Failure, "gnuplot failed:\n#{out}" unless status.success?
     end
@@ -62,8 +63,6 @@ module LimitFetchBench
       lines = rows.map { |row| row.map { cell(_1) }.join(" ") }
       "#{name} << EOD\n#{lines.join("\n")}\nEOD\n#{format(template, data: name)}"
     end
-
-    def title = "sidekiq-limit_fetch-rs vs BasicFetch, #{@summary["meta"]["date"]}"
 
     def cell(value)
       case value
@@ -76,10 +75,8 @@ module LimitFetchBench
     def ratio_rows
       sections = @summary.values_at("throughput", "delayed")
       keys = sections.flat_map(&:keys).uniq.select { Variant[_1].baseline }
-      keys.map { |key| [short_label(Variant[key])] + sections.map { _1.dig(key, "ratio") } }
+      keys.map { |key| [Variant[key].label.delete_prefix("LimitFetch, ")] + sections.map { _1.dig(key, "ratio") } }
     end
-
-    def short_label(variant) = variant.label.delete_prefix("LimitFetch, ")
 
     def latency_rows
       @summary["idle"].map { |_, row| [row["label"]] + row["latency_ms"].values.map { [_1, 0.001].max } }

@@ -2,13 +2,11 @@
 
 module LimitFetchBench
   # The Markdown report's tables (Markdown, LimitFetchTools::Markdown#table):
-  # per section, its columns, each a header and the cell a lambda makes of
-  # a row of the summary's section, run on the Markdown view.
+  # per section, its columns, of a row of the summary's section.
   module Columns
     THROUGHPUT = [
-      ["variant", -> { _1["label"] }], ["jobs/s", -> { spread(_1["jobs_per_s"], "%.0f") }],
-      ["×", -> { ratio(_1["ratio"]) }], ["round trips/job (Ruby + Rust)", -> { round_trips(_1) }],
-      ["Redis cmds/job", -> { num(_1["commands_per_job"], "%.2f") }],
+      %w[variant label], ["jobs/s", "jobs_per_s", :spread, "%.0f"], ["×", "ratio", :ratio],
+      ["round trips/job (Ruby + Rust)", -> { round_trips(_1) }], ["Redis cmds/job", "commands_per_job", :num, "%.2f"],
       ["process CPU µs/job", -> { with_ratio(_1["process_cpu_us_per_job"], "%.0f", _1["process_cpu_ratio"]) }],
       ["Redis CPU µs/job", -> { with_ratio(_1["redis_cpu_us_per_job"], "%.1f", _1["redis_cpu_ratio"]) }],
       ["Redis ceiling jobs/s", -> { ceiling(_1) }],
@@ -17,32 +15,31 @@ module LimitFetchBench
        -> { "#{_1["max_in_flight"]} / #{_1["max_running"]} / #{_1["limit"] || "–"}" }]
     ].freeze
     IDLE = [
-      ["variant", -> { _1["label"] }], ["pickup p50 / p95 / p99 ms", -> { percentiles(_1["latency_ms"]) }],
-      ["p50 ×", -> { ratio(_1["p50_ratio"]) }], ["runs' p50 ms", -> { spread(_1["run_p50_ms"], "%.2f") }],
-      ["idle Redis cmds/s", -> { spread(_1["commands_per_s"], "%.1f") }],
-      ["idle process CPU %", -> { spread(_1["process_cpu_percent"], "%.2f") }],
-      ["idle Redis CPU %", -> { spread(_1["redis_cpu_percent"], "%.2f") }],
-      ["freed slot taken p50 / p95 / p99 ms", -> { percentiles(_1["handoff_ms"]) }]
+      %w[variant label], ["pickup p50 / p95 / p99 ms", "latency_ms", :percentiles], ["p50 ×", "p50_ratio", :ratio],
+      ["runs' p50 ms", "run_p50_ms", :spread, "%.2f"], ["idle Redis cmds/s", "commands_per_s", :spread, "%.1f"],
+      ["idle process CPU %", "process_cpu_percent", :spread, "%.2f"],
+      ["idle Redis CPU %", "redis_cpu_percent", :spread, "%.2f"],
+      ["freed slot taken p50 / p95 / p99 ms", "handoff_ms", :percentiles]
     ].freeze
     KEYED_HOT = [
-      ["variant", -> { _1["label"] }], ["all done, s", -> { spread(_1["seconds"], "%.2f") }],
+      %w[variant label], ["all done, s", "seconds", :spread, "%.2f"],
       ["× no key / × queue limit 2", -> { "#{ratio(_1["vs_none"])} / #{ratio(_1["vs_queue2"])}" }],
       ["executed (dropped / rescheduled)", -> { "#{_1["executed"]} (#{_1["dropped"]} / #{_1["rescheduled"]})" }],
-      ["other tenants' first start p50 / p99 s", -> { percentiles(_1["cold_first_start_s"]) }],
+      ["other tenants' first start p50 / p99 s", "cold_first_start_s", :percentiles],
       ["hot tenant's most running / limit", -> { "#{_1["hot_max_running"]} / #{_1["hot_limit"] || "–"}" }],
-      ["hot key parked, most", -> { _1["max_parked"] }],
-      ["Redis cmds / executed job", -> { num(_1["commands_per_executed_job"], "%.1f") }],
-      ["round trips / executed job", -> { num(_1["round_trips_per_executed_job"], "%.2f") }],
+      ["hot key parked, most", "max_parked"], ["Redis cmds / executed job", "commands_per_executed_job", :num, "%.1f"],
+      ["round trips / executed job", "round_trips_per_executed_job", :num, "%.2f"],
       ["process CPU µs / executed job (× no key)", -> { vs_none(_1, "process_cpu") }],
       ["Redis CPU µs / executed job (× no key)", -> { vs_none(_1, "redis_cpu") }]
     ].freeze
-    KEYS = [["", -> { _1[0] }], ["before", -> { keyed["keys"]["before"][_1[1]] }],
-            ["after", -> { keyed["keys"]["after"][_1[1]] }]].freeze
+    # Rows: [name, key].
+    KEYS = [["", 0], ["before", -> { keyed["keys"]["before"][_1[1]] }], ["after", -> { keyed["keys"]["after"][_1[1]] }]]
+           .freeze
     KEY_ROWS = [["Redis used_memory, bytes", "used_memory"], %w[keys key_count],
                 ["job limit keys (sidekiq:limit_fetch:limit:*)", "limit_keys"],
                 ["ids in the parked set", "parked_members"]].freeze
     RATE_THROUGHPUT = [
-      ["variant", -> { _1["label"] }], ["jobs/s", -> { spread(_1["jobs_per_s"], "%.0f") }],
+      %w[variant label], ["jobs/s", "jobs_per_s", :spread, "%.0f"],
       ["× no limit / × BasicFetch", -> { "#{ratio(none(_1)["jobs_per_s"])} / #{ratio(_1["ratio"])}" }],
       ["Redis cmds/job (× no limit)", -> { with_ratio(_1["commands_per_job"], "%.2f", none(_1)["commands"]) }],
       ["process CPU µs/job (× no limit / × BasicFetch)", -> { rate_cpu(_1, "process_cpu", "%.0f") }],
@@ -53,24 +50,23 @@ module LimitFetchBench
       ["limits parked behind a rate", -> { _1["rate_parked_max"] || "–" }]
     ].freeze
     RATE_HOT = [
-      ["variant", -> { _1["label"] }], ["all done, s", -> { spread(_1["seconds"], "%.2f") }],
-      ["other tenants' first start p50 / p99 s", -> { percentiles(_1["cold_first_start_s"], "%.3f") }],
-      ["runs' p99 s", -> { spread(_1["run_p99_s"], "%.3f") }],
+      %w[variant label], ["all done, s", "seconds", :spread, "%.2f"],
+      ["other tenants' first start p50 / p99 s", "cold_first_start_s", :percentiles, "%.3f"],
+      ["runs' p99 s", "run_p99_s", :spread, "%.3f"],
       ["hot backlog's last start, s / least its rate allows (×)", lambda do |row|
         last = spread(row["hot_last_start_s"], "%.2f")
         "#{last} / #{num(row["hot_ideal_s"], "%.2f")} (#{ratio(row["hot_vs_ideal"])})"
       end],
       ["hot starts within a period, most: counted by the gem / seen from the jobs / limit", -> { most(_1) }],
       ["executed (rescheduled)", -> { "#{num(_1["executed"], "%d")} (#{num(_1["rescheduled"], "%d")})" }],
-      ["Redis cmds / executed job", -> { num(_1["commands_per_executed_job"], "%.1f") }],
-      ["round trips / executed job", -> { num(_1["round_trips_per_executed_job"], "%.2f") }],
-      ["process CPU µs / executed job", -> { num(_1["process_cpu_us_per_executed_job"], "%.0f") }],
-      ["Redis CPU µs / executed job", -> { num(_1["redis_cpu_us_per_executed_job"], "%.0f") }]
+      ["Redis cmds / executed job", "commands_per_executed_job", :num, "%.1f"],
+      ["round trips / executed job", "round_trips_per_executed_job", :num, "%.2f"],
+      ["process CPU µs / executed job", "process_cpu_us_per_executed_job", :num, "%.0f"],
+      ["Redis CPU µs / executed job", "redis_cpu_us_per_executed_job", :num, "%.0f"]
     ].freeze
     # The scenario, then (a column per variant, Markdown#fetch_cost_columns) Redis's costs.
     FETCH_COST = [
-      ["scenario", -> { _1["label"] }],
-      ["Redis cmds/call (same order)", -> { joined(_1, "commands_per_call", "%.0f") }],
+      %w[scenario label], ["Redis cmds/call (same order)", -> { joined(_1, "commands_per_call", "%.0f") }],
       ["Redis µs/call (same order)", -> { joined(_1, "redis_us_per_call", "%.1f") }]
     ].freeze
     # Rows: [phase, variant, jobs parked].
@@ -80,19 +76,19 @@ module LimitFetchBench
       ["Redis cmds/s over all runs", -> { num(rate["idle"]["pooled_commands_per_s"][_1[0]], "%.2f") }],
       ["process CPU %", -> { spread(rate["idle"]["costs"][_1[0]]["process_cpu_percent"], "%.3f") }],
       ["Redis CPU %", -> { spread(rate["idle"]["costs"][_1[0]]["redis_cpu_percent"], "%.3f") }],
-      ["jobs parked (fewest at a window's end)", -> { _1[2] }]
+      ["jobs parked (fewest at a window's end)", 2]
     ].freeze
     PICKUP = [
-      ["openings", -> { _1["openings"] }],
-      ["pickup after the window opens: min / p50 / p95 / p99 / max ms", -> { percentiles(_1["latency_ms"]) }],
-      ["runs' p99 ms", -> { spread(_1["run_p99_ms"], "%.2f") }],
+      %w[openings openings],
+      ["pickup after the window opens: min / p50 / p95 / p99 / max ms", "latency_ms", :percentiles],
+      ["runs' p99 ms", "run_p99_ms", :spread, "%.2f"],
       ["p99 target", lambda do |row|
         met = {nil => "cannot tell (no latencies)", true => "met", false => "**missed**"}[row["p99_within_target"]]
         "≤ #{num(row["target_p99_ms"], "%.0f")} ms: #{met}"
       end],
-      ["of which until the fetch: min / p50 / p95 / p99 / max ms", -> { percentiles(_1["fetch_latency_ms"]) }],
-      ["Redis cmds / opening", -> { num(_1["commands_per_opening"], "%.1f") }],
-      ["scripts / opening", -> { num(_1["scripts_per_opening"], "%.1f") }],
+      ["of which until the fetch: min / p50 / p95 / p99 / max ms", "fetch_latency_ms", :percentiles],
+      ["Redis cmds / opening", "commands_per_opening", :num, "%.1f"],
+      ["scripts / opening", "scripts_per_opening", :num, "%.1f"],
       ["starts within a period, most / limit", -> { "#{_1["most_in_window"]} / #{RateVariants::PACED_RATE[0]}" }]
     ].freeze
   end

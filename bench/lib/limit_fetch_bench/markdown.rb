@@ -68,6 +68,21 @@ module LimitFetchBench
       cell["rev_ratio"] ? "#{text} (#{ratio(cell["rev_ratio"])} @#{rev})" : text
     end
 
+    # "→2: 5.0%, 90% / 1.0%, 95%": after each capacity change, the 429 share and the capacity used, then settled.
+    def after_changes(row)
+      changes = row["after_changes"] || []
+      return "–" if changes.empty?
+
+      changes.zip(row["settled_after_changes"] || []).map do |change, settled|
+        "→#{change["capacity"]}: #{[change, settled].compact.map { stretch(_1) }.join(" / ")}"
+      end.join("; ")
+    end
+
+    def stretch(seen) = "#{percent(seen["too_many_share"], "%.1f")}, #{percent(seen["capacity_used"], "%.0f")}"
+
+    # "9.1%": a share in percent.
+    def percent(share, fmt) = "#{num(share && (share * 100), fmt)}%"
+
     def joined(row, key, fmt) = row["variants"].values.map { num(_1[key], fmt) }.join(" / ")
 
     # "0.41 / 0.97 / 1.60": a row's percentiles.

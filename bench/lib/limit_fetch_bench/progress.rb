@@ -11,7 +11,7 @@ module LimitFetchBench
       when "fetch" then "fetch cost#{" @#{run["build"]}" if run["build"]}: #{run["runs"].size} measurements"
       when "keyed" then keyed(run)
       when "rate" then RateProgress.line(run)
-      when "back_off" then BackOffSummary.line(run)
+      when "back_off" then back_off(run)
       else throughput(run)
       end
     end
@@ -51,6 +51,23 @@ module LimitFetchBench
       format("%-10<s>s r%<r>d %-52<v>s p50 %<p>.1f ms (%<n>d jobs)  idle %<c>.1f cmd/s, process CPU %<cpu>.2f%%",
         s: "idle", r: run["round"], v: Variant[run["variant"]].label, p: Stats.median(latencies) || 0,
         n: latencies.size, c: run["idle"]["commands_per_s"], cpu: run["idle"]["process_cpu_percent"])
+    end
+
+    def back_off(run)
+      head = format("%-10<s>s r%<r>d %-52<v>s", s: "back_off", r: run["round"], v: Variant[run["variant"]].label)
+      return "#{head} skipped: #{run["skipped"]}" if run["skipped"]
+
+      format("%<head>s %<time>s (ideal %<i>.2f s)  %<c>d calls, %<p>.1f%% 429  %<rj>d jobs retried  " \
+             "done once: %<once>s", head:, time: done_in(run), i: run["ideal_seconds"], c: run["calls"],
+        p: run["too_many_share"] * 100, rj: run["retried_jobs"], once: done_once(run))
+    end
+
+    def done_in(run) = run["seconds"] ? format("%.2f s", run["seconds"]) : "not done"
+
+    def done_once(run)
+      return "yes" if run["done_once"]
+
+      run["done_more_than_once"].positive? ? "NO (#{run["done_more_than_once"]} twice or more)" : "not all done"
     end
 
     def max_running(run)

@@ -12,10 +12,8 @@ module LimitFetchBench
     # The paths written.
     def write
       FileUtils.mkdir_p(@dir)
-      written = [atomic("latest.json") { File.write(_1, "#{JSON.pretty_generate(@summary)}\n") },
-                 atomic("latest.md") { File.write(_1, Markdown.new(@summary).render) }]
-      written << chart
-      written.compact
+      [atomic("latest.json") { File.write(_1, "#{JSON.pretty_generate(@summary)}\n") },
+       atomic("latest.md") { File.write(_1, Markdown.new(@summary).render) }, chart].compact
     end
 
     private
@@ -26,14 +24,12 @@ module LimitFetchBench
       atomic("latest.png") { Chart.new(@summary).write(_1) }
     rescue Failure => e
       warn "bin/bench: no chart written: #{e.message}"
-      nil
     end
 
     def atomic(name)
       path = File.join(@dir, name)
-      tmp = "#{path}.tmp"
-      yield tmp
-      File.rename(tmp, path)
+      yield "#{path}.tmp"
+      File.rename("#{path}.tmp", path)
       path
     end
   end

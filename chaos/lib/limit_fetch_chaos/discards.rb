@@ -55,7 +55,7 @@ module LimitFetchChaos
     def problems(tenants)
       [("jobs of classes that park were discarded: #{others.map { _1.join(" ") }.join(", ")}" if others.any?),
        *mismatches,
-       *strays(tenants).first(Report::SHOWN).map { "a discard logged for no #{NAME} pushed with that key: #{_1}" },
+       *strays(tenants).first(Checks::SHOWN).map { "a discard logged for no #{NAME} pushed with that key: #{_1}" },
        ("jobs discarded more than once: #{repeated}" if repeated.any?)].compact
     end
 

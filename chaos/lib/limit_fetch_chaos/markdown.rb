@@ -8,36 +8,34 @@ module LimitFetchChaos
   class Markdown
     include LimitFetchTools::Markdown
 
+    # Rows: [name, figures] (Report#to_h's).
     CONCURRENCY = [
-      ["queue", -> { _1[0] }], ["most at once / limit", -> { "#{_1[1][:max]} / #{_1[1][:limit] || "-"}" }],
+      ["queue", 0], ["most at once / limit", -> { "#{_1[1][:max]} / #{_1[1][:limit] || "-"}" }],
       ["most in one process / limit", -> { "#{_1[1][:max_per_process]} / #{_1[1][:process_limit] || "-"}" }]
     ].freeze
     JOB_LIMITS = [
-      ["job limit", -> { "`#{_1[0]}`" }], ["queues", -> { plan[:job_limits].dig(_1[0], :queues).join(", ") }],
+      ["job limit", 0, :code], ["queues", -> { plan[:job_limits].dig(_1[0], :queues).join(", ") }],
       ["most at once / limit", -> { "#{_1[1][:max]} / #{_1[1][:limit]}" }],
-      ["most in one process", -> { _1[1][:max_per_process] }]
+      ["most in one process", [1, :max_per_process]]
     ].freeze
     # Each rate's starts, its tightest window, the shortest span of one start
     # more than its limit against what the check allows (its period less
     # RATE_SLACK), and its parked jobs' waits (RatesReport#to_h).
     RATES = [
-      ["rate", -> { "`#{_1[0]}`" }], ["queues", -> { plan.dig(:rates, _1[0], :queues).join(", ") }],
-      ["starts", -> { _1[1][:starts] }],
+      ["rate", 0, :code], ["queues", -> { plan.dig(:rates, _1[0], :queues).join(", ") }], ["starts", [1, :starts]],
       ["most in any period / limit", -> { "#{_1[1][:most_in_period]} / #{_1[1][:limit]} per #{_1[1][:period_s]} s" }],
       ["shortest span of limit + 1 starts (checked: at least)",
        -> { "#{_1[1][:shortest_span_ms] || "-"} ms (#{_1[1][:checked_ms].round} ms)" }],
       ["counted by the gem (Redis's clock): starts, most in any period; lags from fetch to start within",
-       -> { recorded(_1[1][:recorded]) }],
+       [1, :recorded], :recorded],
       ["samples with jobs parked", -> { "#{_1[1][:parked_samples]} of #{_1[1][:samples]}" }],
       ["longest wait with jobs parked and none begun within a period (a stall: over)",
        -> { "#{_1[1][:longest_wait_s]} s (#{_1[1][:stall_after_s]} s)" }]
     ].freeze
-    FAULT_LIMITS = [
-      ["limit", -> { "`#{_1[0]}`" }],
-      ["most at once / limit (woken originals left out)", -> { "#{_1[1][:max]} / #{_1[1][:limit]}" }]
-    ].freeze
+    FAULT_LIMITS = [["limit", 0, :code], ["most at once / limit (woken originals left out)",
+                                          -> { "#{_1[1][:max]} / #{_1[1][:limit]}" }]].freeze
     # The jobs run more than once (Duplicates), SHOWN at most.
-    REPEATS = [["job run more than once", -> { _1[:jid] }], ["runs", -> { _1[:runs].size }],
+    REPEATS = [["job run more than once", :jid], ["runs", -> { _1[:runs].size }],
                ["why it ran again", -> { _1[:repeats].map { |repeat| Duplicates.why(repeat) }.join("; ") }]].freeze
     SHOWN = 30
 
@@ -64,6 +62,8 @@ module LimitFetchChaos
       "#{env[:date]}; #{env[:cpus]} CPUs (#{env[:cpu]}), Linux #{env[:kernel]}; Ruby #{env[:ruby]}, " \
         "Sidekiq #{env[:sidekiq]}, #{env[:redis]}; commit #{env[:commit]}"
     end
+
+    def code(name) = "`#{name}`"
 
     # "a 2, b 0": a hash's pairs.
     def pairs(hash) = hash.map { _1.join(" ") }.join(", ")

@@ -6,7 +6,7 @@ module Sidekiq
     # check returns the value as JobLimits keeps it, or raises an
     # ArgumentError naming the class, the option and the value.
     class DeclarationCheck
-      OPTIONS = %i[concurrency key class_concurrency group per_queue on_limit rate back_off_on].freeze
+      OPTIONS = %i[concurrency key class_concurrency group per_queue on_limit rate back_off_on fair].freeze
       ON_LIMIT = %i[park discard].freeze
       KEY_ONLY = %i[class_concurrency group per_queue].freeze
 
@@ -22,7 +22,17 @@ module Sidekiq
         unknown = options.keys - OPTIONS
         invalid("limit_fetch", "options among #{OPTIONS.inspect}", unknown) unless unknown.empty?
         check_key(options)
+        check_fair(options)
         options
+      end
+
+      # fair: names each job's tenant, a key of its own: not with key:; and
+      # a job over its share waits its turn, never discarded.
+      def check_fair(options)
+        return unless options.key?(:fair)
+
+        invalid(:fair, "given without key: (its tenant is the key)", options[:key]) if options.key?(:key)
+        invalid(:on_limit, ":park with fair:", options[:on_limit]) if options.fetch(:on_limit, :park) != :park
       end
 
       def check_key(options)

@@ -10,6 +10,7 @@ module Sidekiq
     #   sidekiq_options limit_fetch: {concurrency: 2}            # 2 of the class at once
     #   sidekiq_options limit_fetch: {key: ->(tenant_id, *) { tenant_id }, concurrency: 1}
     #   sidekiq_options limit_fetch: {rate: {limit: 100, period: 60}}   # 100 starts a minute
+    #   sidekiq_options limit_fetch: {concurrency: 10, fair: ->(tenant_id, *) { tenant_id }}
     #
     # Options: concurrency (the class's limit, or a Range such as 1..20 for
     # an adaptive one, whose limit in force moves inside it as the jobs
@@ -25,7 +26,9 @@ module Sidekiq
     # of period seconds, of the class, or with key:, of each key; a job over
     # it is parked until the window has room; with a rate, concurrency is
     # only what is given), back_off_on (errors from perform that back the
-    # job's limit off, as a BackOff does: see BackOffMiddleware).
+    # job's limit off, as a BackOff does: see BackOffMiddleware), fair (the
+    # class's concurrency shared among the tenants with work, by weight: see
+    # FairShare; its tenants are keys, and a rate is each tenant's).
     class JobLimits
       attr_reader :class_name
 
@@ -33,7 +36,7 @@ module Sidekiq
         @class_name = class_name.to_s
         @check = DeclarationCheck.new(@class_name)
         options = @check.options(options)
-        @key = options[:key]
+        read_key(options)
         @rate = @check.rate(options[:rate]) if options.key?(:rate)
         read_concurrency(options)
         @on_limit = @check.on_limit(options.fetch(:on_limit, :park))
@@ -48,16 +51,14 @@ module Sidekiq
       # ActiveJob job's arguments locates its records (a query each, and an
       # error for a deleted one), which a class limit has no use for.
       def payload(queue, &arguments)
-        limits = []
-        default = concurrency
-        if class_limit?
-          limits << entry(JobLimitId.of_class(class_name), @class_concurrency || default, @key ? nil : @rate)
-        end
-        if @key
-          key = key_of(arguments.call)
-          limits << entry(JobLimitId.of_key(@scope, key, scope_queue(queue)), default, @rate) unless key.nil?
-        end
-        limits
+        limits = class_limit? ? [class_entry] : []
+        return limits unless keyed?
+
+        own = @fair ? fair_entry(queue, arguments.call) : key_entry(queue, arguments.call)
+        return limits unless own
+
+        # A tenant's entry goes first: see fair_entry.
+        @fair ? limits.unshift(own) : limits.push(own)
       end
 
       # The declaration of +job_class+ (a Sidekiq or ActiveJob class).
@@ -70,7 +71,7 @@ module Sidekiq
 
       # The id of +key+'s limit (+queue+ required for keys per queue).
       def key_id(key, queue = nil)
-        @check.invalid(:key, "declared to look a key up", key) unless @key
+        @check.invalid(:key, "declared (key: or fair:) to look a key up", key) unless keyed?
         @check.invalid(:queue, "given: keys are per queue", queue) if @per_queue && queue.nil?
         JobLimitId.of_key(@scope, JobKey.checked(class_name, key), scope_queue(queue))
       end
@@ -87,12 +88,40 @@ module Sidekiq
         return unless @rate
 
         kind = JobLimitId.parse(id).kind
-        @rate if @key ? kind == :key : id == JobLimitId.of_class(class_name)
+        @rate if keyed? ? kind == :key : id == JobLimitId.of_class(class_name)
       end
 
       private
 
       def class_limit? = !@back_off_only && (@key.nil? || @class_concurrency)
+
+      def read_key(options)
+        @key = options[:key]
+        @fair = FairShare.new(@class_name, options[:fair]) if options.key?(:fair)
+      end
+
+      def class_entry
+        entry(JobLimitId.of_class(class_name), @class_concurrency || concurrency, keyed? ? nil : @rate)
+      end
+
+      def key_entry(queue, args)
+        key = key_of(args)
+        entry(JobLimitId.of_key(@scope, key, scope_queue(queue)), concurrency, @rate) unless key.nil?
+      end
+
+      # Whether its jobs carry a key limit: key:'s, or fair:'s tenant.
+      def keyed? = !!(@key || @fair)
+
+      # A job's tenant entry, first: a job over its share is parked as its
+      # tenant's, and that tenant's jobs go when its turn comes (the fetch's
+      # fair.lua). Without a tenant, nil: the class's limit alone holds it.
+      def fair_entry(queue, args)
+        entry = @fair.entry(args, JobLimitId.of_class(class_name)) do |tenant|
+          JobLimitId.of_key(@scope, tenant, scope_queue(queue))
+        end
+        entry["rate"] = [@rate.limit, @rate.period] if entry && @rate
+        entry
+      end
 
       # back_off_on: alone limits nothing: the class backs off as a class
       # that declares no limit (BackOff). Checked here, at the first push.
@@ -115,7 +144,7 @@ module Sidekiq
       end
 
       def default_concurrency
-        @check.missing(:concurrency) unless @rate || @key
+        @check.missing(:concurrency) unless (@rate && !@fair) || @key
         1 unless @rate
       end
 

@@ -124,7 +124,7 @@ RSpec.describe "exe/sidekiq-limits" do
 
     out, _, status = limits("explain", id, "--job", "--json")
     expect(status).to eq(0)
-    expect(JSON.parse(out)).to include("id" => id, "back_off" => include("by" => "console", "left" => be > 29),
+    expect(JSON.parse(out)).to include("id" => id, "back_off" => include("by" => "console", "left" => be > 20),
       "explain" => start_with("backing off"))
 
     expect(limits("resume", id)).to eq(["#{id}: resumed, 0 parked jobs back to their queues\n", "", 0])

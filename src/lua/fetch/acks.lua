@@ -1,17 +1,26 @@
 -- An acknowledged job's job-limit slots, freed for the jobs this call
 -- takes, and the parked jobs they let go, held (free_limits); the call's
 -- acknowledgements (acknowledge).
--- Reads: argv, uuid. Writes: freed, freed_limits, held, the prelude's emptied
--- (release).
+-- Reads: argv, uuid. Writes: freed, freed_limits, fair_freed, held, the
+-- prelude's emptied (release).
 
 -- Counts the slots of the job limits `job` carries as freed by its end,
--- and holds for each the oldest parked job it has room for.
+-- and holds for each the oldest parked job it has room for; for a fair
+-- class's job, the job of the tenant whose turn it is (fair.lua).
 local function free_limits(job)
-  for _, limit in ipairs(job_limits(job) or NONE) do
+  local limits, fair = job_limits(job) or NONE, nil
+  for _, limit in ipairs(limits) do
     local id = limit.id
     freed_limits[id] = (freed_limits[id] or 0) + 1
-    release(id, 1, held, freed_limits[id], limit)
+    if limit.fair then
+      fair = limit
+      if fair_freed == NONE then fair_freed = {} end
+      fair_freed[id] = limit
+    else
+      release(id, 1, held, freed_limits[id], limit)
+    end
   end
+  if fair then fair_turn(fair, limits, held, freed_limits) end
 end
 
 -- Takes the call's acknowledgements, ARGV[first] to ARGV[last] in triples

@@ -35,7 +35,7 @@ local function adopt(name, job, at)
       discard(job, limit)
     else
       redis.call('LPUSH', parked_key(limit.id), job)
-      parks(limit.id)
+      parks(limit)
     end
     aside = aside + 1
     return nil

@@ -5,13 +5,17 @@
 -- discarded_from, aside, moved, written, opens, full (at_limit), the
 -- prelude's rate_parked_written (rate_parks).
 
--- Notes that job limit `id` parked a job, and if at its rate, when the
--- window opens for it.
-local function parks(id)
+-- Notes that job limit `limit` parked a job, and if at its rate, when the
+-- window opens for it; a fair class's tenant waits its turn (fair.lua).
+local function parks(limit)
+  local id = limit.id
   if not parked_into[id] then
     if parked_into == NONE then parked_into = {} end
     parked_into[id] = true
     redis.call('SADD', LIMITS_WITH_PARKED_KEY, id)
+    if limit.fair then
+      fair_note(limit, redis.call('LLEN', job_busy_key(id)) - (freed_limits[id] or 0), true)
+    end
     local at = rate_full[id]
     if at then
       rate_parks(id, at ~= 0 and at or nil)
@@ -41,7 +45,7 @@ local function set_aside(job, inprogress, limit)
     if discarded_from == NONE then discarded_from = {} end
     discarded_from[#discarded_from + 1] = {inprogress, job}
   else
-    parks(limit.id)
+    parks(limit)
     redis.call('LMOVE', inprogress, parked_key(limit.id), 'LEFT', 'LEFT')
   end
   aside = aside + 1
@@ -56,7 +60,7 @@ end
 local function park_front(name, queue, batch)
   local room = math.min(batch, lookahead - aside)
   local front = redis.call('LRANGE', queue, -room, -1)
-  local by_id, ids, n = {}, {}, 0
+  local by_id, limits, n = {}, {}, 0
   for i = #front, 1, -1 do
     local _, limit = held_back(front[i], name)
     if not limit or limit.discard then break end
@@ -64,7 +68,7 @@ local function park_front(name, queue, batch)
     if not jobs then
       jobs = {}
       by_id[limit.id] = jobs
-      ids[#ids + 1] = limit.id
+      limits[#limits + 1] = limit
     end
     jobs[#jobs + 1] = front[i]
     n = n + 1
@@ -72,13 +76,13 @@ local function park_front(name, queue, batch)
   if n == 0 then return false end
   -- Out of the queue, then into the parked lists: noted parked first, and a
   -- user denied the push stops before the trim (see may_send).
-  for _, id in ipairs(ids) do
-    parks(id)
-    may_send('LPUSH', parked_key(id), 'job')
+  for _, limit in ipairs(limits) do
+    parks(limit)
+    may_send('LPUSH', parked_key(limit.id), 'job')
   end
   redis.call('LTRIM', queue, 0, -n - 1)
   moved_from(name, queue)
-  for _, id in ipairs(ids) do redis.call('LPUSH', parked_key(id), unpack(by_id[id])) end
+  for _, limit in ipairs(limits) do redis.call('LPUSH', parked_key(limit.id), unpack(by_id[limit.id])) end
   aside = aside + n
   return n == room
 end

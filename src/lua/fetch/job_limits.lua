@@ -1,5 +1,6 @@
--- A job's limits checked (backing_off, at_rate, at_concurrency, at_limit,
--- and held_back, which checks a class's back-off too) and booked (book).
+-- A job's limits checked (backing_off, at_rate, at_concurrency, at_share,
+-- at_limit, and held_back, which checks a class's back-off too) and booked
+-- (book).
 -- Reads: uuid, freed_limits, full, rate_full, classes_back_off. Writes:
 -- full, rate_full, freed_limits, opens.
 
@@ -35,12 +36,29 @@ local function backing_off(limit)
   return true
 end
 
+-- Whether fair class tenant `limit` (a job's first limit, among `limits`)
+-- waits its turn: its class is at its limit in force. Its job then parks
+-- as its tenant's, and goes at a turn of a freed slot (fair.lua).
+local function at_share(limit, limits)
+  local class_id = limit.fair
+  if not class_id then return false end
+  if full[class_id] then return true end
+  for _, class in ipairs(limits) do
+    if class.id == class_id and at_concurrency(class) then
+      if full == NONE then full = {} end
+      full[class_id] = true
+      return true
+    end
+  end
+  return false
+end
+
 -- The first of a job's limits that backs off, or is at its limit or its
--- rate, if any.
+-- rate (or a fair share's turn), if any.
 local function at_limit(limits)
   for _, limit in ipairs(limits) do
     local id = limit.id
-    if full[id] or backing_off(limit) or at_concurrency(limit) or at_rate(limit) then
+    if full[id] or backing_off(limit) or at_concurrency(limit) or at_share(limit, limits) or at_rate(limit) then
       if full == NONE then full = {} end
       full[id] = true
       return limit
@@ -58,7 +76,8 @@ local function book(limits)
     if (freed_limits[id] or 0) > 0 then
       freed_limits[id] = freed_limits[id] - 1
     else
-      redis.call('RPUSH', job_busy_key(id), uuid)
+      local busy = redis.call('RPUSH', job_busy_key(id), uuid)
+      if limit.fair then fair_note(limit, busy) end
     end
     local rate = job_rate(limit)
     if rate and book_start(id, rate, uuid) then opens_at(now()) end

@@ -16,7 +16,7 @@ return function(KEYS, ARGV)
   written = watch and {} or NONE
   moved = watch and {} or NONE
   full, parked_into, discarded, aside, rate_full, opens = NONE, NONE, NONE, 0, NONE, nil
-  discarded_from = NONE
+  discarded_from, fair_freed = NONE, NONE
   took_held, ended, classes_back_off = false, nil, false
 
   acknowledge(acks, handed, first_ack, first_queue - 1)

@@ -1,7 +1,7 @@
 -- The end of a call: the writes left to its end (held jobs pushed, slots
 -- freed, limits leaving the parked set and the capsule's set, discarded
 -- jobs removed; push_held, done), and the reply without a job (none).
--- Reads: uuid, watch, freed, freed_limits, held, parked_into, ended,
+-- Reads: uuid, watch, freed, freed_limits, fair_freed, held, parked_into, ended,
 -- discarded_from, discarded, aside, opens, written, the prelude's emptied
 -- and rate_parked_written. Writes: held (each queue's jobs cleared), written.
 
@@ -28,7 +28,11 @@ local function done(reply)
     end
   end
   for id, n in pairs(freed_limits) do
-    if n > 0 then unbook_job_limit(uuid, id, n) end
+    if n > 0 then
+      unbook_job_limit(uuid, id, n)
+      local fair = fair_freed[id]
+      if fair then fair_note(fair, redis.call('LLEN', job_busy_key(id))) end
+    end
   end
   -- A run's limits leave the capsule's set with its last slot of them: a
   -- run that passes one still holds that slot (src/capsule/hand_over/).

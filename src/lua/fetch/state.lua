@@ -102,6 +102,9 @@ local freed, freed_limits, held, written, moved, full, parked_into, aside, disca
 -- The in-progress list each job discarded by a take is still in, in order
 -- (see set_aside).
 local discarded_from
+-- The entries of fair class tenants whose slots the acknowledgements
+-- freed, by id: their scores are noted once the slots are (done).
+local fair_freed
 -- The job taken was held: a parked job sent back by this call.
 local took_held
 -- The job limits of a run that ended here (the acknowledged job whose

@@ -20,7 +20,8 @@ end
 -- the default its job carries: for an adaptive limit, its limit in force
 -- (see adaptive.lua), its floor until it has one. Like a stored limit, a
 -- broken default reads as 0. A limit that declares a rate and no
--- concurrency has none (the largest limit), unless one is stored.
+-- concurrency, or a fair class's tenant (whose share its class's turns
+-- give, fair.lua), has none (the largest limit), unless one is stored.
 local function job_limit(limit)
   local id = limit.id
   local stored = stored_job_limits[id]
@@ -40,7 +41,7 @@ local function job_limit(limit)
   end
   if stored then return stored end
   local default = limit.concurrency
-  if default == nil and limit.rate ~= nil then return MAX_LIMIT end
+  if default == nil and (limit.rate ~= nil or limit.fair ~= nil) then return MAX_LIMIT end
   local floor, ceiling = adaptive_range(limit)
   if floor then
     local state = adaptive_states[id]

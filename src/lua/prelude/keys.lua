@@ -61,6 +61,9 @@ local function job_adaptive_key(id) return PREFIX .. 'limit:' .. id .. ':adaptiv
 -- A queue's adaptive limit (src/keys.rs): its range, and its limit in force.
 local function limit_range_key(name) return PREFIX .. 'queue:' .. name .. ':limit_range' end
 local function adaptive_key(name) return PREFIX .. 'queue:' .. name .. ':adaptive' end
+-- A fair class's tenants with parked jobs, scored by slots over weight
+-- (src/keys.rs).
+local function fair_waiting_key(class_id) return PREFIX .. 'limit:' .. class_id .. ':fair' end
 -- RATE_PARKED_KEY's first score, or absent with it: a plain string that a
 -- processor's hand-over reads in its MGET (src/capsule/hand_over/).
 local RATE_DUE_KEY = 'sidekiq:limit_fetch:rate_due'

@@ -14,6 +14,7 @@
     include_str!("adaptive.lua"),
     include_str!("rate_parking.lua"),
     include_str!("release.lua"),
+    include_str!("fair.lua"),
     include_str!("slots.lua"),
     include_str!("logs.lua"),
 ]

@@ -14,7 +14,8 @@
 -- lua/fetch/). `freed`: how many entries of the limit's busy list are
 -- slots already freed, that the caller removes later (the fetch's
 -- hand-over; 0 if nil). Jobs left parked behind the rate are noted to go
--- when its window opens (rate_parks).
+-- when its window opens (rate_parks). Also returns how many it sent, and
+-- the limit's entry it read (nil when it sent none).
 local function release(id, n, held, freed, known)
   -- A limit with parked jobs is in LIMITS_WITH_PARKED_KEY: every script
   -- that parks a job adds its limit. Most limits never park: a slot freed
@@ -39,12 +40,12 @@ local function release(id, n, held, freed, known)
   local carries = false
   for _, limit in ipairs(known and {known} or job_limits(redis.call('LINDEX', parked, -1)) or {}) do
     if limit.id == id then
-      carries = true
+      carries = limit
       local concurrency = job_limit(limit)
       -- A slot freed (n) of a limit without concurrency sends nothing
       -- back: its jobs were parked by its rate, and go, in order, as its
-      -- window opens.
-      if n and concurrency == MAX_LIMIT then return {} end
+      -- window opens; or, a fair class's tenant, at its turn (fair.lua).
+      if n and concurrency == MAX_LIMIT and not limit.fair then return {} end
       local busy = redis.call('LLEN', job_busy_key(id)) - (freed or 0)
       -- More jobs than its limit lets run: an adaptive limit may grow
       -- (adaptive.lua), and a slot freed then sends one more.
@@ -116,5 +117,5 @@ local function release(id, n, held, freed, known)
     redis.call('INCRBY', job_released_key(id), #jobs)
     redis.call('PEXPIRE', job_released_key(id), math.ceil(rate[2] / 1000))
   end
-  return queues
+  return queues, #jobs, carries or nil
 end

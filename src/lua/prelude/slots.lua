@@ -13,9 +13,19 @@ end
 -- ended or went back), and sends for each the oldest parked job to be
 -- fetched next if it has room.
 local function free_job_limits(uuid, limits)
+  local fair
   for _, limit in ipairs(limits) do
-    if unbook_job_limit(uuid, limit.id, 1) == 1 then release(limit.id, 1, nil, nil, limit) end
+    if unbook_job_limit(uuid, limit.id, 1) == 1 then
+      if limit.fair then
+        fair = limit
+        fair_note(limit, redis.call('LLEN', job_busy_key(limit.id)))
+      else
+        release(limit.id, 1, nil, nil, limit)
+      end
+    end
   end
+  -- A fair class's freed slot goes to the tenant whose turn it is.
+  if fair then fair_turn(fair, limits) end
 end
 
 -- The ids of the job limits capsule `uuid` may hold slots of, each once:

@@ -4,7 +4,7 @@ require "json"
 require "net/http"
 require "rbconfig"
 require_relative "../limit_fetch_tools"
-require_relative "downstream/stats"
+require_relative "downstream/counts"
 require_relative "served"
 
 module LimitFetchTools
@@ -69,8 +69,8 @@ module LimitFetchTools
     # (capacity:, retry_after:, mode:).
     def reset(**settings) = post("/reset", **settings)
 
-    # What it saw since the last reset (Downstream::Stats).
-    def stats = Stats.new(JSON.parse(get("/stats")))
+    # What it saw since the last reset (Downstream::Counts).
+    def stats = Counts.new(JSON.parse(get("/stats")))
 
     private
 

@@ -5,9 +5,11 @@ require "erb"
 module LimitFetchTools
   # What bin/bench's and bin/chaos's reports share: a view (a class that
   # includes this module) renders an ERB template of the report's prose,
-  # whose fields are the view's methods, and its tables from column lists:
-  # [header, cell] pairs, the cell a lambda of the row, run on the view (so
-  # that it can call these formats and the view's own helpers).
+  # whose fields are the view's methods, and its tables from column lists,
+  # one [header, cell...] per column: [header, key, format, *args], the
+  # row's value at key (an array: a path) through a format of the view
+  # (num, spread...: its first argument, the value), or as it is without;
+  # or [header, lambda], the lambda of the row run on the view.
   module Markdown
     module_function
 
@@ -18,9 +20,14 @@ module LimitFetchTools
       ERB.new(File.read(path), trim_mode: "-").result(scope).sub(/\n*\z/, "\n")
     end
 
-    # One line per row, each cell from its column's lambda.
-    def table(columns, rows)
-      grid(columns.map(&:first), rows.map { |row| columns.map { |_, cell| instance_exec(row, &cell) } })
+    # One line per row, each cell from its column.
+    def table(columns, rows) = grid(columns.map(&:first), rows.map { |row| columns.map { cell(row, *_1.drop(1)) } })
+
+    def cell(row, key, how = nil, *)
+      return instance_exec(row, &key) if key.is_a?(Proc)
+
+      value = row.dig(*key)
+      how ? send(how, value, *) : value
     end
 
     def grid(head, rows) = [head, head.map { "---" }, *rows].map { "| #{_1.join(" | ")} |" }.join("\n")

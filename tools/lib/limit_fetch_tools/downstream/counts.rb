@@ -9,7 +9,7 @@ module LimitFetchTools
     # over its samples (of one tenant, or of all); #after_changes gives that
     # for the stretch after each capacity change, with the share of the
     # capacity used (mean in flight / capacity).
-    class Stats
+    class Counts
       attr_reader :to_h
 
       def initialize(hash)

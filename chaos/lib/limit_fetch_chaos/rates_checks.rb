@@ -1,0 +1,27 @@
+# frozen_string_literal: true
+
+module LimitFetchChaos
+  # The checks of the rates (RatedLimit): each one's windows from the jobs'
+  # own starts (RateWindows, the frozen process's woken originals left out)
+  # and from what the gem counted (RecordedStarts), the waits of its parked
+  # jobs (Stalls.rate_lines, every run counted: one begun is one its rate
+  # let go), and a sign that it was at work: jobs seen parked behind it
+  # (else it never bound, and its windows tested little).
+  class RatesChecks
+    # `counted`: the runs the limits are held to; `runs`: all of them;
+    # `stalls`: the Stalls of the rates' parked jobs; `recorded`: the
+    # RecordedStarts; `restart`: the Mayhem::Restart, if any.
+    def initialize(counted, runs, stalls, recorded, restart)
+      unsampled = RecordedStarts.unsampled(restart)
+      @windows = RatedLimit.all.map { RateWindows.of(_1, counted, recorded.times(_1.id), unsampled:) }
+      @runs = runs
+      @stalls = stalls
+      @waits = stalls.longest(runs)
+    end
+
+    def problems
+      [*@windows.flat_map(&:violations), *@stalls.problems(@runs),
+       *@waits.filter_map { |line, wait| "#{line}: no job was ever seen parked" if wait[:waiting].zero? }]
+    end
+  end
+end
