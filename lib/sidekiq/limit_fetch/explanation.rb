@@ -17,6 +17,9 @@ module Sidekiq
     # :at_process_limit  each live capsule serving it is at its process limit
     #                    (+processes+: their identities)
     # :eligible          the next fetch of a capsule serving it takes a job
+    #
+    # +limit+ is the one in force; an adaptive limit's is +adaptive+'s
+    # {value:, floor:, ceiling:} (nil for a fixed one).
     class Explanation
       REASONS = %i[eligible empty paused at_limit at_rate at_process_limit no_process].freeze
 
@@ -58,16 +61,6 @@ module Sidekiq
         "adaptive #{adaptive[:value]} of #{adaptive[:floor]}..#{adaptive[:ceiling]}: #{text}"
       end
 
-      def reason_text
-        case reason
-        when :paused then paused_until ? "paused until #{format_time(paused_until)}" : "paused until unpaused"
-        when :empty then "empty"
-        when :no_process then "no live process serves it"
-        when :eligible then "eligible: #{queued} queued, #{busy} running"
-        else at_limit_text
-        end
-      end
-
       def to_h
         {
           reason: reason, message: to_s, busy: busy, limit: limit, process_limit: process_limit,
@@ -81,6 +74,16 @@ module Sidekiq
       end
 
       private
+
+      def reason_text
+        case reason
+        when :paused then paused_until ? "paused until #{format_time(paused_until)}" : "paused until unpaused"
+        when :empty then "empty"
+        when :no_process then "no live process serves it"
+        when :eligible then "eligible: #{queued} queued, #{busy} running"
+        else at_limit_text
+        end
+      end
 
       def read_limits(state)
         @busy = state.busy.values.sum

@@ -39,7 +39,7 @@ module Sidekiq
     DefaultRate = Data.define(:queue, :rate)
 
     # A queue's adaptive limit a capsule writes where Redis holds none
-    # (Native#set_default_ranges), checked by Limits.configured: +queue+, a
+    # (Native#set_default_ranges), checked by Limits.ranges: +queue+, a
     # name; its +floor+ (written as its limit too, a DefaultLimit) and
     # +ceiling+, Integers.
     DefaultRange = Data.define(:queue, :floor, :ceiling)
