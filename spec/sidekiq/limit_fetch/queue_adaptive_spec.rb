@@ -60,6 +60,14 @@ RSpec.describe Sidekiq::LimitFetch, "adaptive queue limits" do
     expect(line).to include("queues #{queue} (adaptive limit 2 of 2..6)")
   end
 
+  it "writes its floor and range again after Redis lost its data" do
+    client = boot(queue => "2..6")
+    redis.call("FLUSHDB")
+    client.beat
+
+    expect(described_class.queue(queue).adaptive).to eq(value: 2, floor: 2, ceiling: 6)
+  end
+
   it "reads the limit in force everywhere: the console, explain, the listing" do
     boot(queue => 1..20)
     redis.call("SET", queue_key(queue, "adaptive"), "7 1")
