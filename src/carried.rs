@@ -130,6 +130,8 @@ mod tests {
             r#"{"retry":true,"queue":"default"}"#,
             r#"{"limit_fetch":[],"queue":"q"}"#,
             r#"{"limit_fetch":[{"id":"k","concurrency":2,"rate":[5,1]}],"queue":"q"}"#,
+            // A fair class's tenant: its slot is its turn (lua/prelude/fair.lua).
+            r#"{"limit_fetch":[{"id":"key:F#a","fair":"class:F"},{"id":"class:F","concurrency":4}],"queue":"q"}"#,
             r#"{"limit_fetch":[{"id":"k\"x","concurrency":2}],"queue":"q"}"#,
             r#"{"limit_fetch":[{"id":"k","concurrency":2}],"queue":"q\"uo"}"#,
             r#"{"limit_fetch":[{"id":"k","concurrency":-1}],"queue":"q"}"#,

@@ -33,8 +33,9 @@ mod sentinel;
 mod settings;
 
 pub use admin::{
-    BackOff, BackOffState, BackedOff, CapsuleEntry, JobLimitState, Limits, Pause, QueueReleased,
-    QueueState, QueueWaiting, RateOf, RateWindow, Released, StoredLimit, Waiting,
+    BackOff, BackOffState, BackedOff, CapsuleEntry, FairClass, FairTenant, JobLimitState, Limits,
+    Pause, QueueReleased, QueueState, QueueWaiting, RateOf, RateWindow, Released, StoredLimit,
+    Waiting,
 };
 pub use capsule::{BeatReport, Capsule, CapsuleOptions, Fetch, Rebooked, Wait};
 pub use error::{Error, Result};

@@ -165,3 +165,178 @@ fn slots_follow_the_weights() {
     assert_eq!(counts.get("b"), Some(&1), "{counts:?}");
     assert_eq!(counts.get("c"), Some(&1), "{counts:?}");
 }
+
+/// A tenant's own limit caps it below its share; the slots it cannot use
+/// go to the others. A release with no turn (a limit set, a beat's sweep)
+/// sends no more than the class has room for.
+#[test]
+fn a_tenants_own_limit_holds_and_its_slots_go_to_the_others() {
+    let q = queue("own");
+    let a = format!("key:Fair{q}#a");
+    push_jobs(&q, &jobs(&q, "a", 20, 1, 4));
+    push_jobs(&q, &jobs(&q, "b", 20, 1, 4));
+    let c = processor();
+    let mut running = Vec::new();
+    fill(&c, &q, &mut running, 4);
+    assert_eq!(by_tenant(&running)["a"], 4);
+    let parked_a: usize = redis().llen(keys::parked(&a)).unwrap();
+    assert!(parked_a > 0, "a's backlog parked");
+    let sent = c
+        .limits()
+        .set_job_limit(&a, Some(1), &Interrupt::new())
+        .unwrap();
+    assert_eq!(sent, 0, "the class is full: nothing sent back");
+    assert_eq!(
+        redis().llen::<_, usize>(keys::parked(&a)).unwrap(),
+        parked_a
+    );
+    for _ in 0..10 {
+        finish_one(&c, &q, &mut running, 4);
+    }
+    let counts = by_tenant(&running);
+    assert_eq!(counts.get("a"), Some(&1), "{counts:?}");
+    assert_eq!(counts.get("b"), Some(&3), "{counts:?}");
+    let sent = c
+        .limits()
+        .set_job_limit(&a, None, &Interrupt::new())
+        .unwrap();
+    assert_eq!(sent, 0, "the class is full: nothing sent back");
+}
+
+/// The console's read: the tenants with work, running and parked, each
+/// with the weight its jobs carry.
+#[test]
+fn the_tenants_with_work_are_read_with_their_weights() {
+    let q = queue("read");
+    push_jobs(&q, &jobs(&q, "gold", 6, 3, 4));
+    push_jobs(&q, &jobs(&q, "b", 3, 1, 4));
+    let c = processor();
+    let mut running = Vec::new();
+    fill(&c, &q, &mut running, 4);
+    let tenants = c
+        .limits()
+        .fair_tenants(&format!("class:Fair{q}"), &Interrupt::new())
+        .unwrap();
+    let read: Vec<(String, u64, u64, f64)> = tenants
+        .into_iter()
+        .map(|t| (t.id, t.running, t.parked, t.weight))
+        .collect();
+    assert_eq!(
+        read,
+        [
+            (format!("key:Fair{q}#b"), 0, 3, 1.0),
+            (format!("key:Fair{q}#gold"), 4, 2, 3.0)
+        ]
+    );
+}
+
+/// A class whose work is done leaves no key behind: each tenant leaves the
+/// waiting set with its last parked job.
+#[test]
+fn a_class_whose_work_is_done_leaves_no_waiting_set() {
+    let q = queue("done");
+    push_jobs(&q, &jobs(&q, "a", 8, 1, 2));
+    push_jobs(&q, &jobs(&q, "b", 3, 1, 2));
+    let c = processor();
+    let mut running = Vec::new();
+    fill(&c, &q, &mut running, 2);
+    let waiting = keys::fair_waiting(&format!("class:Fair{q}"));
+    assert!(redis().exists::<_, bool>(&waiting).unwrap());
+    while !running.is_empty() {
+        finish_one(&c, &q, &mut running, 2);
+    }
+    assert!(
+        !redis().exists::<_, bool>(&waiting).unwrap(),
+        "the waiting set is gone"
+    );
+}
+
+/// The page's and the scrape's read: every fair class's tenants with work
+/// at once, by class (a tenant waiting with none running included); a
+/// plain key limit with parked jobs is no tenant.
+#[test]
+fn every_fair_classs_tenants_are_read_at_once() {
+    let q = queue("classes");
+    let r = queue("others");
+    push_jobs(&q, &jobs(&q, "gold", 6, 3, 4));
+    push_jobs(&q, &jobs(&q, "b", 3, 1, 4));
+    push_jobs(&r, &jobs(&r, "c", 2, 1, 1));
+    let plain = |n: usize| {
+        format!(
+            r#"{{"limit_fetch":[{{"id":"key:Plain{r}#x","concurrency":1}}],"queue":"{r}","class":"Plain{r}","args":["x"],"jid":"x{n}"}}"#
+        )
+    };
+    push_jobs(&r, &[plain(0), plain(1)]);
+    let c = processor();
+    let mut running = Vec::new();
+    fill(&c, &q, &mut running, 4);
+    while let Some(job) = fetch(&c, &r) {
+        running.push(job);
+    }
+    let classes: Vec<_> = c
+        .limits()
+        .fair_classes(&Interrupt::new())
+        .unwrap()
+        .into_iter()
+        .filter(|class| class.id.ends_with(&q) || class.id.ends_with(&r))
+        .map(|class| {
+            let tenants: Vec<(String, u64, u64, f64)> = class
+                .tenants
+                .into_iter()
+                .map(|t| (t.id, t.running, t.parked, t.weight))
+                .collect();
+            (class.id, tenants)
+        })
+        .collect();
+    assert_eq!(
+        classes,
+        [
+            (
+                format!("class:Fair{q}"),
+                vec![
+                    (format!("key:Fair{q}#b"), 0, 3, 1.0),
+                    (format!("key:Fair{q}#gold"), 4, 2, 3.0)
+                ]
+            ),
+            (
+                format!("class:Fair{r}"),
+                vec![(format!("key:Fair{r}#c"), 1, 1, 1.0)]
+            )
+        ]
+    );
+    let parked_plain: usize = redis()
+        .llen(keys::parked(&format!("key:Plain{r}#x")))
+        .unwrap();
+    assert_eq!(parked_plain, 1, "the plain key limit has a job parked");
+}
+
+/// Tenants that arrive behind a hot tenant's backlog each get a turn before
+/// any of them gets a second: among tenants holding as few slots for their
+/// weight, the turn goes to the one served least lately, not to the first
+/// by name.
+#[test]
+fn tied_tenants_take_turns_in_the_order_they_were_served() {
+    let q = queue("ties");
+    push_jobs(&q, &jobs(&q, "a", 60, 1, 2));
+    let tenants: Vec<String> = (0..10)
+        .map(|i| format!("t{}", (b'a' + i) as char))
+        .collect();
+    for t in &tenants {
+        push_jobs(&q, &jobs(&q, t, 5, 1, 2));
+    }
+    let c = processor();
+    let mut running = Vec::new();
+    fill(&c, &q, &mut running, 2);
+    fill(&c, &q, &mut running, 2);
+    let mut started = Vec::new();
+    for _ in 0..14 {
+        finish_one(&c, &q, &mut running, 2);
+        started.push(tenant(running.last().unwrap()));
+    }
+    for t in &tenants {
+        assert!(
+            started.contains(t),
+            "{t} started within 14 turns: {started:?}"
+        );
+    }
+}

@@ -276,6 +276,36 @@ RSpec.describe "the Limits tab in a headless browser", :browser, :e2e do
     expect(problems).to eq([])
   end
 
+  it "shows a fair class's tenants against their shares, in as many scripts run however many tenants" do
+    3.times { LimitFetchSpec::FairJob.perform_async("acme", 0) }
+    2.times { LimitFetchSpec::FairJob.perform_async("b", 0) }
+    fetcher = fetcher_for(build_capsule(queues: [LimitFetchSpec::FairJob::QUEUE], concurrency: 5))
+    4.times { expect(fetcher.retrieve_work).not_to be_nil }
+    expect(fetcher.retrieve_work).to be_nil # b's second waits its turn: the class's 4 are taken
+    scripts_run = -> { redis.call("INFO", "commandstats")[/^cmdstat_fcall:calls=(\d+)/, 1].to_i }
+    keys = -> { browser.css("table.lf-scopes tr.lf-key").map { |tr| tr.css("td").first(2).map { _1.text.strip } } }
+
+    before = scripts_run.call
+    browser.go_to(@web.limits_url)
+    per_page = scripts_run.call - before
+    klass = browser.css("table.lf-class-limits tr.lf-class-limit")
+                   .find { _1.at_css("code").text == "LimitFetchSpec::FairJob" }
+    expect(klass.at_css(".lf-running").text.split.join(" "))
+      .to eq("4 / 4 (default) shared fairly among its tenants with work: 2")
+    expect(keys.call).to eq([["acme", "3 of fair 2.0 of 4"], ["b", "1 of fair 2.0 of 4"]])
+
+    %w[c d e].each { LimitFetchSpec::FairJob.perform_async(_1, 0) }
+    expect(fetcher.retrieve_work).to be_nil # each parks as its tenant's
+    before = scripts_run.call
+    browser.refresh
+    expect(scripts_run.call - before).to eq(per_page)
+    expect(keys.call).to eq([["acme", "3 of fair 0.8 of 4"], ["b", "1 of fair 0.8 of 4"], ["c", "0 of fair 0.8 of 4"],
+                             ["d", "0 of fair 0.8 of 4"], ["e", "0 of fair 0.8 of 4"]])
+    expect(browser.at_css(".lf-fair").text).to eq("shared fairly among its tenants with work: 5")
+    expect(failed_requests(browser)).to eq([])
+    expect(problems).to eq([])
+  end
+
   it "counts jobs parked at their job limit in Sidekiq's dashboard (Enqueued) and Queues page (Size)" do
     keyed = LimitFetchSpec::KeyedJobs::QUEUE
     Sidekiq::LimitFetch.configuration[:lookahead] = 1000

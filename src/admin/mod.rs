@@ -10,9 +10,11 @@
 //! (the registered capsules), rates.rs (queues' and job limits' rates),
 //! release_all.rs (every job the gem holds back to its queue: the way out),
 //! waiting.rs (the jobs waiting in queues, parked ones included),
-//! back_offs.rs (job limits backed off by what they protect).
+//! back_offs.rs (job limits backed off by what they protect), fair_share.rs
+//! (the tenants sharing a fair class's slots).
 
 mod back_offs;
+mod fair_share;
 pub(crate) mod job_limits;
 mod queue_limits;
 mod queues;
@@ -29,6 +31,7 @@ use crate::ConnectionSettings;
 
 pub(crate) use back_offs::BACK_OFF_SCRIPT;
 pub use back_offs::{BackOff, BackedOff};
+pub use fair_share::{FairClass, FairTenant};
 pub use job_limits::{BackOffState, JobLimitState};
 pub use queue_limits::StoredLimit;
 pub(crate) use queue_limits::{limit_defaults, range_defaults, rate_defaults, write_defaults};

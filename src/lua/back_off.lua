@@ -89,6 +89,13 @@ return function(KEYS, ARGV)
   redis.call('RPUSH', parked, job)
   redis.call('LREM', busy_key(name), 1, uuid)
   local limits = job_limits(job)
-  if limits then free_job_limits(uuid, limits) end
+  if limits then
+    free_job_limits(uuid, limits)
+    -- A fair class's tenant waits its turn with its job, once the back-off
+    -- ends (fair.lua).
+    for _, limit in ipairs(limits) do
+      if limit.id == id and limit.fair then fair_note(limit, redis.call('LLEN', job_busy_key(id)), true) end
+    end
+  end
   return {ms, 1}
 end

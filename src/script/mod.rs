@@ -31,7 +31,7 @@ const FETCH_PARTS: [&str; 12] = include!("../lua/fetch/parts.rs");
 /// into a chunk that runs once, when the library loads, and returns the
 /// function of `(KEYS, ARGV)` that Redis calls (what it defines before, it
 /// defines once).
-const SCRIPTS: [(&str, &[&str]); 12] = [
+const SCRIPTS: [(&str, &[&str]); 13] = [
     (FETCH, &FETCH_PARTS),
     (REAP, &[include_str!("../lua/reap.lua")]),
     (RECONCILE, &[include_str!("../lua/reconcile.lua")]),
@@ -44,6 +44,7 @@ const SCRIPTS: [(&str, &[&str]); 12] = [
     (WAITING, &[include_str!("../lua/waiting.lua")]),
     (BACK_OFF, &[include_str!("../lua/back_off.lua")]),
     (RESUME, &[include_str!("../lua/resume.lua")]),
+    (FAIR_TENANTS, &[include_str!("../lua/fair_tenants.lua")]),
 ];
 
 pub(crate) const FETCH: &str = "fetch";
@@ -58,6 +59,7 @@ pub(crate) const ACL_CHECK: &str = "acl_check";
 pub(crate) const WAITING: &str = "waiting";
 pub(crate) const BACK_OFF: &str = "back_off";
 pub(crate) const RESUME: &str = "resume";
+pub(crate) const FAIR_TENANTS: &str = "fair_tenants";
 
 /// What stands for the library's version in its source.
 const VERSION: &str = "{version}";
@@ -74,7 +76,7 @@ struct Library {
 /// The scripts that write nothing, registered `no-writes`: Redis runs them
 /// where it refuses writes (over `maxmemory`, as Sidekiq's own reads of
 /// its lists still run), so that Sidekiq's API keeps its figures then.
-const READ_ONLY: [&str; 1] = [WAITING];
+const READ_ONLY: [&str; 2] = [WAITING, FAIR_TENANTS];
 
 static LIBRARY: LazyLock<Library> = LazyLock::new(|| {
     let prelude = PRELUDE.join("\n");

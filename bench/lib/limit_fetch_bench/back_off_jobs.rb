@@ -13,7 +13,7 @@ module LimitFetchBench
   # AdaptiveApiJob (per tenant, adaptive between 1 and 16; defined only
   # where the gem has BackOff), FixedApiJob (16 per tenant) and
   # UnlimitedApiJob (none). Loaded by the section's `sidekiq` processes
-  # (BackOffApp) and by the measuring process, which pushes them (the gem's
+  # (CliApp) and by the measuring process, which pushes them (the gem's
   # client middleware works their limits out at push). Each job records in
   # Redis that it ran (RUNS) and, once its call succeeded, that it was done
   # (DONE), by jid; Ledger, a server middleware, the retry count of each

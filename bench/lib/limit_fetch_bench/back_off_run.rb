@@ -2,15 +2,15 @@
 
 require_relative "../../../tools/lib/limit_fetch_tools/downstream"
 require "limit_fetch_bench/back_off_jobs"
-require "limit_fetch_bench/back_off_app"
-require "limit_fetch_bench/back_off_fleet"
+require "limit_fetch_bench/cli_app"
+require "limit_fetch_bench/cli_fleet"
 require "limit_fetch_bench/back_off_tally"
 
 module LimitFetchBench
   # One run of the back_off section (BackOffVariants): the simulated
   # downstream started (a process of its own, as the first phase's
-  # capacity), the app (BackOffApp, made by the section's first run, in the
-  # bench's directory) and its `sidekiq` processes (BackOffFleet) started
+  # capacity), the app (CliApp, made by the section's first run, in the
+  # bench's directory) and its `sidekiq` processes (CliFleet) started
   # and registered, then one tenant's jobs
   # pushed at once through the gem's client middleware; the capacity
   # changed at each phase's end; timed from the push until every job's call
@@ -53,9 +53,9 @@ module LimitFetchBench
     def start
       @downstream = LimitFetchTools::Downstream.new(dir: @dir, capacity: phases.first[0],
         retry_after: @spec["retry_after"]).start
-      app = BackOffApp.new(File.join(@dir, "back_off_app"))
-      app = app.create unless File.exist?(app.gemfile)
-      @fleet = BackOffFleet.new(app, @spec.merge("downstream_url" => @downstream.url)).start(@redis)
+      app = CliApp.new(File.join(@dir, "back_off_app"), jobs: File.join(__dir__, "back_off_jobs"),
+        middleware: "LimitFetchBench::BackOffJobs::Ledger", queue: BackOffJobs::QUEUE).create
+      @fleet = CliFleet.new(app, @spec, env: {"DOWNSTREAM_URL" => @downstream.url}).start(@redis)
     end
 
     def jobs = @spec["jobs"]

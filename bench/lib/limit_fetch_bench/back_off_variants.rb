@@ -5,7 +5,7 @@ module LimitFetchBench
   # tenant's jobs calling the simulated downstream (LimitFetchTools::
   # Downstream), which admits `capacity` calls in flight per tenant and
   # answers 429 with Retry-After beyond, run by PROCESSES real `sidekiq`
-  # processes of THREADS threads (BackOffApp), with the tenant's jobs
+  # processes of THREADS threads (CliApp), with the tenant's jobs
   # limited by an adaptive concurrency (key: and 1..16), by a fixed one
   # (16), or not at all. Each job that hears 429 raises BackOff where the
   # gem has it, else fails and is retried by Sidekiq (BackOffJobs); the

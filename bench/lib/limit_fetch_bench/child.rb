@@ -37,6 +37,7 @@ require "limit_fetch_bench/rate_throughput_run"
 require "limit_fetch_bench/rate_hot_run"
 require "limit_fetch_bench/rate_idle_run"
 require "limit_fetch_bench/back_off_run"
+require "limit_fetch_bench/fair_run"
 
 module LimitFetchBench
   # A measuring process (bench/run_one.rb): runs the one measurement its spec
@@ -52,7 +53,7 @@ module LimitFetchBench
     RUNS = {"throughput" => ThroughputRun, "idle" => IdleRun, "fetch" => FetchCostRun,
             "distinct" => KeyedThroughputRun, "hot" => HotKeyRun, "keys" => KeysRun,
             "rate_throughput" => RateThroughputRun, "rate_hot" => RateHotRun, "rate_idle" => RateIdleRun,
-            "back_off" => BackOffRun}.freeze
+            "back_off" => BackOffRun, "fair" => FairRun}.freeze
     KEYED = %w[distinct hot keys].freeze
 
     class << self

@@ -8,12 +8,27 @@ module LimitFetchBench
   # running at once (from inside them) against its key's limit; in the
   # rate section's runs with the gem's rates, the most starts within any
   # window of the period as the gem counted them (Redis's clock), against
-  # the rate's limit: the hot key's and the paced class's. A run over its
+  # the rate's limit: the hot key's and the paced class's; in the fair
+  # section's, the class's jobs running at once (from inside them) against
+  # its slots. A run over its
   # limit fails the bench.
   module LimitCheck
     module_function
 
-    def all(runs) = queues(runs) + hot_keys(runs) + rates(runs)
+    def all(runs) = queues(runs) + hot_keys(runs) + rates(runs) + fair(runs)
+
+    # The fair section's scenarios: the most of the class running at once
+    # (from inside its jobs) against its slots.
+    def fair(runs)
+      runs.select { _1["variant"] == "fair_share" }.flat_map do |run|
+        FairSummary::SCENARIOS.filter_map do |scenario|
+          tally = run.dig(scenario, "tally") or next
+          {"section" => "fair", "variant" => run["variant"], "round" => run["round"], "queue" => "class (#{scenario})",
+           "max_in_flight" => nil, "max_running" => tally["max_running"], "limit" => run["sizes"]["slots"],
+           "ok" => tally["max_running"] <= run["sizes"]["slots"]}
+        end
+      end
+    end
 
     def rates(runs)
       runs.select { _1["section"] == "rate" }.filter_map do |run|

@@ -5,16 +5,19 @@ module LimitFetchBench
   Options = Data.define(:jobs, :delayed_jobs, :slow_jobs, :runs, :idle_seconds, :fetch_iterations,
     :deep_queue, :wide_queues, :delay_us, :hot_jobs, :keys, :rate_jobs, :rate_hot_jobs, :rate_openings,
     :rate_idle_seconds, :back_off_jobs, :back_off_job_ms, :back_off_capacity, :back_off_retry_after,
-    :back_off_phases, :back_off_runs, :back_off_timeout, :sections, :output, :quick, :baseline)
+    :back_off_phases, :back_off_runs, :back_off_timeout, :fair_runs, :fair_declaration, :fair_weighted_declaration,
+    :fair_sizes,
+    :sections, :output, :quick, :baseline)
 
   class Options
-    SECTIONS = %w[throughput delayed idle fetch keyed rate back_off].freeze
+    SECTIONS = %w[throughput delayed idle fetch keyed rate back_off fair].freeze
 
     DEFAULTS = {jobs: 50_000, delayed_jobs: nil, slow_jobs: 1_500, runs: 5, idle_seconds: 10.0,
                 fetch_iterations: 2_000, deep_queue: 1_000_000, wide_queues: 200, delay_us: 500,
                 hot_jobs: 100_000, keys: 10_000, rate_jobs: 20_000, rate_hot_jobs: 300, rate_openings: 20,
                 rate_idle_seconds: 4.0, back_off_jobs: 400, back_off_job_ms: 50, back_off_capacity: 4,
                 back_off_retry_after: 0.2, back_off_phases: nil, back_off_runs: 1, back_off_timeout: 60.0,
+                fair_runs: 1, fair_declaration: nil, fair_weighted_declaration: nil, fair_sizes: nil,
                 sections: SECTIONS, output: RESULTS, quick: false, baseline: nil}.freeze
 
     QUICK = {jobs: 5_000, slow_jobs: 500, runs: 3, idle_seconds: 3.0, fetch_iterations: 500, hot_jobs: 10_000,
@@ -53,6 +56,13 @@ module LimitFetchBench
       [:back_off_retry_after, "--back-off-retry-after S", Float, "back_off: the Retry-After of its 429 (default 0.2)"],
       [:back_off_runs, "--back-off-runs R", Integer, "back_off: runs of every variant (default 1)"],
       [:back_off_timeout, "--back-off-timeout S", Float, "back_off: a run not done by then is reported (default 60)"],
+      [:fair_runs, "--fair-runs R", Integer, "fair: runs of its Redis CPU variants (default 1)"],
+      [:fair_declaration, "--fair-declaration RUBY", String, "fair: the class's limit_fetch declaration, Ruby",
+       "(default: the fair: one where the gem accepts it, else a key limit of 4 under class_concurrency: 10)"],
+      [:fair_weighted_declaration, "--fair-weighted-declaration RUBY", String, "fair: the weighted scenario's",
+       "declaration (default: fair: with gold tenants weighing 3, else as --fair-declaration's default)"],
+      [:fair_sizes, "--fair-sizes LIST", Array, "fair: the scenarios' sizes NAME=NUMBER,... (tenants=20,hot_jobs=2000;",
+       "names: FairScenarios::SIZES)"],
       [:output, "--output DIR", String, "where to write latest.{json,md,png} (default bench/results)"],
       [:baseline, "--baseline REV", String, "also every LimitFetch variant with the gem of git revision REV",
        "(built in tmp/bench-baseline), alternated with this checkout's; ratios to it"]
@@ -70,9 +80,11 @@ module LimitFetchBench
 
     def self.validate(values)
       BackOffVariants.parse_phases(values[:back_off_phases]) if values[:back_off_phases]
+      FairVariants.parse_sizes(values[:fair_sizes]) if values[:fair_sizes]
       LimitFetchTools::Options.at_least(values, %i[jobs delayed_jobs slow_jobs runs fetch_iterations deep_queue
                                                    wide_queues hot_jobs keys rate_jobs rate_hot_jobs rate_openings
-                                                   back_off_jobs back_off_job_ms back_off_capacity back_off_runs])
+                                                   back_off_jobs back_off_job_ms back_off_capacity back_off_runs
+                                                   fair_runs])
       LimitFetchTools::Options.positive(values, %i[idle_seconds rate_idle_seconds back_off_retry_after
                                                    back_off_timeout])
     end

@@ -16,7 +16,8 @@ module LimitFetchBench
   # (KeyedVariants::ONCE), without twins. The rate section's variants have
   # no twins; its limiter runs in the first round only (RateVariants::ONCE).
   # The back_off section's variants have no twins and run in the first
-  # --back-off-runs rounds only (BackOffVariants.of_round).
+  # --back-off-runs rounds only (BackOffVariants.of_round); the fair
+  # section's likewise (FairVariants.of_round).
   class Plan
     Step = Data.define(:section, :variant, :round, :build)
 
@@ -30,7 +31,7 @@ module LimitFetchBench
 
     def steps
       rounds = (1..@options.runs).flat_map do |round|
-        %w[throughput delayed idle keyed rate back_off].select { @options.section?(_1) }.flat_map do |section|
+        %w[throughput delayed idle keyed rate back_off fair].select { @options.section?(_1) }.flat_map do |section|
           of_section(section, round).map { Step.new(section, _1, round, Variant[_1].build) }
         end
       end
@@ -38,6 +39,8 @@ module LimitFetchBench
     end
 
     def of_section(section, round)
+      return FairVariants.of_round(round, @options) if section == "fair"
+
       section == "back_off" ? BackOffVariants.of_round(round, @options) : variants(section, round)
     end
 

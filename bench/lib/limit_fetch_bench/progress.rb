@@ -3,6 +3,9 @@
 module LimitFetchBench
   # One line per finished run, for the terminal.
   module Progress
+    # The sections whose line a module of their own makes.
+    OWN_LINES = {"rate" => RateProgress, "fair" => FairProgress}.freeze
+
     module_function
 
     def line(run)
@@ -10,7 +13,7 @@ module LimitFetchBench
       when "idle" then idle(run)
       when "fetch" then "fetch cost#{" @#{run["build"]}" if run["build"]}: #{run["runs"].size} measurements"
       when "keyed" then keyed(run)
-      when "rate" then RateProgress.line(run)
+      when "rate", "fair" then OWN_LINES.fetch(run["section"]).line(run)
       when "back_off" then back_off(run)
       else throughput(run)
       end

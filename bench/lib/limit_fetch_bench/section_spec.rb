@@ -3,7 +3,8 @@
 module LimitFetchBench
   # What a measuring process of a section needs beside the usual (Runner):
   # the rate section's (RateVariants.spec), the back_off section's
-  # (BackOffVariants.spec); nothing for the others.
+  # (BackOffVariants.spec), the fair section's (FairVariants.spec); nothing
+  # for the others.
   module SectionSpec
     module_function
 
@@ -11,6 +12,7 @@ module LimitFetchBench
       case step.section
       when "rate" then RateVariants.spec(options, Variant[step.variant], jobs)
       when "back_off" then BackOffVariants.spec(options, jobs)
+      when "fair" then FairVariants.spec(options)
       else {}
       end
     end

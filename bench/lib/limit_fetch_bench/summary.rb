@@ -35,7 +35,8 @@ module LimitFetchBench
     def to_h
       {"meta" => meta, "throughput" => throughput("throughput"), "delayed" => throughput("delayed"),
        "idle" => idle, "fetch_cost" => fetch_cost(@runs.select { _1["section"] == "fetch" }), "keyed" => keyed,
-       "rate" => rate, "limit_checks" => LimitCheck.all(@runs), "runs" => @runs}.merge(BackOffSummary.new(@runs).to_h)
+       "rate" => rate, "limit_checks" => LimitCheck.all(@runs), "runs" => @runs}.merge(BackOffSummary.new(@runs).to_h,
+         FairSummary.new(@runs).to_h)
     end
 
     private

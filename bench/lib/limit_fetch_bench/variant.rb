@@ -20,7 +20,9 @@ module LimitFetchBench
     def self.[](key)
       key, rev = Twin.split(key)
       variant = ALL.fetch(key) do
-        KeyedVariants::ALL.fetch(key) { RateVariants::ALL.fetch(key) { BackOffVariants::ALL.fetch(key) } }
+        KeyedVariants::ALL.fetch(key) do
+          RateVariants::ALL.fetch(key) { BackOffVariants::ALL.fetch(key) { FairVariants::ALL.fetch(key) } }
+        end
       end
       rev ? variant.twin(rev) : variant
     end

@@ -5,7 +5,7 @@
 //! names), reads (`redis_settings.rs`, `capsule_options.rs`,
 //! `default_limit.rs`, `default_rate.rs`, `default_range.rs`) or builds (`beat_report.rs`,
 //! `stored_limit.rs`, `queue_state.rs`, `capsule_entry.rs`,
-//! `job_limit_state.rs`, `rate_window.rs`, `release_report.rs`, `errors.rs`; `rate.rs` both), each with its own `init`; the Ruby side defines and checks
+//! `job_limit_state.rs`, `fair_tenant.rs`, `rate_window.rs`, `release_report.rs`, `errors.rs`; `rate.rs` both), each with its own `init`; the Ruby side defines and checks
 //! the shapes (lib/sidekiq/limit_fetch/shapes.rb). This file only wires
 //! them up.
 
@@ -17,6 +17,7 @@ mod default_limit;
 mod default_range;
 mod default_rate;
 mod errors;
+mod fair_tenant;
 mod helpers;
 mod job_limit_state;
 mod keys;
@@ -53,6 +54,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     queue_state::init(namespace)?;
     capsule_entry::init(namespace)?;
     job_limit_state::init(namespace)?;
+    fair_tenant::init(namespace)?;
     back_off::init(namespace)?;
     release_report::init(namespace)?;
     keys::init(ruby, namespace)?;

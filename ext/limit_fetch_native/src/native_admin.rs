@@ -13,8 +13,8 @@ use crate::helpers::symbol_enum::{LIMIT_KIND, RATE_OF};
 use crate::helpers::{array_of, seconds};
 use crate::nogvl::call;
 use crate::{
-    back_off, capsule_entry, job_limit_state, queue_state, rate, rate_window, redis_settings,
-    release_report, stored_limit,
+    back_off, capsule_entry, fair_tenant, job_limit_state, queue_state, rate, rate_window,
+    redis_settings, release_report, stored_limit,
 };
 
 #[magnus::wrap(class = "Sidekiq::LimitFetch::NativeAdmin", free_immediately, size)]
@@ -36,6 +36,21 @@ impl NativeAdmin {
         let limits = rb_self.limits.clone();
         let states = call(ruby, |interrupt| limits.job_limits(&ids, interrupt))?;
         array_of(ruby, states, job_limit_state::to_ruby)
+    }
+
+    /// The `FairTenant`s with work of fair class limit `class_id`, by id.
+    fn fair_tenants(ruby: &Ruby, rb_self: &Self, class_id: String) -> Result<RArray, Error> {
+        let limits = rb_self.limits.clone();
+        let tenants = call(ruby, |interrupt| limits.fair_tenants(&class_id, interrupt))?;
+        array_of(ruby, tenants, fair_tenant::to_ruby)
+    }
+
+    /// Every class declared `fair:` whose tenants have work: `FairClass`es
+    /// by id, each with its `FairTenant`s, in one round trip.
+    fn fair_classes(ruby: &Ruby, rb_self: &Self) -> Result<RArray, Error> {
+        let limits = rb_self.limits.clone();
+        let classes = call(ruby, |interrupt| limits.fair_classes(interrupt))?;
+        array_of(ruby, classes, fair_tenant::class_to_ruby)
     }
 
     /// Backs a job limit off (a `BackOffRequest`); returns a `BackedOff`.
@@ -243,6 +258,8 @@ pub fn init(ruby: &Ruby, namespace: RClass) -> Result<(), Error> {
     let class = namespace.define_class("NativeAdmin", ruby.class_object())?;
     class.define_singleton_method("new", function!(NativeAdmin::new, 1))?;
     class.define_method("job_limits", method!(NativeAdmin::job_limits, 1))?;
+    class.define_method("fair_tenants", method!(NativeAdmin::fair_tenants, 1))?;
+    class.define_method("fair_classes", method!(NativeAdmin::fair_classes, 0))?;
     class.define_method("set_job_limit", method!(NativeAdmin::set_job_limit, 2))?;
     class.define_method("back_off", method!(NativeAdmin::back_off, 1))?;
     class.define_method("resume", method!(NativeAdmin::resume, 1))?;

@@ -22,15 +22,17 @@ module Sidekiq
       end
 
       # The tenant's entry of a job pushed with +args+, {"id" =>, "fair" =>
-      # +class_id+, "weight" => (unless 1)}, its id built by the block from
-      # the tenant; nil for a job without a tenant.
-      def entry(args, class_id)
+      # +class_id+, "weight" => (unless 1), "rate" => (with a +rate+, each
+      # tenant's)}, its id built by the block from the tenant; nil for a job
+      # without a tenant.
+      def entry(args, class_id, rate = nil)
         tenant = tenant(args)
         return if tenant.nil?
 
         entry = {"id" => yield(tenant), "fair" => class_id}
         weight = weight(args)
         entry["weight"] = weight unless weight == 1
+        entry["rate"] = [rate.limit, rate.period] if rate
         entry
       end
 

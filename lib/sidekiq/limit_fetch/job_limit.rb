@@ -27,7 +27,9 @@ module Sidekiq
         def for(job_class, key: nil, queue: nil)
           declaration = JobLimits.declared(job_class)
           id = key.nil? ? JobLimitId.of_class(job_class.to_s) : declaration.key_id(key, queue)
-          new(id, default: declaration.default_for(id), default_rate: declaration.rate_for(id))
+          fair = declaration.fair_class(id)
+          fair &&= new(fair, default: declaration.default_for(fair))
+          new(id, default: declaration.default_for(id), default_rate: declaration.rate_for(id), fair: fair)
         end
 
         # Every job limit with running or parked jobs, by id.
@@ -77,11 +79,19 @@ module Sidekiq
       end
 
       # +default+, +default_rate+: the limit and the rate when none is
-      # stored, if known (the jobs carry them).
-      def initialize(id, default: nil, default_rate: nil)
+      # stored, if known (the jobs carry them); +fair+: for a tenant of a
+      # class declared fair:, the class's JobLimit.
+      def initialize(id, default: nil, default_rate: nil, fair: nil)
         @id = id
         @default = default
         @default_rate = default_rate
+        @fair = fair
+      end
+
+      # For a tenant of a class declared fair:, how the class's slots are
+      # shared now (a FairState: #to_h, #to_s); nil otherwise.
+      def fair
+        FairState.new(id, JobLimit.admin.fair_tenants(@fair.id), @fair.limit) if @fair
       end
 
       # The limit the next fetch applies: the stored one, else the default
@@ -164,24 +174,17 @@ module Sidekiq
       # or nil.
       def back_off_state = state.back_off
 
-      # A one-line sentence: "backing off, 12.3 s left (BackOff from ApiJob,
-      # jid 5f0c...)", "at its limit 3/3, 12 parked", "2 of 3 running",
-      # "adaptive 7 of 1..20: at its limit 7/7, 40 parked".
+      # A one-line sentence (JobLimitText): "backing off, 12.3 s left
+      # (BackOff from ApiJob, jid 5f0c...)", "at its limit 3/3, 12 parked",
+      # "adaptive 7 of 1..20: ...", "tenant acme: 3 of its fair 3.3 of 10, ...".
       def explain
         state = self.state
-        return JobLimit.back_off_text(state.back_off) if state.back_off
-
-        limit = JobLimit.in_force(state, @default)
-        return "#{state.running} running, #{state.parked} parked" if limit.nil?
-
-        full = state.running >= limit
-        text = full ? "at its limit #{state.running}/#{limit}" : "#{state.running} of #{limit} running"
-        text = "adaptive #{limit} of #{@default}: #{text}" if JobLimit.adaptive_h(state, @default)
-        state.parked.positive? ? "#{text}, #{state.parked} parked" : text
+        JobLimitText.new(state, @default, (fair unless state.back_off)).to_s
       end
 
       def to_h
-        JobLimit.state_h(state, @default, @default_rate)
+        h = JobLimit.state_h(state, @default, @default_rate)
+        @fair ? h.merge(fair: fair.to_h) : h
       end
 
       private

@@ -83,6 +83,10 @@ module Sidekiq
         concurrency if @key && JobLimitId.parse(id).kind == :key
       end
 
+      # The class limit's id whose slots the tenant limit +id+ shares (fair:),
+      # nil if none.
+      def fair_class(id) = (JobLimitId.of_class(class_name) if @fair && JobLimitId.kind(id) == :key)
+
       # The declared rate (a Rate) of the limit +id+, nil if none.
       def rate_for(id)
         return unless @rate
@@ -116,11 +120,9 @@ module Sidekiq
       # tenant's, and that tenant's jobs go when its turn comes (the fetch's
       # fair.lua). Without a tenant, nil: the class's limit alone holds it.
       def fair_entry(queue, args)
-        entry = @fair.entry(args, JobLimitId.of_class(class_name)) do |tenant|
+        @fair.entry(args, JobLimitId.of_class(class_name), @rate) do |tenant|
           JobLimitId.of_key(@scope, tenant, scope_queue(queue))
         end
-        entry["rate"] = [@rate.limit, @rate.period] if entry && @rate
-        entry
       end
 
       # back_off_on: alone limits nothing: the class backs off as a class

@@ -50,6 +50,17 @@ module Sidekiq
                     "Back-offs of the class's limit (or of the scope's active keys) since Redis has held the count"]
       }.freeze
 
+      FAIR_CLASS_GAUGES = {
+        tenants_with_work: ["fair_tenants_with_work", "Tenants of the fair class with running or parked jobs"]
+      }.freeze
+
+      FAIR_TENANT_GAUGES = {
+        share: ["job_limit_fair_share",
+                "The tenant's share of its fair class's limit in force: the limit times its weight over the weights " \
+                "of the tenants with work"],
+        running: ["job_limit_fair_current_concurrent_jobs", "Jobs of the fair class's tenant running now"]
+      }.freeze
+
       AT_LIMIT = {
         at_limit_seconds: [
           "at_limit_seconds_total",
@@ -78,7 +89,17 @@ module Sidekiq
         family(text, "counter", AT_LIMIT, stats[:queues]) { |queue| {queue: queue[:queue]} }
         family(text, "gauge", JOB_LIMIT_GAUGES, stats[:job_limits]) { |limit| limit.slice(:kind, :scope) }
         family(text, "counter", JOB_LIMIT_COUNTERS, stats[:job_limits]) { |limit| limit.slice(:kind, :scope) }
+        fair_families(text, stats)
         text.to_s
+      end
+
+      # A fair class's tenants with work; per tenant, its share and running
+      # jobs.
+      def self.fair_families(text, stats)
+        family(text, "gauge", FAIR_CLASS_GAUGES, stats.fetch(:fair_classes, [])) { |fair| fair.slice(:class) }
+        family(text, "gauge", FAIR_TENANT_GAUGES, stats.fetch(:fair_tenants, [])) do |tenant|
+          tenant.slice(:class, :scope, :key)
+        end
       end
 
       # One metric per field of +metrics+, a sample per row whose field is

@@ -135,6 +135,16 @@ module Sidekiq
     # adaptive limit's limit in force as stored (+adaptive+; nil: none yet).
     JobLimitState = Data.define(:id, :stored, :running, :parked, :stored_rate, :back_off, :adaptive)
 
+    # A tenant of a class declared fair: with work (NativeAdmin#fair_tenants):
+    # its key limit's +id+, its jobs +running+ and +parked+, and the +weight+
+    # its jobs carry (a Float).
+    FairTenant = Data.define(:id, :running, :parked, :weight)
+
+    # A class declared fair: whose tenants have work
+    # (NativeAdmin#fair_classes): its class limit's +id+ and its +tenants+
+    # (FairTenants, by id).
+    FairClass = Data.define(:id, :tenants)
+
     # What NativeAdmin#release_all did, or why it did nothing: the +live+
     # capsules it found (CapsuleEntry: registered, their heartbeat present),
     # whether it +refused+ (capsules live and not forced: nothing done), the

@@ -15,7 +15,9 @@ module Sidekiq
     #                   back_off_seconds_left: 0.0, backing_off: 0, back_offs: 0},
     #                  {kind: :key, scope: "SyncJob", limit: nil, running: 5, parked: 7,
     #                   rate_limit: 5, rate_period: 1, rate_starts: 12,
-    #                   back_off_seconds_left: 12.3, backing_off: 2, back_offs: 31}, ...]
+    #                   back_off_seconds_left: 12.3, backing_off: 2, back_offs: 31}, ...],
+    #     fair_classes: [{class: "SyncJob", limit: 10, tenants_with_work: 3}, ...],
+    #     fair_tenants: [{class: "SyncJob", scope: "SyncJob", key: "acme", running: 4, share: 3.333}, ...]
     #   }
     #
     # A queue's limit is the one in force (an adaptive one's moves inside
@@ -32,6 +34,9 @@ module Sidekiq
     # +queued+ jobs are those in Sidekiq's list, its +parked+ ones those
     # parked at their job limits or rates for it (Waiting), its +latency+
     # the age in seconds of its oldest waiting job, parked ones included.
+    # A fair class's tenants with work are counted, and each tenant's
+    # running jobs and share of its class's limit in force (FairState#share;
+    # nil when that limit is unknown) are given one row per tenant.
     class Stats
       def initialize(admin: LimitFetch.admin, clock: LimitFetch.at_limit_clock)
         @admin = admin
@@ -40,7 +45,9 @@ module Sidekiq
 
       def to_h
         LimitFetch.flush_acknowledgements
-        {queues: queues, job_limits: job_limits}
+        queues = self.queues
+        job_limits = self.job_limits # and the fair classes' figures, read with them
+        {queues: queues, job_limits: job_limits, fair_classes: @fair_classes, fair_tenants: @fair_tenants}
       end
 
       private
@@ -68,14 +75,43 @@ module Sidekiq
         {parked: waiting.parked, latency: waiting.latency.round(3)}
       end
 
+      # The active job limits' rows, keys summed per scope; the fair
+      # classes' read with them (a fair class's state too, for its limit in
+      # force, though none of its own jobs run).
       def job_limits
         ids = JobLimit.active.map(&:id)
-        rows = job_limit_rows(@admin.job_limits(ids), @admin.back_off_counts(ids))
+        fair = FairShares.new(@admin.fair_classes)
+        states, carried = fair.read_states(ids, @admin)
+        fair_figures(fair, states, carried)
+        per_scope(job_limit_rows(states.first(ids.size), @admin.back_off_counts(ids), carried))
+      end
+
+      # Rows of keys of one scope summed into one.
+      def per_scope(rows)
         rows.group_by { _1.values_at(:kind, :scope) }.values.map { |group| group.reduce { |a, b| sum(a, b) } }
       end
 
-      def job_limit_rows(states, back_offs)
-        carried = CarriedLimits.read(states.map(&:id))
+      # Each fair class's tenants with work, and each tenant's share of its
+      # class's limit in force (of +states+, whose jobs carry +carried+) and
+      # running jobs.
+      def fair_figures(fair, states, carried)
+        limits = states.to_h { [_1.id, JobLimit.in_force(_1, carried[_1.id]&.default)] }
+        @fair_classes = fair.class_ids.map { fair_class_row(fair, _1, limits[_1]) }
+        @fair_tenants = fair.states(limits).map { fair_tenant_row(_1, fair.class_of(_1.id)) }
+      end
+
+      # Fair class +id+'s figures, under its limit in force +limit+.
+      def fair_class_row(fair, id, limit)
+        {class: JobLimitId.parse(id).scope, limit: limit, tenants_with_work: fair.tenants_with_work(id)}
+      end
+
+      # A FairState's figures, of fair class +class_id+'s tenant.
+      def fair_tenant_row(state, class_id)
+        {class: JobLimitId.parse(class_id).scope, scope: JobLimitId.scope(state.id), key: JobLimitId.key(state.id),
+         running: state.running, share: state.share&.round(3)}
+      end
+
+      def job_limit_rows(states, back_offs, carried)
         rates = rates_in_force(states, carried)
         windows = rate_windows(states, rates)
         states.each_with_index.map do |state, i|

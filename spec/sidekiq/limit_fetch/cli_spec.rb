@@ -158,6 +158,41 @@ RSpec.describe "exe/sidekiq-limits" do
       .to eq([[[id, {"value" => 1, "floor" => 1, "ceiling" => 6}, 1, 1]], 0])
   end
 
+  it "explains and lists a fair class's tenants with their shares, with the app (-r) or without" do
+    3.times { LimitFetchSpec::FairJob.perform_async("acme", 0) }
+    2.times { LimitFetchSpec::FairJob.perform_async("b", 0) }
+    fetcher = fetcher_for(build_capsule(queues: [LimitFetchSpec::FairJob::QUEUE], concurrency: 5))
+    4.times { expect(fetcher.retrieve_work).not_to be_nil }
+    expect(fetcher.retrieve_work).to be_nil # b's second waits its turn: the class's 4 are taken
+    klass = "class:LimitFetchSpec::FairJob"
+    acme, b, zed = %w[acme b zed].map { "key:LimitFetchSpec::FairJob##{_1}" }
+    jobs = File.expand_path("../../support/fair_jobs.rb", __dir__)
+    share = lambda { |tenant, running|
+      {"tenant" => tenant, "running" => running, "weight" => 1.0, "share" => 2.0, "of" => 4}
+    }
+
+    expect(limits("explain", acme, "--job"))
+      .to eq(["#{acme}: tenant acme: 3 of its fair 2.0 of 4, 2 tenants with work\n", "", 0])
+    out, _, status = limits("explain", b, "--job", "--json")
+    expect([JSON.parse(out).slice("id", "running", "parked", "fair"), status])
+      .to eq([{"id" => b, "running" => 1, "parked" => 1, "fair" => share.call("b", 1).merge("tenants" => 2)}, 0])
+    expect(limits("explain", zed, "--job")).to eq(["#{zed}: 0 running, 0 parked (its class is not loaded: -r loads " \
+                                                   "the app, to tell a fair share if it has one)\n", "", 0])
+    expect(limits("-r", jobs, "explain", zed, "--job"))
+      .to eq(["#{zed}: tenant zed: no jobs; 2 tenants with work share 4\n", "", 0])
+
+    out, err, status = limits("list", "--job")
+    expect([err, status]).to eq(["", 0])
+    rows = [%w[JOB_LIMIT LIMIT RUNNING PARKED BACK_OFF], [klass, "4, fair among 2 tenants", "4", "0", "-"],
+            [acme, "fair 2.0/4", "3", "0", "-"], [b, "fair 2.0/4", "1", "1", "-"]]
+    expect(out.lines.map { _1.split(/ {2,}/).map(&:strip) }).to eq(rows)
+    out, _, status = limits("list", "--job", "--json")
+    expect([JSON.parse(out).to_h { [_1["id"], _1["fair"]] }, status]).to eq([{
+      klass => {"tenants" => 2}, acme => share.call("acme", 3).merge("tenants" => 2),
+      b => share.call("b", 1).merge("tenants" => 2)
+    }, 0])
+  end
+
   it "refuses bad input with one line on stderr and status 2, changing nothing" do
     redis.call("SET", queue_key("webhooks", "limit"), "3")
     before = limit_fetch_keys.to_h { |key| [key, redis.call("GET", key)] }

@@ -58,9 +58,16 @@ RSpec.describe Sidekiq::LimitFetch, "fair share" do
     wait_until(message: "a to hold every slot") { running("fair:a") == 4 }
     pushed = Process.clock_gettime(Process::CLOCK_REALTIME)
     jids += Array.new(16) { LimitFetchSpec::FairJob.perform_async("b", 0.05) }
+    explained = wait_until(message: "a and b sharing") do
+      text = Sidekiq::LimitFetch::JobLimit.for(LimitFetchSpec::FairJob, key: "b").explain
+      text if text.include?("2 tenants")
+    end
+    expect(explained).to match(/\Atenant b: [0-4] of its fair 2\.0 of 4, 2 tenants with work\z/)
     wait_until(timeout: 30, message: "every job") do
       done_jids("class:fair").size >= jids.size
     end
+    expect(Sidekiq::LimitFetch::JobLimit.for(LimitFetchSpec::FairJob, key: "b").to_h[:fair])
+      .to eq(tenant: "b", running: 0, weight: nil, share: nil, of: 4, tenants: 0)
 
     first_b = redis.call("LRANGE", LimitFetchSpec::Recorder.starts_key("fair-b"), 0, 0).first.to_f
     expect(first_b - pushed).to be < 0.5
@@ -81,8 +88,10 @@ RSpec.describe Sidekiq::LimitFetch, "fair share" do
       done >= jids.size
     end
 
-    gold = samples.sum(&:first).fdiv(samples.size)
-    expect(gold).to be_between(2.4, 3.6), "gold held #{gold.round(2)} of 5 on average"
+    # Its part of the slots held: 3 of 5 for weight 3 of 5, whatever part
+    # of each slot passes between one job and the next on a loaded machine.
+    gold = samples.sum(&:first).fdiv(samples.sum(&:sum))
+    expect(gold).to be_between(0.5, 0.7), "gold held #{(gold * 100).round}% of the slots held"
     expect(max_running("class:weighted")).to eq(5)
     expect(done_jids("class:weighted").sort).to eq(jids.sort)
   end

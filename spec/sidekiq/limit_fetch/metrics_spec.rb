@@ -170,6 +170,32 @@ RSpec.describe Sidekiq::LimitFetch::Metrics do
       .to be_between(8.0, 10.0)
   end
 
+  it "gives a fair class's tenants with work, and each tenant's share by its weight and its running jobs" do
+    4.times { LimitFetchSpec::WeightedFairJob.perform_async("gold-1", 0) }
+    2.times { LimitFetchSpec::WeightedFairJob.perform_async("b", 0) }
+    fetcher = fetcher_for(build_capsule(queues: [LimitFetchSpec::FairJob::QUEUE], concurrency: 10))
+    5.times { expect(fetcher.retrieve_work).not_to be_nil }
+    expect(fetcher.retrieve_work).to be_nil # b's second waits its turn: the class's 5 are taken
+    name = "LimitFetchSpec::WeightedFairJob"
+
+    stats = Sidekiq::LimitFetch.stats
+    expect(stats[:fair_classes]).to eq([{class: name, limit: 5, tenants_with_work: 2}])
+    expect(stats[:fair_tenants]).to contain_exactly(
+      {class: name, scope: name, key: "gold-1", running: 4, share: 3.75},
+      {class: name, scope: name, key: "b", running: 1, share: 1.25}
+    )
+    status, _, body = scrape
+    expect([status, promtool(body)]).to eq([200, ["", 0]])
+    tenant = ->(key) { %(class="#{name}",scope="#{name}",key="#{key}") }
+    expect(samples(body)).to include(
+      %(sidekiq_limit_fetch_fair_tenants_with_work{class="#{name}"}) => 2.0,
+      "sidekiq_limit_fetch_job_limit_fair_share{#{tenant.call("gold-1")}}" => 3.75,
+      "sidekiq_limit_fetch_job_limit_fair_share{#{tenant.call("b")}}" => 1.25,
+      "sidekiq_limit_fetch_job_limit_fair_current_concurrent_jobs{#{tenant.call("gold-1")}}" => 4.0,
+      "sidekiq_limit_fetch_job_limit_fair_current_concurrent_jobs{#{tenant.call("b")}}" => 1.0
+    )
+  end
+
   it "counts the seconds a queue spends at its limit with jobs waiting, between scrapes" do
     units = hold_slots
     scrape

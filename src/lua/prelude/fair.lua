@@ -23,10 +23,20 @@ local function fair_weight(limit)
   return 1
 end
 
+-- A score: the slots held over the weight, to 3 decimals, then when it
+-- was noted, in microseconds of Redis's clock (wrapping every 2.8 hours)
+-- below the fourth: among tenants holding as few slots for their weight,
+-- the one noted least lately (served, or parked, longest ago) comes first.
+-- By name alone, a tenant whose job just ended would win every tie with
+-- tenants that arrived behind a backlog, until its own jobs ran out.
+local function fair_score(slots, weight)
+  return math.floor(slots / weight * 1000 + 0.5) / 1000 + (now() % 10000000000) * 1e-14
+end
+
 -- Notes tenant `limit`'s score after its busy list changed to `busy`
 -- entries; with `add`, adds it (it parks a job).
 local function fair_note(limit, busy, add)
-  local score = busy / fair_weight(limit)
+  local score = fair_score(busy, fair_weight(limit))
   if add then
     redis.call('ZADD', fair_waiting_key(limit.fair), score, limit.id)
   else
@@ -73,11 +83,11 @@ local function fair_turn(fair, limits, held, freed)
       if n and n > 0 then
         given[id] = (given[id] or 0) + 1 / fair_weight(entry or fair)
         sent = true
+        break
       end
-      -- A tenant leaves with its last parked job, so that a class whose
-      -- work is done leaves no key behind.
+      -- A tenant leaves with its last parked job (release), or here if
+      -- its jobs went another way (a reap, a release of every job).
       if redis.call('EXISTS', parked_key(id)) == 0 then redis.call('ZREM', waiting, id) end
-      if sent then break end
     end
     if not sent then return end
   end

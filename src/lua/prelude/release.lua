@@ -38,7 +38,8 @@ local function release(id, n, held, freed, known)
   -- Jobs parked by the back-off of a class that declares no limit carry
   -- none (back_off.lua): nothing but the back-off held them.
   local carries = false
-  for _, limit in ipairs(known and {known} or job_limits(redis.call('LINDEX', parked, -1)) or {}) do
+  local limits = known and {known} or job_limits(redis.call('LINDEX', parked, -1)) or {}
+  for _, limit in ipairs(limits) do
     if limit.id == id then
       carries = limit
       local concurrency = job_limit(limit)
@@ -59,6 +60,16 @@ local function release(id, n, held, freed, known)
     end
   end
   if not carries and not known then room = left end
+  -- A fair class's tenant sent back with no turn (a beat's sweep, a rate's
+  -- window, a back-off's end) takes no more than its class has room for:
+  -- the rest would only be parked again (fair.lua).
+  if carries and carries.fair and not n then
+    for _, class in ipairs(limits) do
+      if class.id == carries.fair then
+        room = math.min(room, job_limit(class) - redis.call('LLEN', job_busy_key(class.id)))
+      end
+    end
+  end
   local starts = rate and job_starts_key(id)
   if room > 0 and rate then
     -- Jobs sent back earlier wait at the front of their queues until they
@@ -103,6 +114,8 @@ local function release(id, n, held, freed, known)
     end
   end
   if #jobs == left then
+    -- A fair class's tenant stops waiting its turn (fair.lua).
+    if carries and carries.fair then redis.call('ZREM', fair_waiting_key(carries.fair), id) end
     if held then
       emptied = emptied or {}
       emptied[id] = true

@@ -75,18 +75,22 @@ module Sidekiq
         def stored(limit) = @options.rate? ? limit.stored_rate : limit.stored
 
         def run_explain_job(id)
-          limit = job_limit(id)
+          fair = fair_class_limit(id)
+          limit = job_limit(id, fair)
           return print_json(limit.to_h.merge(explain: limit.explain)) if @options.json?
 
-          @out.puts("#{id}: #{limit.explain}")
+          @out.puts("#{id}: #{limit.explain}#{unknown_fair(id) unless fair}")
         end
 
         # Every job limit with running or parked jobs: one read of their ids,
-        # up to three of what their jobs carry, one of their states.
+        # one of the fair classes' tenants, up to three of what their jobs
+        # carry, one of their states (and of the fair classes', for their
+        # limits in force).
         def run_list_job
           ids = LimitFetch.admin.active_job_limits
-          carried = CarriedLimits.read(ids)
-          rows = LimitFetch.admin.job_limits(ids).map { |state| state_h(state, carried[state.id]) }
+          fair = FairShares.read
+          states, carried = fair.read_states(ids)
+          rows = with_fair(states.map { |state| state_h(state, carried[state.id]) }, fair).first(ids.size)
           @options.json? ? print_json(rows) : @out.print(JobTable.new(rows))
         end
 
@@ -95,20 +99,56 @@ module Sidekiq
           JobLimit.state_h(state, default(state.id, carried), carried&.rate)
         end
 
-        def job_limit(id)
-          JobLimit.new(id, default: default(id, CarriedLimits.read([id])[id]))
+        # +rows+, a tenant's with its FairState#to_h as :fair, a fair class's
+        # with {tenants: its tenants with work}.
+        def with_fair(rows, fair)
+          limits = rows.to_h { [_1[:id], _1[:limit]] }
+          rows.map do |row|
+            tenant = fair.state(row[:id], limits[fair.class_of(row[:id])])
+            next row.merge(fair: tenant.to_h) if tenant
+
+            count = fair.tenants_with_work(row[:id])
+            count ? row.merge(fair: {tenants: count}) : row
+          end
+        end
+
+        # +fair+: its fair class's JobLimit, if a tenant.
+        def job_limit(id, fair = fair_class_limit(id))
+          JobLimit.new(id, default: default(id, CarriedLimits.read([id])[id]), fair: fair)
+        end
+
+        # For a tenant of a fair class, the class's JobLimit: the loaded
+        # app's declaration names it, else the core finds the tenant among
+        # the fair classes' tenants with work, by what its jobs carry.
+        def fair_class_limit(id)
+          return unless JobLimitId.kind(id) == :key
+
+          class_id = declaration(id)&.fair_class(id) || FairShares.read.class_of(id)
+          JobLimit.new(class_id, default: default(class_id, CarriedLimits.read([class_id])[class_id])) if class_id
+        end
+
+        # What explain adds when it cannot tell whether +id+, found no fair
+        # class's tenant, is one: a key with no jobs (a tenant's jobs name
+        # its class) whose class the loaded app (-r) does not declare.
+        def unknown_fair(id)
+          return "" unless JobLimitId.kind(id) == :key && declaration(id).nil?
+
+          state = LimitFetch.admin.job_limits([id]).first
+          return "" if state.running.positive? || state.parked.positive?
+
+          " (its class is not loaded: -r loads the app, to tell a fair share if it has one)"
         end
 
         # The default of +id+: declared, else the one its jobs carry
         # (+carried+, a CarriedLimits::Carried or nil).
-        def default(id, carried) = declared_default(id) || carried&.default
+        def default(id, carried) = declaration(id)&.default_for(id) || carried&.default
 
-        # The default the loaded app declares for +id+, if it declares the
-        # class its scope names.
-        def declared_default(id)
+        # The declaration (JobLimits) of the class +id+'s scope names, if the
+        # loaded app declares it.
+        def declaration(id)
           name = JobLimitId.parse(id).scope.split("@").first
           job_class = Object.const_get(name) if name.match?(/\A[A-Z][\w:]*\z/)
-          JobLimits.declared(job_class).default_for(id) if job_class
+          JobLimits.declared(job_class) if job_class
         rescue NameError, ArgumentError
           nil
         end

@@ -24,13 +24,26 @@ module Sidekiq
           [limit[:id], limit_text(limit), limit[:running].to_s, limit[:parked].to_s, back_off(limit[:back_off])]
         end
 
-        # Its limit in force: "3", "adaptive 7 of 1..20", "-" when unknown.
+        # Its limit in force: "3", "adaptive 7 of 1..20", "-" when unknown;
+        # a fair class's tenant's share of it ("fair 3.3/10"), and a fair
+        # class's tenants with work ("10, fair among 4 tenants").
         def limit_text(limit)
+          text = own_limit(limit)
+          fair = limit[:fair]
+          return text unless fair
+
+          share = fair.key?(:share) ? FairState.short(fair[:share], fair[:of]) : fair_class(fair[:tenants])
+          text == "-" ? share : "#{text}, #{share}"
+        end
+
+        def own_limit(limit)
           adaptive = limit[:adaptive]
           return "adaptive #{adaptive[:value]} of #{adaptive[:floor]}..#{adaptive[:ceiling]}" if adaptive
 
           limit[:limit].nil? ? "-" : limit[:limit].to_s
         end
+
+        def fair_class(tenants) = "fair among #{tenants} #{tenants == 1 ? "tenant" : "tenants"}"
 
         def back_off(state) = state ? JobLimit.back_off_text(BackOffState.new(**state)) : "-"
       end

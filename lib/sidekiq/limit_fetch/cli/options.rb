@@ -24,7 +24,7 @@ module Sidekiq
             pause QUEUE [--for DURATION]  stop fetching from QUEUE (DURATION: 90, 90s, 5m, 1h, 1d)
             unpause QUEUE                 resume fetching from QUEUE
             explain QUEUE                 why QUEUE's next job is or is not fetched now
-            explain ID --job              a job limit's state: running, parked, backing off, adaptive
+            explain ID --job              a job limit's state: running, parked, backing off, adaptive, fair share
             back-off ID DURATION          no job of the job limit ID starts, in any process, for DURATION
             resume ID                     end the job limit ID's back-off now
             release --all [--force]       every parked job, and every job of a capsule not alive, back

@@ -61,6 +61,32 @@ module Sidekiq
           row.default ? t("LimitFetchDefaultLimit", limit: row.limit) : row.limit.to_s
         end
 
+        # A job limit's running jobs and limit as shown: "3 / 4"; a fair
+        # class's tenant's against its share, "3 of fair 3.3 of 10" (and its
+        # own limit, if one is stored).
+        def limit_fetch_running_limit(row)
+          fair = row.fair
+          return "#{row.running} / #{limit_fetch_job_limit(row)}" unless fair
+
+          text = limit_fetch_fair_share(fair)
+          row.limit ? "#{text} · #{t("LimitFetchOwnLimit", limit: row.limit)}" : text
+        end
+
+        # A tenant's running jobs against its share (a FairState).
+        def limit_fetch_fair_share(fair)
+          return t("LimitFetchFairShareUnknown", running: fair.running) unless fair.share
+
+          t("LimitFetchFairShare", running: fair.running, share: format("%.1f", fair.share), of: fair.of)
+        end
+
+        # A fair class's tenants with work as shown under its figures:
+        # "shared fairly among its tenants with work: 4"; nothing for another.
+        def limit_fetch_fair_tenants(row)
+          return "" unless row.tenants
+
+          %(<span class="lf-fair">#{h t("LimitFetchFairAmong", count: row.tenants)}</span>)
+        end
+
         # A job limit's back-off in force as shown: "backing off, 12.3 s left
         # (BackOff from ApiJob, jid ...)" and its Resume button (a form that
         # names the limit as Resume reads it); "-" for none.

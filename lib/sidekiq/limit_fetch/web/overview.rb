@@ -23,9 +23,11 @@ module Sidekiq
         # an adaptive one's limit in force, with +adaptive+: {value:, floor:,
         # ceiling:}), its +rate+ in force (a Rate, stored or carried; nil:
         # none or unknown) with its +rate_window+ (a RateWindow), and the
-        # +back_off+ in force (a BackOffState, or nil).
+        # +back_off+ in force (a BackOffState, or nil); a fair class's tenant's
+        # +fair+ share (a FairState), a fair class's +tenants+ with work (nil
+        # for any other limit).
         JobLimitRow = Data.define(:id, :limit, :default, :running, :parked, :rate, :rate_window, :back_off,
-          :adaptive)
+          :adaptive, :fair, :tenants)
 
         # A keyed scope (a class, a group, a group in a queue) and its busiest keys.
         Scope = Data.define(:name, :keys, :running, :parked, :busiest)
@@ -94,15 +96,27 @@ module Sidekiq
             busiest: busiest)
         end
 
-        # Every active job limit's row, by kind; one read of their ids, up
-        # to three of the jobs that carry their limits, one of their states,
-        # one of their rates' windows.
+        # Every active job limit's row, by kind; one read of their ids, one
+        # of the fair classes' tenants, up to three of the jobs that carry
+        # their limits, one of their states (a fair class's too, for its
+        # limit in force), one of their rates' windows.
         def job_limits
-          @job_limits ||= begin
-            ids = LimitFetch.admin.active_job_limits.sort
-            carried = CarriedLimits.read(ids)
-            rows = LimitFetch.admin.job_limits(ids).map { job_limit_row(_1, carried[_1.id]) }
-            with_windows(rows).group_by { JobLimitId.kind(_1.id) }
+          @job_limits ||= with_windows(job_limit_rows).group_by { JobLimitId.kind(_1.id) }
+        end
+
+        def job_limit_rows
+          ids = LimitFetch.admin.active_job_limits.sort
+          fair = FairShares.read
+          states, carried = fair.read_states(ids)
+          with_fair(states.map { job_limit_row(_1, carried[_1.id]) }, fair).first(ids.size)
+        end
+
+        # +rows+, a tenant's with its share, a fair class's with its tenants
+        # with work.
+        def with_fair(rows, fair)
+          limits = rows.to_h { [_1.id, _1.limit] }
+          rows.map do |row|
+            row.with(fair: fair.state(row.id, limits[fair.class_of(row.id)]), tenants: fair.tenants_with_work(row.id))
           end
         end
 
@@ -112,7 +126,7 @@ module Sidekiq
           rate = state.stored_rate || carried&.rate
           JobLimitRow.new(id: state.id, limit: JobLimit.in_force(state, carried&.default), default: state.stored.nil?,
             running: state.running, parked: state.parked, rate: rate, rate_window: nil, back_off: state.back_off,
-            adaptive: JobLimit.adaptive_h(state, carried&.default))
+            adaptive: JobLimit.adaptive_h(state, carried&.default), fair: nil, tenants: nil)
         end
 
         def with_windows(rows)

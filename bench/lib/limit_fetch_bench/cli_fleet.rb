@@ -1,20 +1,21 @@
 # frozen_string_literal: true
 
 module LimitFetchBench
-  # The `sidekiq` processes of one back_off run (BackOffApp#spawn), named
-  # after the variant: started, awaited until each has registered with
-  # Sidekiq, checked (Failure, with its log, if one exited), stopped.
-  class BackOffFleet
-    def initialize(app, spec)
+  # The `sidekiq` processes of one run (CliApp#spawn), named after the
+  # variant, with `env` in their environment: started, awaited until each
+  # has registered with Sidekiq, checked (Failure, with its log, if one
+  # exited), stopped.
+  class CliFleet
+    def initialize(app, spec, env: {})
       @app = app
       @spec = spec
+      @env = env
       @names = Array.new(spec["processes"]) { "#{spec["variant"]}-#{_1 + 1}" }
     end
 
     def start(redis)
       @pids = @names.map do |name|
-        @app.spawn(name, threads: @spec["threads"], redis_url: @spec["redis_url"],
-          downstream_url: @spec["downstream_url"])
+        @app.spawn(name, threads: @spec["threads"], redis_url: @spec["redis_url"], env: @env)
       end
       LimitFetchTools.wait_for("the sidekiq processes did not register", timeout: 60) do
         check!
