@@ -50,13 +50,15 @@ pub fn starts(queue: &str) -> String {
 pub const QUEUE_PATTERN: &str = "sidekiq:limit_fetch:queue:*";
 
 /// The suffixes of a queue's keys, after its name (see [`QUEUE_PATTERN`]).
-pub const QUEUE_SUFFIXES: [&str; 6] = [
+pub const QUEUE_SUFFIXES: [&str; 8] = [
     ":limit",
     ":process_limit",
     ":busy",
     ":paused",
     ":rate",
     ":starts",
+    ":limit_range",
+    ":adaptive",
 ];
 
 /// The queue a key of [`QUEUE_PATTERN`] belongs to, if it is one of a
@@ -207,6 +209,20 @@ pub fn job_back_off_streak(id: &str) -> String {
 /// its floor again.
 pub fn job_adaptive(id: &str) -> String {
     format!("{PREFIX}limit:{id}:adaptive")
+}
+
+/// A queue's adaptive limit (`limits: {queue: "1..20"}`), `"<floor>..<ceiling>"`,
+/// written with the floor as its limit ([`limit`]): in force while that
+/// limit is the floor (a limit set at run time holds instead). A reader that
+/// knows no ranges (an older process of the gem) holds the floor.
+pub fn limit_range(queue: &str) -> String {
+    format!("{PREFIX}queue:{queue}:limit_range")
+}
+
+/// A queue's adaptive limit's limit in force, as [`job_adaptive`] holds a
+/// job limit's.
+pub fn adaptive(queue: &str) -> String {
+    format!("{PREFIX}queue:{queue}:adaptive")
 }
 
 /// The tenants of a class declared `fair:` (by their key limit's id) that

@@ -40,7 +40,7 @@ pub use admin::{
 pub use capsule::{BeatReport, Capsule, CapsuleOptions, Fetch, Rebooked, Wait};
 pub use error::{Error, Result};
 pub use interrupt::Interrupt;
-pub use limits::{LimitKind, LimitValue};
+pub use limits::{Adaptive, LimitKind, LimitValue};
 pub use rates::{Rate, MAX_PERIOD, MIN_PERIOD};
 pub use reaper::{JobRef, Reaped};
 pub use runtime::Pending;

@@ -48,6 +48,50 @@ fn valid(raw: &str) -> Option<u64> {
     digits.parse().ok().filter(|&n| n <= MAX_LIMIT)
 }
 
+/// A queue's adaptive limit as the fetch script reads it
+/// (`lua/prelude/adaptive.lua`'s `queue_adaptive`): its limit in force
+/// (`value`) inside its range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Adaptive {
+    pub value: u64,
+    pub floor: u64,
+    pub ceiling: u64,
+}
+
+impl Adaptive {
+    /// From a queue's limit as stored (`limit`, parsed), its range's text
+    /// ([`crate::keys::limit_range`]) and its state's
+    /// ([`crate::keys::adaptive`]); `None` for a fixed limit: no range, a
+    /// broken one, or a limit set at run time (other than the range's
+    /// floor), which holds instead.
+    pub fn of(limit: LimitValue, range: Option<&str>, state: Option<&str>) -> Option<Adaptive> {
+        let (floor, ceiling) = range?.split_once("..")?;
+        let (floor, ceiling) = (digits(floor)?, digits(ceiling)?);
+        if floor < 1 || floor > ceiling || ceiling > MAX_LIMIT || limit != Some(floor) {
+            return None;
+        }
+        let value = state
+            .and_then(|s| s.split_once(' '))
+            .and_then(|(value, changed)| digits(changed).and(digits(value)))
+            .filter(|&v| v <= MAX_LIMIT)
+            .unwrap_or(floor);
+        Some(Adaptive {
+            value: value.clamp(floor, ceiling),
+            floor,
+            ceiling,
+        })
+    }
+}
+
+/// Decimal digits alone (Lua's `%d+`), or `None`; digits too many for a
+/// u64 read as its largest, above every valid value.
+fn digits(text: &str) -> Option<u64> {
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some(text.parse().unwrap_or(u64::MAX))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -62,5 +106,30 @@ mod tests {
         assert_eq!(parse_stored(Some("+5")), Some(0));
         assert_eq!(parse_stored(Some("9007199254740991")), Some(MAX_LIMIT));
         assert_eq!(parse_stored(Some("9007199254740992")), Some(0));
+    }
+
+    #[test]
+    fn an_adaptive_limit_reads_as_the_script_reads_it() {
+        let of =
+            |limit, range, state| Adaptive::of(Some(limit), Some(range), state).map(|a| a.value);
+        assert_eq!(of(1, "1..20", None), Some(1));
+        assert_eq!(of(1, "1..20", Some("7 1700000000000000")), Some(7));
+        assert_eq!(of(1, "1..20", Some("70 1")), Some(20));
+        assert_eq!(of(2, "2..20", Some("1 1")), Some(2));
+        assert_eq!(of(1, "1..20", Some("7")), Some(1), "a broken state");
+        assert_eq!(of(3, "1..20", Some("7 1")), None, "set at run time");
+        for broken in [
+            "0..3",
+            "3..2",
+            "1..",
+            "..3",
+            "1...3",
+            " 1..3",
+            "1..9007199254740992",
+        ] {
+            assert_eq!(of(1, broken, None), None, "{broken}");
+        }
+        assert_eq!(Adaptive::of(None, Some("1..3"), None), None);
+        assert_eq!(Adaptive::of(Some(1), None, None), None);
     }
 }

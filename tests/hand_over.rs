@@ -170,6 +170,22 @@ fn a_queue_with_a_process_limit_is_left_to_the_script() {
     assert_eq!(len(&keys::busy(&q)), 1);
 }
 
+/// An adaptive limit grows where the script finds it reached: its queue's
+/// jobs are all the script's.
+#[test]
+fn a_queue_with_an_adaptive_limit_is_left_to_the_script() {
+    let _turn = turn();
+    let q = queue("adaptive");
+    let _: () = redis().set(keys::limit(&q), 2).unwrap();
+    let _: () = redis().set(keys::limit_range(&q), "2..4").unwrap();
+    push_unique(&q, 4);
+    let (capsule, held) = holding_the_second(&q);
+    let before = capsule.hand_overs();
+    assert!(next(&capsule, &q, held).is_some());
+    assert_eq!(capsule.hand_overs() - before, 0, "not even tried");
+    assert_eq!(len(&keys::busy(&q)), 1);
+}
+
 #[test]
 fn an_empty_queue_frees_the_slot_the_hand_over_held() {
     let _turn = turn();

@@ -37,7 +37,8 @@ fn the_preludes_key_names_are_the_data_models() {
                          job_released_key(ARGV[1]), RATE_DUE_KEY, RECOVERED_KEY,
                          job_back_off_key(ARGV[1]), job_back_off_streak_key(ARGV[1]),
                          class_back_off_key(ARGV[1]), class_back_offs_key(ARGV[1]), BACK_OFFS_KEY,
-                         job_adaptive_key(ARGV[1]), fair_waiting_key(ARGV[1])}",
+                         job_adaptive_key(ARGV[1]), limit_range_key(ARGV[1]), adaptive_key(ARGV[1]),
+                         fair_waiting_key(ARGV[1])}",
                 &[],
                 &[name, uuid],
             );
@@ -79,6 +80,8 @@ fn the_preludes_key_names_are_the_data_models() {
                 keys::class_back_offs(name),
                 keys::BACK_OFFS.to_owned(),
                 keys::job_adaptive(name),
+                keys::limit_range(name),
+                keys::adaptive(name),
                 keys::fair_waiting(name),
             ];
             assert_eq!(got, want, "queue {name:?}, capsule {uuid:?}");

@@ -237,7 +237,11 @@ RSpec.describe "the Limits tab in a headless browser", :browser, :e2e do
     stop_process(process)
   end
 
-  it "shows a back-off set from the console and an adaptive limit in force; clicking Resume ends the back-off" do
+  it "shows a back-off set from the console and adaptive limits in force; clicking Resume ends the back-off" do
+    # A queue's adaptive limit, as a process that boots writes it, grown to 7.
+    {"limit" => "1", "limit_range" => "1..20", "adaptive" => "7 1"}.each do |kind, value|
+      redis.call("SET", queue_key("partner", kind), value)
+    end
     2.times { LimitFetchSpec::AdaptiveCallJob.perform_async("acme", 4, 0) }
     fetcher = fetcher_for(build_capsule(queues: [LimitFetchSpec::BackOffJobs::QUEUE], concurrency: 5))
     expect(fetcher.retrieve_work).not_to be_nil
@@ -250,6 +254,9 @@ RSpec.describe "the Limits tab in a headless browser", :browser, :e2e do
     back_off = /\Abacking off, 1[12]\d\.\d s left \(from the console\)\z/
     cells = key.css("td").map { _1.text.split.join(" ") }
     expect(cells).to match(["acme", "1 / adaptive 1 of 1..6", "none", "1", back_off])
+    partner = browser.at_css(%(tr.lf-queue[data-queue="partner"]))
+    expect(partner.at_css(".lf-figures").text.split.join(" ")).to eq("0 / 7 (1..20)")
+    expect(partner.at_css(".lf-explain").text.strip).to eq("adaptive 7 of 1..20: empty")
     browser.execute("window.lfBeforeSubmit = true")
     button = key.at_css(%(form.lf-resume input[type="submit"]))
     expect(button.value).to eq("Resume")

@@ -21,7 +21,7 @@ module LimitFetchHelpers
   KEYS = Sidekiq::LimitFetch::Keys
   KEY_PREFIX = KEYS::PREFIX
   CAPSULES_KEY = KEYS::CAPSULES
-  QUEUE_KEY_KINDS = %w[limit process_limit busy paused rate starts].freeze
+  QUEUE_KEY_KINDS = %w[limit process_limit busy paused rate starts limit_range adaptive].freeze
 
   # ---- Redis, from the spec's side ----
 
@@ -29,7 +29,7 @@ module LimitFetchHelpers
     @redis ||= RedisServer.client
   end
 
-  # A queue's key of the gem: +kind+ limit, process_limit, busy, paused, rate or starts.
+  # A queue's key of the gem: +kind+ one of QUEUE_KEY_KINDS.
   def queue_key(name, kind)
     kind = kind.to_s
     raise ArgumentError, "no queue key #{kind.inspect}" unless QUEUE_KEY_KINDS.include?(kind)

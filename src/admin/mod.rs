@@ -34,7 +34,7 @@ pub use back_offs::{BackOff, BackedOff};
 pub use fair_share::{FairClass, FairTenant};
 pub use job_limits::{BackOffState, JobLimitState};
 pub use queue_limits::StoredLimit;
-pub(crate) use queue_limits::{limit_defaults, rate_defaults, write_defaults};
+pub(crate) use queue_limits::{limit_defaults, range_defaults, rate_defaults, write_defaults};
 pub use queues::{Pause, QueueState};
 pub use rates::{RateOf, RateWindow};
 pub use registered::CapsuleEntry;

@@ -3,7 +3,7 @@
 
 use crate::connection::Conn;
 use crate::runtime::wait_for;
-use crate::{keys, Interrupt, LimitKind, LimitValue, Rate, Result};
+use crate::{keys, Adaptive, Interrupt, LimitKind, LimitValue, Rate, Result};
 
 use super::Limits;
 
@@ -19,19 +19,29 @@ pub struct StoredLimit {
 }
 
 impl Limits {
-    /// A limit, read the way the fetch script reads it.
+    /// A limit, read the way the fetch script reads it: a queue's adaptive
+    /// limit's limit in force.
     pub fn limit(&self, queue: &str, kind: LimitKind, interrupt: &Interrupt) -> Result<LimitValue> {
         let redis = self.redis.clone();
-        let key = kind.key(queue);
+        let mut keys = vec![kind.key(queue)];
+        if kind == LimitKind::Global {
+            keys.extend([keys::limit_range(queue), keys::adaptive(queue)]);
+        }
         wait_for(interrupt, self.timeout, async move {
             // Bytes: a value set by hand need not be UTF-8, and is then as
             // broken (0) as the fetch script reads it.
-            let raw: Option<Vec<u8>> = redis::cmd("GET")
-                .arg(key)
+            let raw: Vec<Option<Vec<u8>>> = redis::cmd("MGET")
+                .arg(&keys)
                 .query_async(&mut redis.conn().await?)
                 .await?;
-            let raw = raw.as_deref().map(String::from_utf8_lossy);
-            Ok(crate::limits::parse_stored(raw.as_deref()))
+            let text = |i: usize| {
+                raw.get(i)
+                    .and_then(Option::as_deref)
+                    .map(|r| String::from_utf8_lossy(r).into_owned())
+            };
+            let limit = crate::limits::parse_stored(text(0).as_deref());
+            let adaptive = Adaptive::of(limit, text(1).as_deref(), text(2).as_deref());
+            Ok(adaptive.map_or(limit, |a| Some(a.value)))
         })
     }
 
@@ -83,23 +93,23 @@ impl Limits {
         }
         let redis = self.redis.clone();
         let key = kind.key(queue);
+        // A queue's limit set at run time holds instead of its adaptive
+        // range (a process that starts writes the range again; the limit
+        // then holds unless it is the range's floor).
+        let adaptive =
+            (kind == LimitKind::Global).then(|| [keys::limit_range(queue), keys::adaptive(queue)]);
         wait_for(interrupt, self.timeout, async move {
             let mut conn = redis.writer().await?;
+            let mut pipe = redis::pipe();
+            pipe.atomic();
             match value {
-                Some(v) => {
-                    redis::cmd("SET")
-                        .arg(key)
-                        .arg(v)
-                        .query_async::<()>(&mut *conn)
-                        .await
-                }
-                None => {
-                    redis::cmd("DEL")
-                        .arg(key)
-                        .query_async::<()>(&mut *conn)
-                        .await
-                }
-            }?;
+                Some(v) => pipe.cmd("SET").arg(&key).arg(v).ignore(),
+                None => pipe.cmd("DEL").arg(&key).ignore(),
+            };
+            if let Some(adaptive) = &adaptive {
+                pipe.cmd("DEL").arg(adaptive).ignore();
+            }
+            pipe.query_async::<()>(&mut *conn).await?;
             Ok(())
         })
     }
@@ -122,6 +132,17 @@ impl Limits {
         interrupt: &Interrupt,
     ) -> Result<()> {
         self.write_defaults(rate_defaults(&rates), interrupt)
+    }
+
+    /// Writes queues' adaptive ranges (`(queue, floor, ceiling)`) only
+    /// where Redis holds none yet, as [`Limits::set_default_limits`]: their
+    /// floors are among the default limits, written first.
+    pub fn set_default_ranges(
+        &self,
+        ranges: Vec<(String, u64, u64)>,
+        interrupt: &Interrupt,
+    ) -> Result<()> {
+        self.write_defaults(range_defaults(&ranges), interrupt)
     }
 
     fn write_defaults(&self, values: Vec<(String, String)>, interrupt: &Interrupt) -> Result<()> {
@@ -167,6 +188,14 @@ pub(crate) fn rate_defaults(rates: &[(String, Rate)]) -> Vec<(String, String)> {
     rates
         .iter()
         .map(|(queue, rate)| (keys::rate(queue), rate.text()))
+        .collect()
+}
+
+/// Configured adaptive ranges as the keys and values Redis stores.
+pub(crate) fn range_defaults(ranges: &[(String, u64, u64)]) -> Vec<(String, String)> {
+    ranges
+        .iter()
+        .map(|(queue, floor, ceiling)| (keys::limit_range(queue), format!("{floor}..{ceiling}")))
         .collect()
 }
 

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use crate::runtime::wait_for;
 use crate::scan;
-use crate::{keys, Error, Interrupt, LimitValue, Rate, Result};
+use crate::{keys, Adaptive, Error, Interrupt, LimitValue, Rate, Result};
 
 use super::Limits;
 
@@ -24,8 +24,11 @@ use super::Limits;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QueueState {
     pub name: String,
-    /// As the fetch reads it (a broken value reads as 0).
+    /// As the fetch reads it (a broken value reads as 0): an adaptive
+    /// limit's limit in force.
     pub limit: LimitValue,
+    /// An adaptive limit's limit in force and range; `None` for a fixed one.
+    pub adaptive: Option<Adaptive>,
     pub process_limit: LimitValue,
     /// Busy slots per capsule UUID, in the order the busy list first names
     /// each (the oldest booking first).
@@ -70,7 +73,10 @@ impl Limits {
         wait_for(interrupt, self.timeout(), async move {
             let mut pipe = redis::pipe();
             for name in &names {
-                pipe.cmd("GET").arg(keys::limit(name));
+                pipe.cmd("MGET")
+                    .arg(keys::limit(name))
+                    .arg(keys::limit_range(name))
+                    .arg(keys::adaptive(name));
                 pipe.cmd("GET").arg(keys::process_limit(name));
                 pipe.cmd("LRANGE").arg(keys::busy(name)).arg(0).arg(-1);
                 pipe.cmd("LLEN").arg(keys::queue(name));
@@ -78,7 +84,7 @@ impl Limits {
                 pipe.cmd("GET").arg(keys::rate(name));
             }
             type Reply = (
-                Option<Vec<u8>>,
+                (Option<Vec<u8>>, Option<Vec<u8>>, Option<Vec<u8>>),
                 Option<Vec<u8>>,
                 Vec<String>,
                 u64,
@@ -93,22 +99,32 @@ impl Limits {
             Ok(names
                 .into_iter()
                 .zip(replies)
-                .map(|(name, (limit, process_limit, busy, queued, pttl, rate))| {
-                    let parse = |raw: Option<Vec<u8>>| {
-                        let raw = raw.as_deref().map(String::from_utf8_lossy);
-                        crate::limits::parse_stored(raw.as_deref())
-                    };
-                    let rate = rate.as_deref().map(String::from_utf8_lossy);
-                    QueueState {
-                        name,
-                        limit: parse(limit),
-                        process_limit: parse(process_limit),
-                        busy: count(busy),
-                        queued,
-                        pause: pause(pttl),
-                        rate: Rate::parse_stored(rate.as_deref()),
-                    }
-                })
+                .map(
+                    |(name, (limits, process_limit, busy, queued, pttl, rate))| {
+                        let parse = |raw: Option<Vec<u8>>| {
+                            let raw = raw.as_deref().map(String::from_utf8_lossy);
+                            crate::limits::parse_stored(raw.as_deref())
+                        };
+                        let (limit, range, adaptive) = limits;
+                        let text = |raw: Option<Vec<u8>>| {
+                            raw.map(|r| String::from_utf8_lossy(&r).into_owned())
+                        };
+                        let limit = parse(limit);
+                        let adaptive =
+                            Adaptive::of(limit, text(range).as_deref(), text(adaptive).as_deref());
+                        let rate = rate.as_deref().map(String::from_utf8_lossy);
+                        QueueState {
+                            name,
+                            limit: adaptive.map_or(limit, |a| Some(a.value)),
+                            adaptive,
+                            process_limit: parse(process_limit),
+                            busy: count(busy),
+                            queued,
+                            pause: pause(pttl),
+                            rate: Rate::parse_stored(rate.as_deref()),
+                        }
+                    },
+                )
                 .collect())
         })
     }

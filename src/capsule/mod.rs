@@ -97,6 +97,7 @@ struct Inner {
     /// written again if Redis loses its data.
     defaults: Mutex<Vec<(String, String)>>,
     default_rates: Mutex<Vec<(String, String)>>,
+    default_ranges: Mutex<Vec<(String, String)>>,
     /// What the capsule says of itself for the control plane, written at
     /// each registration (see `keys::capsule_info`).
     info: Mutex<Option<String>>,
@@ -174,6 +175,7 @@ impl Capsule {
                 ack_grace: options.ack_grace,
                 defaults: Mutex::default(),
                 default_rates: Mutex::default(),
+                default_ranges: Mutex::default(),
                 info: Mutex::default(),
                 served: Mutex::default(),
                 heartbeat_ttl: (period * 4.0).ceil().max(1.0) as u64,
@@ -266,6 +268,18 @@ impl Capsule {
     ) -> Result<()> {
         *self.inner.default_rates.lock() = crate::admin::rate_defaults(&rates);
         self.inner.limits.set_default_rates(rates, interrupt)
+    }
+
+    /// Writes queues' adaptive ranges (`(queue, floor, ceiling)`, the floor
+    /// also a default limit) as [`Capsule::set_default_limits`] writes
+    /// limits.
+    pub fn set_default_ranges(
+        &self,
+        ranges: Vec<(String, u64, u64)>,
+        interrupt: &Interrupt,
+    ) -> Result<()> {
+        *self.inner.default_ranges.lock() = crate::admin::range_defaults(&ranges);
+        self.inner.limits.set_default_ranges(ranges, interrupt)
     }
 
     /// What this capsule says of itself to a control plane (opaque to the

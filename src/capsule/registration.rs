@@ -176,6 +176,7 @@ impl Inner {
         if !existed {
             let mut defaults = self.defaults.lock().clone();
             defaults.extend(self.default_rates.lock().iter().cloned());
+            defaults.extend(self.default_ranges.lock().iter().cloned());
             lost_data = write_defaults(conn, &defaults).await? > 0;
         }
         Ok(Registered {

@@ -6,6 +6,9 @@
 -- slots freed, in one atomic step: it runs again when the back-off ends,
 -- as a job parked behind a rate does (lua/fetch/rates.lua).
 --
+-- A job of a queue whose limit is adaptive shrinks that limit too (see
+-- below).
+--
 -- A class that declares no limit backs off as a class: its jobs carry no
 -- limit, so the limit (`class:<name>`) is noted in every queue Sidekiq
 -- knows and the job's own, where the fetch reads it with the queue's
@@ -66,10 +69,14 @@ return function(KEYS, ARGV)
     end
   end
   if job == '' then return {ms, 0} end
-  -- An adaptive limit that backs off shrinks (adaptive.lua).
+  -- An adaptive limit that backs off shrinks (adaptive.lua). So does its
+  -- queue's adaptive limit, whichever of the job's limits backs off: the
+  -- queue's limit is what admits the jobs that hit what it protects, and a
+  -- limit that only grew would send more of them into the same wall.
   for _, limit in ipairs(job_limits(job) or {}) do
     if limit.id == id then shrink(limit) end
   end
+  shrink_queue(name)
 
   -- Noted parked first, then out of the list and into the parked one: a
   -- user denied the push stops before the removal (see may_send).

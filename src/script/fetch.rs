@@ -47,8 +47,9 @@ pub(crate) struct Look {
     /// next may find one.
     pub(crate) more: bool,
     pub(crate) discarded: Vec<Discarded>,
-    /// With a job: its queue has a process limit or a rate (such a queue
-    /// is left to the script: see capsule/hand_over/).
+    /// With a job: its queue has a process limit, a rate, classes that back
+    /// off or an adaptive limit (such a queue is left to the script: see
+    /// capsule/hand_over/).
     pub(crate) process_limit_or_rate: bool,
     /// With a job: it was parked, sent back by this fetch (its job limits
     /// may have more parked).

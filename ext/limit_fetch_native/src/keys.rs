@@ -17,6 +17,8 @@ pub fn init(ruby: &Ruby, namespace: RClass) -> Result<(), Error> {
     module.define_module_function("paused", function!(paused, 1))?;
     module.define_module_function("rate", function!(rate, 1))?;
     module.define_module_function("starts", function!(starts, 1))?;
+    module.define_module_function("limit_range", function!(limit_range, 1))?;
+    module.define_module_function("adaptive", function!(adaptive, 1))?;
     module.define_module_function("job_rate", function!(job_rate, 1))?;
     module.define_module_function("job_starts", function!(job_starts, 1))?;
     module.define_module_function("queue_of", function!(queue_of, 1))?;
@@ -123,6 +125,14 @@ fn rate(queue: String) -> String {
 
 fn starts(queue: String) -> String {
     keys::starts(&queue)
+}
+
+fn limit_range(queue: String) -> String {
+    keys::limit_range(&queue)
+}
+
+fn adaptive(queue: String) -> String {
+    keys::adaptive(&queue)
 }
 
 fn job_rate(id: String) -> String {

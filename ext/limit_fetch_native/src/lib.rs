@@ -3,7 +3,7 @@
 //! One file per Ruby class or module the binding defines (`native.rs`, a
 //! capsule's work; `native_admin.rs`, administration; `keys.rs`, the key
 //! names), reads (`redis_settings.rs`, `capsule_options.rs`,
-//! `default_limit.rs`, `default_rate.rs`) or builds (`beat_report.rs`,
+//! `default_limit.rs`, `default_rate.rs`, `default_range.rs`) or builds (`beat_report.rs`,
 //! `stored_limit.rs`, `queue_state.rs`, `capsule_entry.rs`,
 //! `job_limit_state.rs`, `fair_tenant.rs`, `rate_window.rs`, `release_report.rs`, `errors.rs`; `rate.rs` both), each with its own `init`; the Ruby side defines and checks
 //! the shapes (lib/sidekiq/limit_fetch/shapes.rb). This file only wires
@@ -14,6 +14,7 @@ mod beat_report;
 mod capsule_entry;
 mod capsule_options;
 mod default_limit;
+mod default_range;
 mod default_rate;
 mod errors;
 mod fair_tenant;
@@ -45,6 +46,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     capsule_options::init(namespace)?;
     default_limit::init(namespace)?;
     default_rate::init(namespace)?;
+    default_range::init(namespace)?;
     rate::init(namespace)?;
     rate_window::init(namespace)?;
     beat_report::init(namespace)?;

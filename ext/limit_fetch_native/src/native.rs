@@ -13,7 +13,9 @@ use magnus::{function, method, prelude::*, Error, RArray, RClass, RString, Ruby,
 use crate::errors::to_ruby;
 use crate::helpers::{array_of, seconds};
 use crate::nogvl::{call, without_gvl, without_gvl_or};
-use crate::{beat_report, capsule_options, default_limit, default_rate, redis_settings};
+use crate::{
+    beat_report, capsule_options, default_limit, default_range, default_rate, redis_settings,
+};
 
 #[magnus::wrap(class = "Sidekiq::LimitFetch::Native", free_immediately, size)]
 struct Native {
@@ -220,6 +222,19 @@ impl Native {
         })
     }
 
+    /// `ranges`: `DefaultRange`s (queues' adaptive limits), written only
+    /// where unset, and kept, as `set_default_limits` does.
+    fn set_default_ranges(ruby: &Ruby, rb_self: &Self, ranges: RArray) -> Result<(), Error> {
+        let ranges = ranges
+            .into_iter()
+            .map(|range| default_range::from_ruby(ruby, range))
+            .collect::<Result<Vec<_>, Error>>()?;
+        let capsule = rb_self.capsule.clone();
+        call(ruby, |interrupt| {
+            capsule.set_default_ranges(ranges.clone(), interrupt)
+        })
+    }
+
     /// `limits`: `DefaultLimit`s, written only where unset. The capsule
     /// keeps them, to write them again the same way if Redis loses its data
     /// (`BeatReport#lost_data`).
@@ -276,5 +291,6 @@ pub fn init(ruby: &Ruby, namespace: RClass) -> Result<(), Error> {
     class.define_method("deregister", method!(Native::deregister, 1))?;
     class.define_method("set_default_limits", method!(Native::set_default_limits, 1))?;
     class.define_method("set_default_rates", method!(Native::set_default_rates, 1))?;
+    class.define_method("set_default_ranges", method!(Native::set_default_ranges, 1))?;
     Ok(())
 }

@@ -2,7 +2,7 @@
 //! shapes.rb) from the core's `QueueState`, by keyword, as
 //! beat_report.rs does and for the same reason.
 
-use limit_fetch_core::{Pause, QueueState};
+use limit_fetch_core::{Adaptive, Pause, QueueState};
 use magnus::{prelude::*, Error, IntoValue, RClass, Ruby, Value};
 
 use crate::helpers::{new_data, Pinned};
@@ -19,6 +19,18 @@ pub fn optional_rate(ruby: &Ruby, rate: Option<limit_fetch_core::Rate>) -> Resul
         Some(rate) => crate::rate::to_ruby(ruby, rate),
         None => Ok(ruby.qnil().as_value()),
     }
+}
+
+/// An adaptive limit as `{value:, floor:, ceiling:}`, or nil.
+fn adaptive(ruby: &Ruby, adaptive: Option<Adaptive>) -> Result<Value, Error> {
+    let Some(a) = adaptive else {
+        return Ok(ruby.qnil().as_value());
+    };
+    let hash = ruby.hash_new_capa(3);
+    hash.aset(ruby.to_symbol("value"), a.value)?;
+    hash.aset(ruby.to_symbol("floor"), a.floor)?;
+    hash.aset(ruby.to_symbol("ceiling"), a.ceiling)?;
+    Ok(hash.as_value())
 }
 
 pub fn to_ruby(ruby: &Ruby, state: QueueState) -> Result<Value, Error> {
@@ -43,6 +55,7 @@ pub fn to_ruby(ruby: &Ruby, state: QueueState) -> Result<Value, Error> {
             ("paused", paused.into_value_with(ruby)),
             ("pause_left", pause_left.into_value_with(ruby)),
             ("rate", optional_rate(ruby, state.rate)?),
+            ("adaptive", adaptive(ruby, state.adaptive)?),
         ],
     )
 }

@@ -10,7 +10,8 @@ module Sidekiq
     # where none was stored; a limit set at run time stays); and the job
     # limits it knows of:
     #
-    #   sidekiq-limit_fetch 0.1.0: queues exports (limit 3, process limit 1), mailers (no limit);
+    #   sidekiq-limit_fetch 0.1.0: queues exports (limit 3, process limit 1), mailers (no limit),
+    #   partner (adaptive limit 7 of 1..20);
     #   job limits: ExportJob 2, SyncJob 1 per key, Legacy::Job 4 (configured; class not loaded)
     #
     # The classes it knows are those loaded when the process boots whose
@@ -64,12 +65,19 @@ module Sidekiq
       end
 
       def queue_limits(state)
-        parts = []
-        parts << "limit #{state.limit}" if state.limit
+        parts = [global_limit(state)].compact
         parts << "process limit #{state.process_limit}" if state.process_limit
         parts << "no limit" if parts.empty?
         parts << "paused" if state.paused
         parts.join(", ")
+      end
+
+      # "limit 3", "adaptive limit 7 of 1..20", or nil.
+      def global_limit(state)
+        adaptive = state.adaptive
+        return "adaptive limit #{adaptive[:value]} of #{adaptive[:floor]}..#{adaptive[:ceiling]}" if adaptive
+
+        "limit #{state.limit}" if state.limit
       end
 
       def job_limits

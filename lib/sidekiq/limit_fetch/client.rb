@@ -13,6 +13,7 @@ module Sidekiq
         @config = capsule
         @limits = Limits.configured(capsule)
         @rates = Rates.configured(capsule)
+        @ranges = Limits.ranges(capsule)
         @fetch_options = Configuration.fetch_options
         options = Configuration.capsule_options
         @native = Native.new(RedisOptions.for(capsule), options)
@@ -32,8 +33,7 @@ module Sidekiq
         # Before any write: a server or Redis user that cannot run the gem
         # is refused, with one line saying why.
         @native.check_server
-        @native.set_default_limits(@limits)
-        @native.set_default_rates(@rates)
+        write_defaults
         @native.register
         @heartbeat.start
         self
@@ -107,6 +107,14 @@ module Sidekiq
       end
 
       private
+
+      # The configured limits, rates and ranges, where Redis holds none.
+      def write_defaults
+        @native.set_default_limits(@limits)
+        @native.set_default_rates(@rates)
+        # After the limits: a range's floor is one of them.
+        @native.set_default_ranges(@ranges)
+      end
 
       def backer(request) = "#{request.who} #{request.jid}"
 

@@ -17,11 +17,14 @@ module Sidekiq
     # :at_process_limit  each live capsule serving it is at its process limit
     #                    (+processes+: their identities)
     # :eligible          the next fetch of a capsule serving it takes a job
+    #
+    # +limit+ is the one in force; an adaptive limit's is +adaptive+'s
+    # {value:, floor:, ceiling:} (nil for a fixed one).
     class Explanation
       REASONS = %i[eligible empty paused at_limit at_rate at_process_limit no_process].freeze
 
       attr_reader :queue, :reason, :busy, :limit, :process_limit, :queued, :paused_until, :processes, :rate,
-        :next_start_in
+        :next_start_in, :adaptive
 
       # From a QueueState, RegisteredCapsules and, for a queue with a rate,
       # its RateWindow.
@@ -49,22 +52,20 @@ module Sidekiq
       # A one-line sentence: "at its global limit 3/3", "paused until
       # 12:04:10Z", "at its rate 100/60 s, next start in 12.3 s", "at its
       # process limit 1 in host:1234:abc", "empty", "no live process serves
-      # it", "eligible: 12 queued".
+      # it", "eligible: 12 queued"; an adaptive limit's first: "adaptive 7
+      # of 1..20: at its global limit 7/7".
       def to_s
-        case reason
-        when :paused then paused_until ? "paused until #{format_time(paused_until)}" : "paused until unpaused"
-        when :empty then "empty"
-        when :no_process then "no live process serves it"
-        when :eligible then "eligible: #{queued} queued, #{busy} running"
-        else at_limit_text
-        end
+        text = reason_text
+        return text unless adaptive
+
+        "adaptive #{adaptive[:value]} of #{adaptive[:floor]}..#{adaptive[:ceiling]}: #{text}"
       end
 
       def to_h
         {
           reason: reason, message: to_s, busy: busy, limit: limit, process_limit: process_limit,
           queued: queued, paused_until: paused_until, processes: processes, rate: rate&.to_h,
-          next_start_in: next_start_in
+          next_start_in: next_start_in, adaptive: adaptive
         }
       end
 
@@ -74,9 +75,20 @@ module Sidekiq
 
       private
 
+      def reason_text
+        case reason
+        when :paused then paused_until ? "paused until #{format_time(paused_until)}" : "paused until unpaused"
+        when :empty then "empty"
+        when :no_process then "no live process serves it"
+        when :eligible then "eligible: #{queued} queued, #{busy} running"
+        else at_limit_text
+        end
+      end
+
       def read_limits(state)
         @busy = state.busy.values.sum
         @limit = state.limit
+        @adaptive = state.adaptive
         @process_limit = state.process_limit
         @queued = state.queued
       end

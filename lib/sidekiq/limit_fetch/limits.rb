@@ -16,6 +16,9 @@ module Sidekiq
       # fetch script's %s).
       NUMBER = /\A[ \t\n\v\f\r]*[0-9]+[ \t\n\v\f\r]*\z/
 
+      # A queue's adaptive limit in `:limits` (sidekiq.yml): "MIN..MAX".
+      RANGE = /\A[ \t]*([0-9]+)[ \t]*\.\.[ \t]*([0-9]+)[ \t]*\z/
+
       module_function
 
       # What a stored limit reads as, the way the fetch script reads it: an
@@ -44,16 +47,40 @@ module Sidekiq
                              "(expected a non-negative Integer up to #{MAX}, or nil for no limit)"
       end
 
-      # DefaultLimits of the capsule's queues, and of the class limits of
-      # `:class_limits` (named by id); raises on bad input.
+      # DefaultLimits of the capsule's queues (an adaptive limit's floor),
+      # and of the class limits of `:class_limits` (named by id); raises on
+      # bad input.
       def configured(capsule)
         queue_limits = KINDS.flat_map do |option, kind|
           table(capsule, option, "queue").filter_map do |queue, value|
-            value = coerce(queue, value, kind)
+            range = range(queue, value) if kind == :limit
+            value = range ? range.begin : coerce(queue, value, kind)
             DefaultLimit.new(name: queue.to_s, kind: kind, value: value) unless value.nil?
           end
         end
         queue_limits + class_limits(capsule)
+      end
+
+      # DefaultRanges of the capsule's queues whose limit is adaptive
+      # (`"1..20"`): its limit in force moves inside the range (see
+      # docs/back-off.md).
+      def ranges(capsule)
+        table(capsule, :limits, "queue").filter_map do |queue, value|
+          range = range(queue, value)
+          DefaultRange.new(queue: queue.to_s, floor: range.begin, ceiling: range.end) if range
+        end
+      end
+
+      # An adaptive limit's Range from +value+ ("MIN..MAX", or a Range of
+      # Integers), nil for a value that is not one; raises, naming the queue,
+      # on a broken one.
+      def range(queue, value)
+        bounds = bounds(value)
+        return if bounds == :none
+        return bounds[0]..bounds[1] if valid_range?(bounds)
+
+        raise ArgumentError, "invalid adaptive limit for queue #{queue.to_s.inspect}: #{value.inspect} " \
+                             "(expected \"MIN..MAX\" with 1 <= MIN <= MAX <= #{MAX})"
       end
 
       def class_limits(capsule)
@@ -69,6 +96,20 @@ module Sidekiq
         return table if table.is_a?(Hash)
 
         raise ArgumentError, ":#{option} must be a Hash of #{what} => limit, got #{table.inspect}"
+      end
+
+      # [MIN, MAX] as +value+ gives them (nil if they do not read), or :none
+      # for a value that is not a range.
+      def bounds(value)
+        case value
+        when Range then [value.begin, value.end] unless value.exclude_end?
+        when /\.\./ then RANGE.match(value)&.captures&.map { Integer(_1, 10) }
+        else :none
+        end
+      end
+
+      def valid_range?(bounds)
+        bounds&.all?(Integer) && bounds[0].between?(1, bounds[1]) && bounds[1] <= MAX
       end
 
       # Queues with limits (DefaultLimits) that no capsule of this process

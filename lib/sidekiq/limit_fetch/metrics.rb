@@ -18,7 +18,8 @@ module Sidekiq
       CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
       QUEUE_GAUGES = {
-        limit: ["max_concurrent_jobs", "Jobs of the queue that may run at once across all processes (its limit)"],
+        limit: ["max_concurrent_jobs",
+                "Jobs of the queue that may run at once across all processes (its limit in force)"],
         process_limit: ["process_max_concurrent_jobs", "Jobs of the queue that may run at once in each process"],
         running: ["current_concurrent_jobs", "Jobs of the queue running now across all processes"],
         queued: ["queue_jobs", "Jobs waiting in the queue's list"],

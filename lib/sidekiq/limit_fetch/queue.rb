@@ -22,12 +22,21 @@ module Sidekiq
         @admin = admin
       end
 
-      # The global limit (all processes), as the fetch reads it; nil: none.
+      # The global limit (all processes), as the fetch reads it (an adaptive
+      # limit's limit in force); nil: none.
       def limit
         @admin.limit(name, :limit)
       end
 
+      # An adaptive limit's {value:, floor:, ceiling:} (its limit in force
+      # and its range, `limits: {queue: "1..20"}`); nil for a fixed limit.
+      def adaptive
+        state.adaptive
+      end
+
       # An Integer from 0 (no new fetches) up, or nil to remove the limit.
+      # Either replaces an adaptive limit's range (a process that starts
+      # writes it again: it holds again only if the limit is its floor).
       def limit=(value)
         @admin.set_limit(name, :limit, Limits.coerce(name, value, :limit))
       end
@@ -124,6 +133,7 @@ module Sidekiq
         {
           name: name,
           limit: state.limit,
+          adaptive: state.adaptive,
           process_limit: state.process_limit,
           busy: state.busy.values.sum,
           busy_by_process: by_process(state.busy, registered),

@@ -38,6 +38,12 @@ module Sidekiq
     # name; +rate+, a Rate.
     DefaultRate = Data.define(:queue, :rate)
 
+    # A queue's adaptive limit a capsule writes where Redis holds none
+    # (Native#set_default_ranges), checked by Limits.ranges: +queue+, a
+    # name; its +floor+ (written as its limit too, a DefaultLimit) and
+    # +ceiling+, Integers.
+    DefaultRange = Data.define(:queue, :floor, :ceiling)
+
     # A job limit to back off (Native#back_off, NativeAdmin#back_off), checked
     # by Ruby (BackOffs): its +limit+ id, whether the job +carried+ it (false:
     # its class declares none and backs off as a class, named by +who+),
@@ -105,12 +111,13 @@ module Sidekiq
 
     # One queue as Redis holds it, read in one round trip
     # (NativeAdmin#queue_states): its limits as the fetch reads them (nil:
-    # none; a broken value reads as 0), +busy+ slots by capsule UUID
+    # none; a broken value reads as 0; an adaptive limit's limit in force,
+    # with +adaptive+: {value:, floor:, ceiling:}, else nil), +busy+ slots by capsule UUID
     # ({uuid => count}), +queued+ jobs in Sidekiq's list, whether it is
     # +paused+, the seconds its pause has left (+pause_left+; nil when
     # paused until unpaused, or not paused), and its +rate+ (a Rate as the
     # fetch reads it, a broken one as 0 starts; nil: none).
-    QueueState = Data.define(:name, :limit, :process_limit, :busy, :queued, :paused, :pause_left, :rate)
+    QueueState = Data.define(:name, :limit, :process_limit, :busy, :queued, :paused, :pause_left, :rate, :adaptive)
 
     # A registered capsule as Redis holds it (NativeAdmin#capsules): its
     # +uuid+, what it says of itself (+info+, the JSON Client#describe

@@ -20,7 +20,8 @@ module Sidekiq
     #     fair_tenants: [{class: "SyncJob", scope: "SyncJob", key: "acme", running: 4, share: 3.333}, ...]
     #   }
     #
-    # Keyed limits are summed per scope (a class, or a group): one row per
+    # A queue's limit is the one in force (an adaptive one's moves inside
+    # its range). Keyed limits are summed per scope (a class, or a group): one row per
     # scope whatever the number of keys. A limit is nil when none is stored
     # (no limit, or a default the jobs carry), but an adaptive class limit's
     # is its limit in force. A back-off's figures: the seconds the longest

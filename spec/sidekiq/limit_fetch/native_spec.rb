@@ -79,6 +79,17 @@ RSpec.describe Sidekiq::LimitFetch::Native, "answers", :binding do
     end)
   end
 
+  it "writes a queue's adaptive range with its floor, and reports its limit in force in its QueueState" do
+    native.set_default_limits([Sidekiq::LimitFetch::DefaultLimit.new(name: "a", kind: :limit, value: 2)])
+    native.set_default_ranges([Sidekiq::LimitFetch::DefaultRange.new(queue: "a", floor: 2, ceiling: 9)])
+    redis.call("SET", queue_key("a", "adaptive"), "5 1")
+
+    expect(redis.call("GET", queue_key("a", "limit_range"))).to eq("2..9")
+    expect(admin.queue_states(%w[a b]).map { [_1.name, _1.limit, _1.adaptive] })
+      .to eq([["a", 5, {value: 5, floor: 2, ceiling: 9}], ["b", nil, nil]])
+    expect(admin.limit("a", :limit)).to eq(5)
+  end
+
   it "reports job limits as JobLimitStates: stored limit or nil, running and parked jobs, stored rate" do
     admin.set_job_limit("class:ExportJob", 4)
     rate = Sidekiq::LimitFetch::Rate.new(limit: 5, period: 0.5)

@@ -106,6 +106,15 @@ RSpec.describe Sidekiq::LimitFetch::Web, :web do
     open_gate("web")
   end
 
+  it "shows a queue's adaptive limit in force and its range" do
+    setup_capsule(build_capsule(queues: %w[partner], limits: {"partner" => "1..20"}))
+    redis.call("SET", queue_key("partner", "adaptive"), "7 1")
+
+    get "/limits"
+    expect(cell("partner", ".lf-figures")).to eq("0 / 7 (1..20)")
+    expect(cell("partner", ".lf-explain")).to eq("adaptive 7 of 1..20: empty")
+  end
+
   it "sets a queue's limit and process limit from the forms, and removes them when left blank" do
     queue("webhooks").limit = 5
     get "/limits"

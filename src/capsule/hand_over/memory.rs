@@ -10,7 +10,8 @@ use crate::carried::Carried;
 use crate::script::fetch::Look;
 
 /// The queue a fetch script last took a job of on this thread, for a
-/// capsule, on a master, if that queue had no process limit or rate; and whether
+/// capsule, on a master, if that queue had no process limit, rate or adaptive
+/// limit (see the module's documentation); and whether
 /// the last look left a job in it (known while fetchers sleep: a look then
 /// reports it).
 struct Hint {

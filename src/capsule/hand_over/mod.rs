@@ -76,7 +76,11 @@
 //!
 //! A hand-over is tried only where it should succeed: for a queue a script
 //! on this thread last took a job of, without a process limit or a rate
-//! then ([`note`]); a queue with either pays the script alone, not both. While
+//! then ([`note`]); a queue with either pays the script alone, not both. So
+//! does a queue with an adaptive limit, which grows where the script finds
+//! it reached (lua/prelude/adaptive.lua): a hand-over, which reads its
+//! limit as stored (the floor), only ever sends a job over the floor to
+//! the script, and never grows it. While
 //! fetchers sleep (the queue ran dry lately), only if the last look said
 //! another job was there: a hand-over that finds the queue empty costs a
 //! round trip more than the script.

@@ -1,24 +1,47 @@
 -- Queue eligibility (eligible: pause, limits, rate) and the skip-ahead
 -- scan over queues that hold no job (any_queued, next_queued, after,
 -- more_from).
--- Reads: argv, uuid, freed, held. Writes: seen, seen_rate, classes_back_off,
--- opens.
+-- Reads: argv, uuid, freed, held. Writes: seen, seen_rate, seen_adaptive,
+-- classes_back_off, opens, written (wrote).
+
+-- The limit in force of queue `name`, whose limit as stored is `limit` and
+-- whose range and adaptive state MGET read as `range` and `raw_state`, with
+-- `running` jobs (the slots this fetch frees counted: they were running
+-- this round): `limit` itself unless it is adaptive (adaptive.lua). An
+-- adaptive limit reached while the queue holds a job grows (once a round).
+local function queue_in_force(name, limit, range, raw_state, running)
+  local floor, ceiling, concurrency, state = queue_adaptive(limit, range, raw_state)
+  if not floor then return limit end
+  seen_adaptive = true
+  if running < concurrency then return concurrency end
+  local value = grown(state, concurrency, ceiling)
+  if not value then return concurrency end
+  if redis.call('LLEN', queue_key(name)) == 0 and not (held[name] and #held[name] > 0) then return concurrency end
+  local key = adaptive_key(name)
+  write_adaptive(key, value)
+  wrote(key)
+  return value
+end
 
 -- Whether the capsule may take one more job of the queue, whose busy list is
 -- `busy` (the slots it freed above count as free): not paused, and under
--- its limits and its rate. One MGET reads the limits, the pause, the rate
--- and whether classes back off in it (classes_back_off, for held_back): a
--- queue with none costs one call, as the limit's GET alone did before
--- pauses.
+-- its limits and its rate. One MGET reads the limits, the pause, the rate,
+-- whether classes back off in it (classes_back_off, for held_back) and an
+-- adaptive limit's range and state: a queue with none costs one call, as
+-- the limit's GET alone did before pauses.
 local function eligible(name, busy)
   local state = redis.call('MGET', limit_key(name), process_limit_key(name), paused_key(name), rate_key(name),
-    class_back_off_key(name))
-  seen, seen_rate = state, nil
+    class_back_off_key(name), limit_range_key(name), adaptive_key(name))
+  seen, seen_rate, seen_adaptive = state, nil, false
   classes_back_off = state[5] and true or false
   if state[3] then return false end
   local own_freed = freed[name] or 0
   local limit = parse_limit(state[1])
-  if limit and redis.call('LLEN', busy) - own_freed >= limit then return false end
+  if limit then
+    local running = redis.call('LLEN', busy)
+    if state[6] then limit = queue_in_force(name, limit, state[6], state[7], running) end
+    if running - own_freed >= limit then return false end
+  end
   local process_limit = parse_limit(state[2])
   if process_limit == 0 then return false end
   -- Stops scanning as soon as the capsule's share is known to be full.

@@ -60,8 +60,8 @@
 -- limited, queued, opens in, parked} (the last four may be missing): more is 1 if
 -- another job is eligible after this one, or, with no job, if it stopped at
 -- ARGV[3]; discarded lists {job, job limit id} of each job it discarded
--- (the whole payload, for the app's discard handlers); with a job, 1 if its queue has a process limit, a rate or classes that back off (a
--- hand-over is tried only without either), else false, and, when it reports (ARGV[2]
+-- (the whole payload, for the app's discard handlers); with a job, 1 if its queue has a process limit, a rate, classes that back off or an
+-- adaptive limit (a hand-over is tried only without any), else false, and, when it reports (ARGV[2]
 -- MODE_WATCH or MODE_REPORT), how many jobs its queue still holds (else false); opens in:
 -- microseconds until a rate may let something go that it holds back now
 -- (a queue's window, or jobs parked behind a job limit's), else false;
@@ -82,8 +82,9 @@
 -- raises an error if written.
 local argv, uuid, watch, report, lookahead
 -- The last queue state eligible read: {limit, process limit, paused,
--- rate}, and that rate, parsed.
-local seen, seen_rate
+-- rate, classes back off, range, adaptive state}, that rate, parsed, and
+-- whether its limit is adaptive.
+local seen, seen_rate, seen_adaptive
 -- Whether the queue eligible looked at last has classes that back off
 -- (held_back asks them then).
 local classes_back_off = false

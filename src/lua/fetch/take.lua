@@ -1,7 +1,7 @@
 -- Taking a job: its queue's slot and rate start booked (book_queue), the
 -- job moved into the in-progress list (take, moved_from), and the reply
 -- with it (taken).
--- Reads: uuid, report, watch, seen, seen_rate, freed, held, moved,
+-- Reads: uuid, report, watch, seen, seen_rate, seen_adaptive, freed, held, moved,
 -- discarded, took_held, opens. Writes: freed, held, moved, took_held,
 -- written, and (taken, through more_from and done) what those write.
 
@@ -22,11 +22,13 @@ end
 
 -- The reply for job `job` taken from queue `name`, the i-th argument.
 local function taken(name, job, i)
-  local state = seen
+  local state, adaptive = seen, seen_adaptive
   local more, queued = 0, false
   if report then more, queued = more_from(i) end
-  return done({name, job, more, discarded, (state[2] or state[4] or state[5]) and 1 or false, queued, opens_in(),
-    took_held and 1 or false})
+  -- An adaptive limit grows at the fetch that finds it reached, which a
+  -- hand-over never is (src/capsule/hand_over/): its queue's jobs come here.
+  return done({name, job, more, discarded, (state[2] or state[4] or state[5] or adaptive) and 1 or false, queued,
+    opens_in(), took_held and 1 or false})
 end
 
 -- A queue's key, written by this fetch: the doorbell's reads of it end.

@@ -58,6 +58,9 @@ local function class_back_offs_key(name) return PREFIX .. 'queue:' .. name .. ':
 local BACK_OFFS_KEY = 'sidekiq:limit_fetch:back_offs'
 -- An adaptive job limit's limit in force (src/keys.rs).
 local function job_adaptive_key(id) return PREFIX .. 'limit:' .. id .. ':adaptive' end
+-- A queue's adaptive limit (src/keys.rs): its range, and its limit in force.
+local function limit_range_key(name) return PREFIX .. 'queue:' .. name .. ':limit_range' end
+local function adaptive_key(name) return PREFIX .. 'queue:' .. name .. ':adaptive' end
 -- A fair class's tenants with parked jobs, scored by slots over weight
 -- (src/keys.rs).
 local function fair_waiting_key(class_id) return PREFIX .. 'limit:' .. class_id .. ':fair' end

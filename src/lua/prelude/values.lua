@@ -1,7 +1,8 @@
 -- Stored and declared values read as the core and Ruby read them: a limit
 -- (parse_limit, read_limit), a rate (parse_rate, declared_rate), with
 -- their bounds (MAX_LIMIT, MAX_PERIOD, MIN_PERIOD), and a back-off's end
--- (parse_back_off).
+-- (parse_back_off), an adaptive limit's state (parse_adaptive) and a
+-- queue's adaptive range (parse_range).
 
 -- The largest valid limit, 2^53 - 1: a Lua number holds every integer up to
 -- it exactly. No queue has that many jobs running: a larger one is broken.
@@ -71,5 +72,17 @@ local function parse_adaptive(raw)
   local value, changed = string.match(raw, '^(%d+) (%d+)$')
   value, changed = tonumber(value), tonumber(changed)
   if value and changed and value <= MAX_LIMIT then return {value, changed} end
+  return nil
+end
+
+-- A queue's adaptive range, floor and ceiling, from its stored text
+-- "<floor>..<ceiling>" (src/keys.rs's limit_range), or nil: no key, or a
+-- broken range, which reads as none: its floor, the queue's limit, holds
+-- alone (as a reader that knows no ranges reads it).
+local function parse_range(raw)
+  if not raw then return nil end
+  local floor, ceiling = string.match(raw, '^(%d+)%.%.(%d+)$')
+  floor, ceiling = tonumber(floor), tonumber(ceiling)
+  if floor and ceiling and floor >= 1 and floor <= ceiling and ceiling <= MAX_LIMIT then return floor, ceiling end
   return nil
 end

@@ -21,12 +21,20 @@ module Sidekiq
 
         def row(queue)
           [
-            queue[:name], limit(queue[:limit]), limit(queue[:process_limit]), rate(queue), queue[:busy].to_s,
+            queue[:name], global_limit(queue), limit(queue[:process_limit]), rate(queue), queue[:busy].to_s,
             queue[:queued].to_s, paused(queue), queue[:explain][:message]
           ]
         end
 
         def limit(value) = value.nil? ? "-" : value.to_s
+
+        # Its number, or an adaptive limit's in force and range: "7 (1..20)".
+        def global_limit(queue)
+          adaptive = queue[:adaptive]
+          return limit(queue[:limit]) unless adaptive
+
+          "#{adaptive[:value]} (#{adaptive[:floor]}..#{adaptive[:ceiling]})"
+        end
 
         # "100/60": starts per seconds, with the starts in the window now.
         def rate(queue)

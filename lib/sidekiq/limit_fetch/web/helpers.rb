@@ -41,6 +41,16 @@ module Sidekiq
           value.nil? ? t("LimitFetchNone") : value.to_s
         end
 
+        # A queue's global limit (Overview::QueueRow) as shown: its number,
+        # "none", or "7 (1..20)" for an adaptive one (its limit in force and
+        # its range).
+        def limit_fetch_queue_limit(row)
+          adaptive = row.adaptive
+          return limit_fetch_limit(row.limit) unless adaptive
+
+          "#{adaptive[:value]} (#{adaptive[:floor]}..#{adaptive[:ceiling]})"
+        end
+
         # A job limit's (Overview::JobLimitRow) as shown: its number, "3
         # (default)" for the default its jobs carry, "default" when none
         # tells it, "adaptive 7 of 1..20" for an adaptive one.

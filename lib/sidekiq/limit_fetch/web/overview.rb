@@ -12,10 +12,11 @@ module Sidekiq
         REFRESH_CHOICES = [2, 5, 10].freeze
         REFRESH = 1..60
 
-        # One queue's row: Queue#to_h, its +parked+ jobs (ParkedCounts), and
-        # its Explanation's +reason+ and sentence (+explanation+).
+        # One queue's row: Queue#to_h (an adaptive limit's limit in force,
+        # with +adaptive+), its +parked+ jobs (ParkedCounts), and its
+        # Explanation's +reason+ and sentence (+explanation+).
         QueueRow = Data.define(:name, :limit, :process_limit, :busy, :busy_by_process, :queued, :parked, :paused,
-          :paused_until, :reason, :explanation, :rate, :rate_window)
+          :paused_until, :reason, :explanation, :rate, :rate_window, :adaptive)
 
         # A job limit (JobLimitId +id+): the +limit+ in force, stored or else
         # the one its jobs carry (+default+: true; nil when no job tells it;
