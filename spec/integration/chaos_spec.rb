@@ -124,7 +124,7 @@ RSpec.describe "bin/chaos's accounting" do
     runs = starts.map do |jid, at|
       run(jid, "w1", at, at + ms, queue: "f", tenant: pushed.fetch(jid)[0]).with(job_class: "FairChaosJob")
     end
-    seen = LimitFetchChaos::FairShares.new(FairChaosJob, runs, pushed).to_h
+    seen = LimitFetchChaos::FairShares.new("FairChaosJob", %w[big mid t1 t2], runs, pushed).to_h
 
     expect(seen.transform_values { _1.slice(:pushed, :begun, :wait_ms, :behind_large) })
       .to eq("big" => {pushed: 12, begun: 12, wait_ms: 120, behind_large: 0},

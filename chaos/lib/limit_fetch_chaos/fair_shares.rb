@@ -30,10 +30,11 @@ module LimitFetchChaos
       end
     end
 
-    # `runs`: every run; `pushed`: the class's, as Pushes notes them.
-    def initialize(job_class, runs, pushed)
-      @tenants = job_class::TENANTS
-      @runs = runs.select { _1.job_class == job_class.name }
+    # Of class `name` (its `tenants`); `runs`: every run; `pushed`: the
+    # class's, as Pushes notes them.
+    def initialize(name, tenants, runs, pushed)
+      @tenants = tenants
+      @runs = runs.select { _1.job_class == name }
       first = @runs.group_by(&:jid).transform_values { |of_job| of_job.map(&:start).min }
       @jobs = pushed.map { |jid, (tenant, at)| {tenant:, pushed: at, started: first[jid]} }
     end

@@ -20,7 +20,12 @@ module LimitFetchChaos
     end
 
     # Per FAIR class, what its tenants got (FairShares).
-    def fair_h = FAIR.to_h { [_1.name, FairShares.new(_1, @every_run, @feeder.fair_pushes.fetch(_1.name)).to_h] }
+    def fair_h
+      FAIR.to_h do |job_class|
+        pushed = @feeder.fair_pushes.fetch(job_class.name)
+        [job_class.name, FairShares.new(job_class.name, job_class::TENANTS, @every_run, pushed).to_h]
+      end
+    end
 
     private
 
