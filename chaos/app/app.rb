@@ -13,6 +13,8 @@ require_relative "discard_chaos_job"
 require_relative "rated_chaos_job"
 require_relative "tenant_rated_chaos_job"
 require_relative "backing_off_chaos_job"
+require_relative "fair_chaos_job"
+require_relative "weighted_fair_chaos_job"
 
 Sidekiq.configure_server do |config|
   # Short, so that the capsule of a killed process is reaped within seconds

@@ -9,7 +9,7 @@ $LOAD_PATH.unshift(File.expand_path("../../demo/lib", __dir__))
 require "limit_fetch_demo"
 require_relative "../../tools/lib/limit_fetch_tools/markdown"
 %w[keyed_chaos_job backing_off_chaos_job grouped_chaos_job co_grouped_chaos_job per_queue_chaos_job discard_chaos_job
-   rated_chaos_job tenant_rated_chaos_job].each do |job|
+   rated_chaos_job tenant_rated_chaos_job fair_chaos_job weighted_fair_chaos_job].each do |job|
   require_relative "../app/#{job}"
 end
 
@@ -69,6 +69,7 @@ require_relative "limit_fetch_chaos/discards"
 require_relative "limit_fetch_chaos/leftovers"
 require_relative "limit_fetch_chaos/stalls"
 require_relative "limit_fetch_chaos/limited_checks"
+require_relative "limit_fetch_chaos/fair_shares"
 require_relative "limit_fetch_chaos/limited_report"
 require_relative "limit_fetch_chaos/rates_checks"
 require_relative "limit_fetch_chaos/rates_report"

@@ -51,7 +51,7 @@ RSpec.describe "bin/chaos --quick", :e2e do
     expect(facts[:chaos][:freeze]).to include(seconds: be >= LimitFetchChaos::Plan::FREEZE, held: be_any)
     expect(facts[:booked_after_jobs].values).to all(eq({}))
     expect(facts[:redis_after_stop]).to include(busy: {}, in_progress: {}, capsule_keys: [], capsules: [],
-      job_limit_keys: {}, parked: [], rate_keys: {}, strays: {})
+      job_limit_keys: {}, parked: [], fair_waiting: {}, rate_keys: {}, strays: {})
   end
 end
 
@@ -93,6 +93,48 @@ RSpec.describe "bin/chaos's accounting" do
 
     expect(of("key:chaos_tenants#t1", grouped).violations.first).to start_with("job limit key:chaos_tenants#t1: 2 jobs")
     expect([of("key:PerQueueChaosJob@p#t1", grouped).max, of("key:PerQueueChaosJob@q#t1", grouped).max]).to eq([1, 1])
+  end
+
+  it "holds a fair class's runs to its own slots, whatever their tenant, apart from the other fair class's" do
+    fair = lambda do |jid, worker, start, finish, tenant, job_class = "FairChaosJob"|
+      run(jid, worker, start, finish, queue: "f", tenant:).with(job_class:)
+    end
+    runs = [fair.call("j1", "w1", 0, 10, "big"), fair.call("j2", "w2", 1, 10, "big"),
+            fair.call("j3", "w1", 2, 10, "mid"), fair.call("j4", "w2", 3, 10, "t1"),
+            fair.call("j5", "w3", 4, 10, "t1", "WeightedFairChaosJob"),
+            fair.call("j6", "w3", 5, 10, "gold", "WeightedFairChaosJob")]
+
+    expect(of("class:FairChaosJob", runs).to_h).to include(max: 4, limit: 4, over: nil)
+    expect(of("key:FairChaosJob#big", runs).max).to eq(2)
+    expect(of("key:FairChaosJob#t1", runs).max).to eq(1)
+    expect(of("class:WeightedFairChaosJob", runs).max).to eq(2)
+    expect(of("class:FairChaosJob", [*runs, fair.call("j7", "w3", 9, 12, "t2")]).violations.first)
+      .to start_with("job limit class:FairChaosJob: 5 jobs ran at once, limit 4 (j1 in w1")
+  end
+
+  it "tells what each fair class's tenant got: waits, starts behind another's backlog and while all had work" do
+    ms = 1_000_000
+    # big: 12 pushed at 0, begun one each 10 ms from 60 ms; t1 one pushed at 10 ms, begun at 20 ms behind big's 12;
+    # at 100 ms mid, t1 and t2 (2) pushed: every tenant waits until mid's begins at 155 ms; t2's second never begins.
+    later = {"t1a" => ["t1", 10 * ms], "m1" => ["mid", 100 * ms], "t2a" => ["t2", 100 * ms],
+             "t2b" => ["t2", 100 * ms], "t1b" => ["t1", 100 * ms]}
+    pushed = (1..12).to_h { ["b#{_1}", ["big", 0]] }.merge(later)
+    begun = {"t1a" => 20 * ms, "m1" => 155 * ms, "t2a" => 165 * ms, "t1b" => 175 * ms}
+    starts = (1..12).to_h { ["b#{_1}", (50 + (10 * _1)) * ms] }.merge(begun)
+    runs = starts.map do |jid, at|
+      run(jid, "w1", at, at + ms, queue: "f", tenant: pushed.fetch(jid)[0]).with(job_class: "FairChaosJob")
+    end
+    seen = LimitFetchChaos::FairShares.new("FairChaosJob", %w[big mid t1 t2], runs, pushed).to_h
+
+    expect(seen.transform_values { _1.slice(:pushed, :begun, :wait_ms, :behind_large) })
+      .to eq("big" => {pushed: 12, begun: 12, wait_ms: 120, behind_large: 0},
+        "mid" => {pushed: 1, begun: 1, wait_ms: 55, behind_large: 0},
+        "t1" => {pushed: 2, begun: 2, wait_ms: 75, behind_large: 1},
+        "t2" => {pushed: 2, begun: 1, wait_ms: 65, behind_large: 0})
+    # Begun from 100 ms to 155 ms: big's b5 to b10 and mid's m1.
+    expect(seen.transform_values { _1.slice(:all_waiting, :all_waiting_share) })
+      .to eq("big" => {all_waiting: 6, all_waiting_share: 86}, "mid" => {all_waiting: 1, all_waiting_share: 14},
+        "t1" => {all_waiting: 0, all_waiting_share: 0}, "t2" => {all_waiting: 0, all_waiting_share: 0})
   end
 
   it "holds a limit changed at run time to the highest in force within FETCH_LAG before each start" do
@@ -363,8 +405,20 @@ RSpec.describe "bin/chaos's leftovers" do
     redis.call("RPUSH", "#{prefix}limit:key:KeyedChaosJob#t1:busy", "uuid")
     booked = LimitFetchChaos::Booked.read(redis)
     expect(booked.to_h).to eq(busy: {"#{prefix}queue:a:busy" => 2}, in_progress: {},
-      job_limits: {"#{prefix}limit:key:KeyedChaosJob#t1:busy" => 1}, rates: {})
+      job_limits: {"#{prefix}limit:key:KeyedChaosJob#t1:busy" => 1}, rates: {}, fair_waiting: {})
     expect(booked.problems.size).to eq(2)
+  end
+
+  it "finds a fair class's tenants still waiting their turn, once the jobs have ended and after the stop" do
+    waiting = Sidekiq::LimitFetch::Keys.fair_waiting("class:FairChaosJob")
+    expect(waiting).to eq("#{LimitFetchChaos::PREFIX}limit:class:FairChaosJob:fair")
+    redis.call("ZADD", waiting, "0.5", "key:FairChaosJob#big")
+
+    left = LimitFetchChaos::Leftovers.read(redis, %w[f])
+    expect([left.fair_waiting, left.job_limit_keys, left.strays]).to eq([{waiting => ["key:FairChaosJob#big"]}, {}, {}])
+    expect(left.problems).to eq(["fair classes' tenants still waiting their turn: #{left.fair_waiting}"])
+    expect(LimitFetchChaos::Booked.read(redis).problems)
+      .to eq(["fair waiting still booked 2 heartbeat periods after the last job ended: #{left.fair_waiting}"])
   end
 
   it "finds what the rates keep once their windows have passed: starts, released counts, rate-parked limits" do

@@ -114,7 +114,7 @@ module LimitFetchChaos
 
     def limited
       tuned = limits.grep(JobLimitConcurrency).find { _1.id == Tuner::ID }
-      @limited ||= LimitedReport.new(@outcome.merge(runs: counted), lost, tuned)
+      @limited ||= LimitedReport.new(@outcome.merge(runs: counted, every_run: runs), lost, tuned)
     end
 
     def duplicates

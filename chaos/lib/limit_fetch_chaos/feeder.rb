@@ -47,6 +47,8 @@ module LimitFetchChaos
 
     # jid => tenant of every job of the LIMITED classes.
     attr_reader :jids, :tenants
+    # The FAIR classes' pushes (FairShares::Pushes).
+    attr_reader :fair_pushes
 
     def initialize(plan, sidekiq)
       @plan = plan
@@ -106,11 +108,14 @@ module LimitFetchChaos
     def queues = @plan.queues
 
     # The gem's client middleware, as it installs it in Sidekiq's own
-    # configuration (the driver's is one of its own), then Carried.
+    # configuration (the driver's is one of its own), then Carried and
+    # FairShares::Pushes.
     def install_middleware
+      @fair_pushes = FAIR.to_h { [_1.name, {}] }
       @sidekiq.client_middleware do |chain|
         chain.add(Sidekiq::LimitFetch::ClientMiddleware)
         chain.add(Carried, @carried)
+        chain.add(FairShares::Pushes, @fair_pushes)
       end
     end
 

@@ -5,13 +5,15 @@ module LimitFetchChaos
   # all of it should be empty: busy lists and in-progress lists (key =>
   # length), any key of a capsule, the registered capsules, any key of a job
   # limit (busy and parked lists: key => length), the set of job limits with
-  # parked jobs, what the rates keep (`rate_keys`: RATES), jobs still queued
+  # parked jobs, the fair classes' tenants waiting their turn
+  # (`fair_waiting`: key => members), what the rates keep (`rate_keys`:
+  # RATES), jobs still queued
   # (queue => count), the dead set's size, and any other key of the gem's
   # but those it keeps by design (`strays`, key => type; see KEPT and
   # OUTAGE).
-  Leftovers = Data.define(:busy, :in_progress, :capsule_keys, :capsules, :job_limit_keys, :parked, :rate_keys,
-    :queued, :dead, :strays) do
-    def initialize(strays: {}, rate_keys: {}, **)
+  Leftovers = Data.define(:busy, :in_progress, :capsule_keys, :capsules, :job_limit_keys, :parked, :fair_waiting,
+    :rate_keys, :queued, :dead, :strays) do
+    def initialize(strays: {}, rate_keys: {}, fair_waiting: {}, **)
       super
     end
   end
@@ -21,6 +23,7 @@ module LimitFetchChaos
                 capsule_keys: "keys of capsules left", capsules: "capsules still registered",
                 job_limit_keys: "keys of job limits left (busy slots, parked jobs)",
                 parked: "job limits still listed as having parked jobs",
+                fair_waiting: "fair classes' tenants still waiting their turn",
                 rate_keys: "keys of rates left (starts in a window, jobs released and not started, limits noted " \
                            "as parked behind their rate)",
                 queued: "jobs still queued", dead: "jobs in the dead set",
@@ -61,7 +64,8 @@ module LimitFetchChaos
         capsule_keys: conn.call("KEYS", "#{PREFIX}capsule:*").sort,
         capsules: conn.call("SUNION", KEYS::CAPSULES, KEYS::REGISTERED).sort,
         job_limit_keys: job_limit_keys(conn),
-        parked: conn.call("SMEMBERS", KEYS::PARKED).sort, rate_keys: rate_keys(conn), queued: queued(conn, queues),
+        parked: conn.call("SMEMBERS", KEYS::PARKED).sort, fair_waiting: fair_waiting(conn), rate_keys: rate_keys(conn),
+        queued: queued(conn, queues),
         dead: conn.call("ZCARD", "dead"), strays: strays(conn, expiry))
     end
 
@@ -83,9 +87,20 @@ module LimitFetchChaos
 
     def self.rate_key?(key) = RATES.any? { key.delete_prefix(PREFIX).match?(_1) }
 
-    # key => length or type of a job limit's keys, but those of its rate and
-    # those TIMED with a TTL still running.
-    def self.job_limit_keys(conn) = sizes(conn, "#{PREFIX}limit:*").reject { rate_key?(_1) || timed?(conn, _1) }
+    # A fair class's set of its tenants waiting their turn (its own field).
+    FAIR_WAITING = KEYS.fair_waiting("*")
+
+    # key => the tenants (their key limits' ids) in each fair class's
+    # waiting set (a sorted set, by slots held over weight).
+    def self.fair_waiting(conn) = conn.call("KEYS", FAIR_WAITING).sort.to_h { [_1, conn.call("ZRANGE", _1, 0, -1)] }
+
+    def self.fair_waiting?(key) = File.fnmatch?(FAIR_WAITING, key)
+
+    # key => length or type of a job limit's keys, but those of its rate,
+    # the fair waiting sets and those TIMED with a TTL still running.
+    def self.job_limit_keys(conn)
+      sizes(conn, "#{PREFIX}limit:*").reject { rate_key?(_1) || fair_waiting?(_1) || timed?(conn, _1) }
+    end
 
     def self.timed?(conn, key) = key.delete_prefix(PREFIX).match?(TIMED) && conn.call("PTTL", key).positive?
 
@@ -127,9 +142,11 @@ module LimitFetchChaos
   # All of it should be empty: a slot booked then is a slot leaked, which
   # keeps a job that waits from running; a rate's key left is one an idle
   # rate keeps for good (its live fetchers wake as a window opens, and the
-  # first fetch after sends back and forgets what was parked behind it).
-  Booked = Data.define(:busy, :in_progress, :job_limits, :rates) do
-    def initialize(rates: {}, **)
+  # first fetch after sends back and forgets what was parked behind it); a
+  # fair class's tenant still waiting its turn (`fair_waiting`, key =>
+  # tenants) has nothing to wait for, a stale entry no turn removes.
+  Booked = Data.define(:busy, :in_progress, :job_limits, :rates, :fair_waiting) do
+    def initialize(rates: {}, fair_waiting: {}, **)
       super
     end
 
@@ -149,7 +166,7 @@ module LimitFetchChaos
         in_progress: Leftovers.lengths(conn, "#{PREFIX}capsule:*:inprogress:*"),
         job_limits: Leftovers.lengths(conn, "#{PREFIX}limit:*:busy")
                              .merge(Leftovers.lengths(conn, "#{PREFIX}limit:*:parked")),
-        rates: Leftovers.rate_keys(conn))
+        rates: Leftovers.rate_keys(conn), fair_waiting: Leftovers.fair_waiting(conn))
     end
 
     def problems

@@ -32,6 +32,15 @@ module LimitFetchChaos
       ["longest wait with jobs parked and none begun within a period (a stall: over)",
        -> { "#{_1[1][:longest_wait_s]} s (#{_1[1][:stall_after_s]} s)" }]
     ].freeze
+    # A fair class's tenants (FairShares#to_h): rows [class, tenant, figures].
+    FAIR_SHARES = [
+      ["fair class: tenant", -> { "#{_1[0]}: #{_1[1]}" }],
+      ["pushed / begun", -> { "#{_1[2][:pushed]} / #{_1[2][:begun]}" }],
+      ["median wait, push to start", -> { "#{_1[2][:wait_ms] || "-"} ms" }],
+      ["begun while another had #{FairShares::LARGE}+ waiting", [2, :behind_large]],
+      ["begun while every tenant had jobs waiting (share)",
+       -> { "#{_1[2][:all_waiting]} (#{_1[2][:all_waiting_share] || "-"}%)" }]
+    ].freeze
     FAULT_LIMITS = [["limit", 0, :code], ["most at once / limit (woken originals left out)",
                                           -> { "#{_1[1][:max]} / #{_1[1][:limit]}" }]].freeze
     # The jobs run more than once (Duplicates), SHOWN at most.
@@ -56,6 +65,9 @@ module LimitFetchChaos
     %i[plan jobs limited tuner chaos fault].each { |name| define_method(name) { report[name] } }
 
     def discards = limited[:discards]
+
+    # The fair classes' tenants, one row each (FAIR_SHARES).
+    def fair_rows(fair) = fair.flat_map { |name, tenants| tenants.map { |tenant, seen| [name, tenant, seen] } }
 
     def environment
       env = report[:environment]

@@ -95,8 +95,15 @@ module LimitFetchChaos
     # The class of a job pushed to a queue that +classes+ share.
     def pick(classes) = classes.sample(random: @job_random)
 
-    # A tenant of +job_class+ (a LIMITED class) for a job; nil if it has none.
-    def tenant(job_class) = job_class::TENANTS.sample(random: @job_random)
+    # A tenant of +job_class+ (a LIMITED class) for a job; nil if it has
+    # none. A class with PUSHES (tenant => share) gets its tenants' jobs in
+    # those shares, so that their backlogs are skewed.
+    def tenant(job_class)
+      return job_class::TENANTS.sample(random: @job_random) unless job_class.const_defined?(:PUSHES)
+
+      pick = @job_random.rand(job_class::PUSHES.values.sum)
+      job_class::PUSHES.find { |_, share| (pick -= share).negative? }&.first
+    end
 
     def kill_interval = @kill_random.rand(KILL_EVERY)
 
@@ -141,8 +148,17 @@ module LimitFetchChaos
         "BackingOffChaosJob (adaptive, 1..#{BackingOffChaosJob::TENANT_LIMIT}, backing off 1 run in " \
         "#{BackingOffChaosJob::BACK_OFF_ONE_IN}), on g " \
         "GroupedChaosJob and CoGroupedChaosJob sharing their group's (#{Tuner::ID}'s changed at run time), " \
-        "on p and q PerQueueChaosJob (per queue), on d DiscardChaosJob (the rest discarded); #{rates}; " \
+        "on p and q PerQueueChaosJob (per queue), on d DiscardChaosJob (the rest discarded); #{fair_and_rates}; " \
         "seed #{options.seed}"
+    end
+
+    def fair_and_rates = "#{fair}; #{rates}"
+
+    def fair
+      weights = WeightedFairChaosJob::WEIGHTS.map { _1.join(" ") }.join(", ")
+      "fair shares on f: FairChaosJob's #{FairChaosJob::CLASS_LIMIT} slots among #{FairChaosJob::PUSHES.size} " \
+        "tenants pushed #{FairChaosJob::PUSHES.values.join(":")}, WeightedFairChaosJob's " \
+        "#{WeightedFairChaosJob::CLASS_LIMIT} by weight (#{weights}, others 1)"
     end
 
     def rates

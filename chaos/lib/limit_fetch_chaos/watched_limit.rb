@@ -3,17 +3,31 @@
 module LimitFetchChaos
   # Each job limit the chaos app's jobs carry, named as the gem names it
   # (written out here, not asked of the gem, so that a wrong id shows): the
-  # queues and tenant of the runs that count for it (any tenant when nil)
-  # and its limit when none is stored. The classes whose jobs carry them
-  # are LIMITED.
-  WatchedLimit = Data.define(:id, :queues, :tenant, :limit) do
+  # queues, tenant and class of the runs that count for it (any tenant, any
+  # class when nil) and its limit when none is stored. The classes whose
+  # jobs carry them are LIMITED. A fair class's tenant (FAIR) holds no limit
+  # of its own: it is held to its class's, whose slots it shares.
+  WatchedLimit = Data.define(:id, :queues, :tenant, :limit, :job_class) do
+    def initialize(job_class: nil, **)
+      super
+    end
+
     def self.all
       [new(id: "class:KeyedChaosJob", queues: KeyedChaosJob::QUEUES, tenant: nil, limit: KeyedChaosJob::CLASS_LIMIT),
        *keys("KeyedChaosJob", KeyedChaosJob),
        *keys("BackingOffChaosJob", BackingOffChaosJob),
        *keys(GroupedChaosJob::GROUP, GroupedChaosJob),
        *PerQueueChaosJob::QUEUES.flat_map { keys("PerQueueChaosJob@#{_1}", PerQueueChaosJob, queues: [_1]) },
-       *keys("DiscardChaosJob", DiscardChaosJob)]
+       *keys("DiscardChaosJob", DiscardChaosJob), *FAIR.flat_map { fair(_1) }]
+    end
+
+    # A fair class's limit and each of its tenants', held to the class's.
+    def self.fair(job_class)
+      limit = job_class::CLASS_LIMIT
+      [new(id: "class:#{job_class}", queues: job_class::QUEUES, tenant: nil, limit:, job_class: job_class.name),
+       *job_class::TENANTS.map do |tenant|
+         new(id: "key:#{job_class}##{tenant}", queues: job_class::QUEUES, tenant:, limit:, job_class: job_class.name)
+       end]
     end
 
     def self.keys(scope, job_class, queues: job_class::QUEUES)
@@ -25,14 +39,22 @@ module LimitFetchChaos
     # Those whose jobs wait parked at their limit (all but DiscardChaosJob's).
     def self.parking = all.reject { _1.queues == DiscardChaosJob::QUEUES }
 
-    def runs_of(runs) = runs.select { queues.include?(_1.queue) && (tenant.nil? || _1.tenant == tenant) }
+    def runs_of(runs) = runs.select { of?(_1) }
+
+    def of?(run)
+      queues.include?(run.queue) && [tenant, job_class].zip([run.tenant, run.job_class]).all? do |own, its|
+        own.nil? || own == its
+      end
+    end
 
     def parked_key = KEYS.parked(id)
   end
 
+  # The classes whose slots are shared among their tenants (`fair:`).
+  FAIR = [FairChaosJob, WeightedFairChaosJob].freeze
   # The classes whose jobs carry job limits (concurrency, or a rate:
   # RatedLimit), each pushed by class to its QUEUES with one of its TENANTS
   # (none if it has none).
   LIMITED = [KeyedChaosJob, BackingOffChaosJob, GroupedChaosJob, CoGroupedChaosJob, PerQueueChaosJob, DiscardChaosJob,
-             RatedChaosJob, TenantRatedChaosJob].freeze
+             RatedChaosJob, TenantRatedChaosJob, *FAIR].freeze
 end

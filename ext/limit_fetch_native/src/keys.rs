@@ -30,6 +30,7 @@ pub fn init(ruby: &Ruby, namespace: RClass) -> Result<(), Error> {
     module.define_module_function("job_limit", function!(job_limit, 1))?;
     module.define_module_function("job_busy", function!(job_busy, 1))?;
     module.define_module_function("parked", function!(parked, 1))?;
+    module.define_module_function("fair_waiting", function!(fair_waiting, 1))?;
     Ok(())
 }
 
@@ -117,6 +118,10 @@ fn job_busy(id: String) -> String {
 
 fn parked(id: String) -> String {
     keys::parked(&id)
+}
+
+fn fair_waiting(class_id: String) -> String {
+    keys::fair_waiting(&class_id)
 }
 
 fn rate(queue: String) -> String {
