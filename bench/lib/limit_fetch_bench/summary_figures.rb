@@ -147,10 +147,9 @@ module LimitFetchBench
        "rate_parked_max" => Stats.of(runs, "rate_parked").max, "vs_none" => (rate_vs_none(runs, none) if none)}
     end
 
+    # Of jobs/s and of the costs per job but round trips (COSTS' first).
     def rate_vs_none(runs, none)
-      %w[jobs_per_s commands process_cpu redis_cpu].to_h do |name|
-        [name, versus(runs, none, name == "jobs_per_s" ? name : cost(name))]
-      end
+      {"jobs_per_s" => versus(runs, none, "jobs_per_s"), **COSTS.drop(1).to_h { [_1, versus(runs, none, cost(_1))] }}
     end
 
     # The hot backlog's last start against the least its rate allows, and
