@@ -129,7 +129,7 @@ pub(in crate::capsule) fn note(capsule: u64, generation: u64, look: &Look) {
         if let Some(fetched) = look
             .fetched
             .as_ref()
-            .filter(|_| !look.process_limit_or_rate)
+            .filter(|_| !look.left_to_script)
         {
             hints.push(Hint {
                 capsule,
