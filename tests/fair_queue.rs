@@ -143,7 +143,10 @@ fn a_job_without_a_key_is_its_classs_tenant() {
     let first = text(&running[0]);
     assert_eq!(
         shares(&first),
-        [[format!("class:A{q}").as_str(), "", id.as_str(), ""], [id.as_str(), "2", "", ""]]
+        [
+            [format!("class:A{q}").as_str(), "", id.as_str(), ""],
+            [id.as_str(), "2", "", ""]
+        ]
     );
     assert!(first.starts_with(r#"{"limit_fetch":["#), "{first}");
     assert!(first.ends_with(&format!(",{}", &a[0][1..])), "{first}");
@@ -174,7 +177,11 @@ fn freed_slots_go_to_the_tenants_that_arrived() {
     fill(&c, &q, &mut running, 4);
     assert_eq!(running.len(), 4, "all 4 slots to the tenant alone");
     finish_one(&c, &q, &mut running, 4);
-    assert_eq!(by_tenant(&running)["a"], 4, "its freed slot goes to it again");
+    assert_eq!(
+        by_tenant(&running)["a"],
+        4,
+        "its freed slot goes to it again"
+    );
     push_jobs(&q, &keyed_jobs(&q, "b", 10));
     push_jobs(&q, &keyed_jobs(&q, "c", 10));
     fill(&c, &q, &mut running, 4);
@@ -194,7 +201,10 @@ fn freed_slots_go_to_the_tenants_that_arrived() {
         .unwrap();
     for t in ["a", "b", "c"] {
         let n = counts.get(t).copied().unwrap_or(0);
-        assert!((1..=2).contains(&n), "{t} holds {n} of 4: {counts:?} {started:?} {waiting:?}");
+        assert!(
+            (1..=2).contains(&n),
+            "{t} holds {n} of 4: {counts:?} {started:?} {waiting:?}"
+        );
     }
     while !running.is_empty() {
         finish_one(&c, &q, &mut running, 4);
@@ -229,6 +239,8 @@ fn a_tenants_own_limit_holds_inside_the_share() {
     let counts = by_tenant(&running);
     assert_eq!(counts.get("a"), Some(&1), "{counts:?}");
     assert_eq!(counts.get("b"), Some(&3), "{counts:?}");
-    let discarded: usize = redis().hget(keys::DISCARDED, format!("Own{q}")).unwrap_or(0);
+    let discarded: usize = redis()
+        .hget(keys::DISCARDED, format!("Own{q}"))
+        .unwrap_or(0);
     assert_eq!(discarded, 0, "a job waiting for its turn is never dropped");
 }
