@@ -25,12 +25,12 @@ module Sidekiq
       # nil for a tenant with no work (its jobs carry its weight), share nil
       # too when the class's limit is unknown.
       def to_h
-        {tenant: JobLimitId.key(@id), running: running, weight: @own&.weight, share: share, of: @of,
+        {tenant: JobLimitId.tenant(@id), running: running, weight: @own&.weight, share: share, of: @of,
          tenants: @tenants.size}
       end
 
       def to_s
-        tenant = "tenant #{JobLimitId.key(@id)}"
+        tenant = "tenant #{JobLimitId.tenant(@id)}"
         return "#{tenant}: no jobs; #{with_work} share #{@of || "the class's slots"}" unless @own
         return "#{tenant}: #{running} running, #{with_work} share the class's slots" unless share
 

@@ -9,12 +9,16 @@ module Sidekiq
     #   class:ExportJob         the class ExportJob's limit
     #   key:SyncJob#42          key "42" of SyncJob (or of the group SyncJob)
     #   key:SyncJob@default#42  key "42" of SyncJob in queue "default" (per_queue)
+    #   queue:imports           the slots of the fair queue "imports" (fair_limits:),
+    #                           which its jobs' tenants share; read back as a
+    #                           class limit named "queue:imports"
     #
     # A key is any text; a scope (a class, a group, a queue) never holds "#"
     # (JobLimits checks), so the first "#" ends it and no two ids collide.
     module JobLimitId
       CLASS = "class:"
       KEY = "key:"
+      QUEUE = "queue:"
 
       # An id read back: +kind+ :class or :key; +scope+, the class of a class
       # limit, or what a key limit's keys share ("SyncJob", or
@@ -25,6 +29,9 @@ module Sidekiq
       module_function
 
       def of_class(class_name) = "#{CLASS}#{class_name}"
+
+      # The limit of fair queue +queue+'s slots (src/keys.rs's fair_queue_id).
+      def of_queue(queue) = "#{QUEUE}#{queue}"
 
       def of_key(scope, key, queue = nil)
         scope = "#{scope}@#{queue}" if queue
@@ -55,6 +62,13 @@ module Sidekiq
 
       # The key of a key id (nil for a class id).
       def key(id) = parse(id).key
+
+      # How a fair share names the tenant +id+ (a key limit's, or, for a job
+      # of a fair queue without a key, its class's): its key, else its scope.
+      def tenant(id)
+        parts = parse(id)
+        parts.key || parts.scope
+      end
     end
   end
 end

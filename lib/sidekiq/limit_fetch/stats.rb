@@ -107,7 +107,7 @@ module Sidekiq
 
       # A FairState's figures, of fair class +class_id+'s tenant.
       def fair_tenant_row(state, class_id)
-        {class: JobLimitId.parse(class_id).scope, scope: JobLimitId.scope(state.id), key: JobLimitId.key(state.id),
+        {class: JobLimitId.parse(class_id).scope, scope: JobLimitId.scope(state.id), key: JobLimitId.tenant(state.id),
          running: state.running, share: state.share&.round(3)}
       end
 
