@@ -28,9 +28,11 @@ module Sidekiq
 
         def limit(value) = value.nil? ? "-" : value.to_s
 
-        # Its number, or an adaptive limit's in force and range: "7 (1..20)".
+        # Its number, an adaptive limit's in force and range: "7 (1..20)", or
+        # a fair queue's fair limit: "fair 10".
         def global_limit(queue)
           adaptive = queue[:adaptive]
+          return "fair #{queue[:fair_limit]}" if queue[:fair_limit] && queue[:limit].nil?
           return limit(queue[:limit]) unless adaptive
 
           "#{adaptive[:value]} (#{adaptive[:floor]}..#{adaptive[:ceiling]})"
