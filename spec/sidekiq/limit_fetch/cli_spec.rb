@@ -229,6 +229,8 @@ RSpec.describe "exe/sidekiq-limits" do
     expect(limits("explain", plain, "--job")).to eq(["#{plain}: tenant LimitFetchSpec::PlainImportJob in queue " \
                                                      "imports: 0 of its fair 1.0 of 3, 3 tenants with work\n", "", 0])
     expect(limits("explain", "queue:imports", "--job")).to eq(["queue:imports: at its limit 3/3\n", "", 0])
+    expect(limits("set", "queue:imports", "4", "--job")).to eq(["queue:imports: limit 4 (was 3)\n", "", 0])
+    expect(Sidekiq::LimitFetch.queue(queue).fair_limit).to eq(4)
   end
 
   it "refuses bad input with one line on stderr and status 2, changing nothing" do
