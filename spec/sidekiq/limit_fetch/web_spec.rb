@@ -143,6 +143,19 @@ RSpec.describe Sidekiq::LimitFetch::Web, :web do
       .to eq(["3 of fair 1.0 of 3 in queue imports · own limit 100",
               "0 of fair 1.0 of 3 in queue imports · own limit 100"])
     expect(last_response.body).not_to include("queue:#{name}")
+
+    # its form sets its fair limit (no global limit); blank makes it no longer fair
+    expect(row(name).xpath("following-sibling::tr[1]").css("form").map { _1["class"] })
+      .to eq(["lf-form lf-set-fair-limit", "lf-form lf-set-process-limit", "lf-form lf-set-rate", "lf-form lf-pause"])
+    expect(page.at_css("form.lf-set-fair-limit input[name=value]")["value"]).to eq("3")
+    submit("fair_limit", {"queue" => name, "value" => "x"})
+    expect([last_response.status, error_text])
+      .to match([422, start_with(%(Nothing was changed: invalid fair_limit for queue "#{name}": "x"))])
+    expect(queue(name).fair_limit).to eq(3)
+    submit("fair_limit", {"queue" => name, "value" => " 5 "})
+    expect([last_response.status, queue(name).fair_limit, queue(name).limit]).to eq([302, 5, nil])
+    submit("fair_limit", {"queue" => name, "value" => ""})
+    expect(queue(name).fair_limit).to be_nil
   end
 
   it "sets a queue's limit and process limit from the forms, and removes them when left blank" do
