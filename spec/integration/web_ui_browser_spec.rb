@@ -328,6 +328,12 @@ RSpec.describe "the Limits tab in a headless browser", :browser, :e2e do
               ["LimitFetchSpec::PlainImportJob", "0 of fair 1.0 of 3", "1"]])
     expect(browser.css("table.lf-class-limits code").map(&:text)).to eq(["LimitFetchSpec::PlainImportJob"])
     expect(browser.body).not_to include("queue:#{name}")
+
+    submit_form(browser, name, "lf-set-fair-limit", "value" => "4")
+    expect(browser.current_url).to eq(@web.limits_url)
+    expect(Sidekiq::LimitFetch.queue(name).fair_limit).to eq(4)
+    queue = browser.css("tr.lf-queue").find { _1.attribute("data-queue") == name }
+    expect(text.call(queue.at_css(".lf-figures"))).to eq("3 / fair 4")
     expect(failed_requests(browser)).to eq([])
     expect(problems).to eq([])
   end
