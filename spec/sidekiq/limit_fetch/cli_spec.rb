@@ -231,6 +231,8 @@ RSpec.describe "exe/sidekiq-limits" do
     expect(limits("explain", "queue:imports", "--job")).to eq(["queue:imports: at its limit 3/3\n", "", 0])
     expect(limits("set", "queue:imports", "4", "--job")).to eq(["queue:imports: limit 4 (was 3)\n", "", 0])
     expect(Sidekiq::LimitFetch.queue(queue).fair_limit).to eq(4)
+    Sidekiq::LimitFetch.queue(queue).limit = 2 # a limit set at run time besides
+    expect(split.call(limits("list").first).last.first(2)).to eq(["imports", "2, fair 4"])
   end
 
   it "refuses bad input with one line on stderr and status 2, changing nothing" do

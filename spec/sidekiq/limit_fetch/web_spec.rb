@@ -154,6 +154,10 @@ RSpec.describe Sidekiq::LimitFetch::Web, :web do
     expect(queue(name).fair_limit).to eq(3)
     submit("fair_limit", {"queue" => name, "value" => " 5 "})
     expect([last_response.status, queue(name).fair_limit, queue(name).limit]).to eq([302, 5, nil])
+    queue(name).limit = 10 # a limit set at run time besides: the bar against the lower
+    get "/limits"
+    expect(cell(name, ".lf-figures")).to eq("3 / 10, fair 5")
+    expect(row(name).at_css("svg.lf-bar rect.lf-fill")["width"]).to eq("60")
     submit("fair_limit", {"queue" => name, "value" => ""})
     expect(queue(name).fair_limit).to be_nil
   end

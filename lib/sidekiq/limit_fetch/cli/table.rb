@@ -28,11 +28,19 @@ module Sidekiq
 
         def limit(value) = value.nil? ? "-" : value.to_s
 
-        # Its number, an adaptive limit's in force and range: "7 (1..20)", or
-        # a fair queue's fair limit: "fair 10".
+        # Its number, or an adaptive limit's in force and range: "7 (1..20)";
+        # a fair queue's fair limit: "fair 10" (after a limit it has too:
+        # "5, fair 10").
         def global_limit(queue)
+          text = own_limit(queue)
+          fair = queue[:fair_limit]
+          return text unless fair
+
+          text == "-" ? "fair #{fair}" : "#{text}, fair #{fair}"
+        end
+
+        def own_limit(queue)
           adaptive = queue[:adaptive]
-          return "fair #{queue[:fair_limit]}" if queue[:fair_limit] && queue[:limit].nil?
           return limit(queue[:limit]) unless adaptive
 
           "#{adaptive[:value]} (#{adaptive[:floor]}..#{adaptive[:ceiling]})"

@@ -43,10 +43,18 @@ module Sidekiq
 
         # A queue's global limit (Overview::QueueRow) as shown: its number,
         # "none", "7 (1..20)" for an adaptive one (its limit in force and
-        # its range), "fair 10" for a fair queue's.
+        # its range); a fair queue's fair limit, "fair 10" (after a limit
+        # it has too: "5, fair 10").
         def limit_fetch_queue_limit(row)
+          text = limit_fetch_own_limit(row)
+          return text unless row.fair_limit
+
+          fair = t("LimitFetchFairLimit", limit: row.fair_limit)
+          row.limit.nil? ? fair : "#{text}, #{fair}"
+        end
+
+        def limit_fetch_own_limit(row)
           adaptive = row.adaptive
-          return t("LimitFetchFairLimit", limit: row.fair_limit) if row.fair_limit && row.limit.nil?
           return limit_fetch_limit(row.limit) unless adaptive
 
           "#{adaptive[:value]} (#{adaptive[:floor]}..#{adaptive[:ceiling]})"
