@@ -81,7 +81,10 @@ fn simulate(seed: u64) {
     let limit = 1 + random.below(6);
     let period = 100_000 + random.below(900_000);
     let exact_every = [0, 3, 7][random.below(3) as usize];
-    let key = format!("sidekiq:limit_fetch:limit:prop-{seed}-{}:starts", uuid::Uuid::new_v4());
+    let key = format!(
+        "sidekiq:limit_fetch:limit:prop-{seed}-{}:starts",
+        uuid::Uuid::new_v4()
+    );
     let mut model: Vec<u64> = Vec::new();
     let mut arrivals = Vec::with_capacity(ARRIVALS);
     let mut last = EPOCH;
@@ -92,7 +95,11 @@ fn simulate(seed: u64) {
             model.push(last);
         }
     }
-    let mut args = vec![limit.to_string(), period.to_string(), exact_every.to_string()];
+    let mut args = vec![
+        limit.to_string(),
+        period.to_string(),
+        exact_every.to_string(),
+    ];
     args.extend(arrivals.iter().map(u64::to_string));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let out: Vec<i64> = eval_after_prelude(SIMULATE, &[&key], &args);
@@ -102,10 +109,22 @@ fn simulate(seed: u64) {
         let (room, opens) = (reply[0] as u64, reply[1] as u64);
         let before = counting(&started, t, period) as u64;
         let exact = exact_every > 0 && (i + 4) % exact_every as usize == 0;
-        assert_eq!(room > 0, before < limit, "{case}: arrival {i} at +{} µs", t - EPOCH);
-        assert!(room <= limit - before.min(limit), "{case}: room {room} at {i}");
+        assert_eq!(
+            room > 0,
+            before < limit,
+            "{case}: arrival {i} at +{} µs",
+            t - EPOCH
+        );
+        assert!(
+            room <= limit - before.min(limit),
+            "{case}: room {room} at {i}"
+        );
         if exact {
-            assert_eq!(room, limit - before.min(limit), "{case}: a pruned count at {i}");
+            assert_eq!(
+                room,
+                limit - before.min(limit),
+                "{case}: a pruned count at {i}"
+            );
         }
         if room > 0 {
             started.push(t);
@@ -128,7 +147,8 @@ fn simulate(seed: u64) {
 }
 
 #[test]
-fn a_windows_starts_over_random_arrivals_are_never_more_than_its_limit_and_exactly_what_it_allows() {
+fn a_windows_starts_over_random_arrivals_are_never_more_than_its_limit_and_exactly_what_it_allows()
+{
     for seed in 1..=SEQUENCES {
         simulate(seed);
     }
