@@ -98,7 +98,18 @@ impl Capsule {
             let healed = inner.reconcile(&mut conn, broken).await?;
             let mut reaped = Vec::new();
             if !held_off {
-                reaped = inner.reaper.reap_dead(&mut conn, &inner.uuid).await?;
+                let (dead, census) = inner
+                    .reaper
+                    .reap_dead(&mut conn, &inner.uuid, registered.now_ms, inner.period)
+                    .await?;
+                reaped = dead;
+                if census {
+                    let cursor = *inner.strays.lock();
+                    let strays = inner
+                        .reaper
+                        .sweep_stray_queues(&mut conn, &inner.uuid, cursor);
+                    *inner.strays.lock() = strays.await?;
+                }
                 let served = inner.served.lock().clone();
                 if !served.is_empty() {
                     let grace = inner.grace();
