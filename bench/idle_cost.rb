@@ -13,11 +13,13 @@
 # bin/bench's RedisProbe reads them), per capsule and times 100, and the
 # ratio to BasicFetch; first, the same window with no process at all
 # (Redis's own background work). The scenarios: one process of concurrency
-# 5, then 10; --processes processes of concurrency 5 (default 10 and 30);
-# one process of --capsules capsules of concurrency 5 each (default 100).
+# 5, then 10 (not with --no-single); --processes processes of concurrency 5
+# (default 10 and 30); one process of --capsules capsules of concurrency 5
+# each (default 100), or P processes of C capsules each for an entry PxC
+# (a fleet of more capsules than the machine runs processes).
 #
-#   bundle exec ruby bench/idle_cost.rb [--seconds S] [--settle S] [--processes N,N] [--capsules N,N]
-#                                       [--only basic|limit]
+#   bundle exec ruby bench/idle_cost.rb [--seconds S] [--settle S] [--processes N,N] [--capsules N|PxC,...]
+#                                       [--only basic|limit] [--no-single]
 #
 # Runs where bin/bench does (bin/sandbox bash -c 'bundle exec ruby bench/idle_cost.rb').
 require "optparse"
@@ -43,11 +45,16 @@ module IdleCost
 
   # The command line's options, as a Hash.
   module Options
-    DEFAULTS = {seconds: 60.0, settle: 80.0, processes: [10, 30], capsules: [100], fetches: %w[basic limit]}.freeze
+    DEFAULTS = {seconds: 60.0, settle: 80.0, processes: [10, 30], capsules: [[1, 100]], fetches: %w[basic limit],
+                single: true}.freeze
     INTEGERS = ->(list) { list.map { Integer(_1) } }
+    # "N": one process of N capsules; "PxC": P processes of C capsules each.
+    FLEET = ->(entry) { entry.include?("x") ? entry.split("x", 2).map { Integer(_1) } : [1, Integer(entry)] }
+    FLEETS = ->(list) { list.map(&FLEET) }
     SWITCHES = [[:seconds, "--seconds S", Float], [:settle, "--settle S", Float],
-                [:processes, "--processes N,N", Array, INTEGERS], [:capsules, "--capsules N,N", Array, INTEGERS],
-                [:fetches, "--only FETCH", %w[basic limit], ->(fetch) { [fetch] }]].freeze
+                [:processes, "--processes N,N", Array, INTEGERS], [:capsules, "--capsules N|PxC,...", Array, FLEETS],
+                [:fetches, "--only FETCH", %w[basic limit], ->(fetch) { [fetch] }],
+                [:single, "--[no-]single", TrueClass]].freeze
 
     def self.parse(argv)
       values = DEFAULTS.dup
@@ -89,11 +96,13 @@ module IdleCost
     results.each { |fetch, result| puts lines(scenario, fetch, result, results["basic"], alone) }
   end
 
-  # One process of concurrency 5 and 10, then --processes processes, then
-  # one process of --capsules capsules, each of concurrency 5.
+  # One process of concurrency 5 and 10 (unless --no-single), then
+  # --processes processes, then the fleets of --capsules capsules, each of
+  # concurrency 5.
   def scenarios(opts)
-    [Scenario.new(1, 5, 1), Scenario.new(1, 10, 1), *opts[:processes].map { Scenario.new(_1, 5, 1) },
-     *opts[:capsules].map { Scenario.new(1, 5, _1) }]
+    singles = opts[:single] ? [Scenario.new(1, 5, 1), Scenario.new(1, 10, 1)] : []
+    [*singles, *opts[:processes].map { Scenario.new(_1, 5, 1) },
+     *opts[:capsules].map { |processes, capsules| Scenario.new(processes, 5, capsules) }]
   end
 
   def cpu_model = File.read("/proc/cpuinfo")[/^model name\s*:\s*(.*)$/, 1]
