@@ -41,7 +41,8 @@ module LimitFetchChaos
     OUTAGE = KEYS::OUTAGE
     # Likewise the last beat's key (see src/keys.rs): a capsule killed
     # while it was the last to beat leaves it until its TTL runs out; and
-    # the census's, set for a heartbeat period by the beat that took it.
+    # the census's, set for a heartbeat period by the beat that took it. A
+    # TTL reads 0 in its last half second (TTL rounds to seconds).
     EXPIRING = [OUTAGE, KEYS::LAST_BEAT, KEYS::CENSUS].freeze
     # What the rates keep while they work, none of it once their windows
     # have passed: a window's starts (a job limit's, a queue's; they expire
@@ -128,7 +129,7 @@ module LimitFetchChaos
       keys = conn.call("KEYS", "#{PREFIX}*").sort.reject do |key|
         name = key.delete_prefix(PREFIX)
         (CHECKED + KEPT).any? { name.match?(_1) } ||
-          (EXPIRING.include?(key) && conn.call("TTL", key).between?(1, expiry))
+          (EXPIRING.include?(key) && conn.call("TTL", key).between?(0, expiry))
       end
       keys.to_h { [_1, EXPIRING.include?(_1) ? "TTL #{conn.call("TTL", _1)}" : conn.call("TYPE", _1)] }
     end
