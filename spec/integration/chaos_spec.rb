@@ -388,6 +388,7 @@ RSpec.describe "bin/chaos's leftovers" do
     redis.call("HSET", "#{prefix}recoveries", "digest", "1")
     redis.call("SET", "#{prefix}recovered", "3")
     redis.call("SET", "#{prefix}outage", "1", "EX", LimitFetchChaos::Plan::EXPIRY)
+    redis.call("SET", LimitFetchChaos::KEYS::CENSUS, "uuid", "PX", 400) # its TTL reads 0
     expect(LimitFetchChaos::Leftovers.read(redis, %w[a]).problems).to eq([])
 
     redis.call("PERSIST", "#{prefix}outage")
@@ -395,6 +396,12 @@ RSpec.describe "bin/chaos's leftovers" do
     left = LimitFetchChaos::Leftovers.read(redis, %w[a])
     expect(left.strays).to eq("#{prefix}outage" => "TTL -1", "#{prefix}unregistered" => "hash")
     expect(left.problems).to eq(["other keys of the gem's left: #{left.strays}"])
+  end
+
+  it "counts a capsule's entry left in the beats' sorted set as a capsule left" do
+    redis.call("ZADD", LimitFetchChaos::KEYS::BEATS, 0, "uuid")
+    left = LimitFetchChaos::Leftovers.read(redis, %w[a])
+    expect([left.capsules, left.strays]).to eq([["uuid"], {}])
   end
 
   it "finds slots still booked once the jobs have ended" do
