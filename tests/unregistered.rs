@@ -292,7 +292,10 @@ fn a_dead_capsules_queue_set_that_holds_nothing_goes_and_one_that_holds_a_job_is
     assert!(!noted(&stray));
     assert!(exists(keys::capsule_queues(&holder)), "left for its reap");
     assert!(noted(&holder), "noted, to be reaped after the grace");
-    assert!(exists(keys::capsule_queues(live.uuid())), "a live capsule's");
+    assert!(
+        exists(keys::capsule_queues(live.uuid())),
+        "a live capsule's"
+    );
     assert!(!noted(live.uuid()));
 
     let _: () = conn.del(keys::capsule_queues(&holder)).unwrap();
