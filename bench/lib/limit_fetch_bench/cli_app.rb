@@ -2,7 +2,8 @@
 
 module LimitFetchBench
   # An app for real `sidekiq` processes, in a directory of a run's: a Gemfile
-  # that takes the gem from this checkout, and an app.rb that loads it, a
+  # that takes the gem from this checkout (or from `gem`, a gem's root; nil:
+  # Sidekiq alone), and an app.rb that loads it, a
   # section's jobs (`jobs`: the file's path without .rb) and, if given, their
   # server middleware (`middleware`: a constant's name), as a Rails
   # initializer would. Its `sidekiq` processes (#spawn): `bundle exec sidekiq
@@ -10,8 +11,9 @@ module LimitFetchBench
   class CliApp
     attr_reader :dir
 
-    def initialize(dir, jobs:, queue:, middleware: nil)
+    def initialize(dir, jobs:, queue:, middleware: nil, gem: REPO)
       @dir = dir
+      @gem = gem
       @jobs = jobs
       @middleware = middleware
       @queue = queue
@@ -25,7 +27,7 @@ module LimitFetchBench
       File.write(gemfile, <<~RUBY)
         source "https://rubygems.org"
 
-        gem "sidekiq-limit_fetch-rs", path: #{REPO.dump}
+        #{"gem \"sidekiq-limit_fetch-rs\", path: #{@gem.dump}" if @gem}
         gem "sidekiq"
       RUBY
       File.write(File.join(dir, "app.rb"), app)
@@ -56,7 +58,7 @@ module LimitFetchBench
       RUBY
       <<~RUBY
         require "sidekiq"
-        require "sidekiq-limit_fetch"
+        #{'require "sidekiq-limit_fetch"' if @gem}
         require #{@jobs.dump}
         #{setup}
       RUBY

@@ -6,6 +6,8 @@ module LimitFetchBench
   # has registered with Sidekiq, checked (Failure, with its log, if one
   # exited), stopped.
   class CliFleet
+    attr_reader :pids
+
     def initialize(app, spec, env: {})
       @app = app
       @spec = spec

@@ -140,6 +140,12 @@ module LimitFetchBench
         "#{num(row["cost"]["fair"], "%.1f")} / #{num(row["cost"]["plain"], "%.1f")} (#{ratio(row["cost"]["ratio"])})"
       }]
     ].freeze
+    MEMORY = [
+      %w[variant label], %w[jobs jobs], ["RSS MB", "VmRSS", :spread, "%.1f"],
+      ["RSS − BasicFetch's, MB (×)", -> { "#{num(_1["vs_basic_mb"], "%+.1f")} (#{ratio(_1["ratio"])})" }],
+      ["peak RSS MB", "VmHWM", :spread, "%.1f"], ["anonymous MB", "RssAnon", :spread, "%.1f"],
+      ["file-backed MB", "RssFile", :spread, "%.1f"], ["PSS MB", "Pss", :spread, "%.1f"], %w[threads threads]
+    ].freeze
 
     # "3.40 / 3.31 / 3.29 (5.0 s); 3.41 / 3.30 / 3.29 (3.5 s)": each
     # tenant's slots over the window, then while all had work, each with
