@@ -18,7 +18,19 @@ module LimitFetchChaos
        *keys("BackingOffChaosJob", BackingOffChaosJob),
        *keys(GroupedChaosJob::GROUP, GroupedChaosJob),
        *PerQueueChaosJob::QUEUES.flat_map { keys("PerQueueChaosJob@#{_1}", PerQueueChaosJob, queues: [_1]) },
-       *keys("DiscardChaosJob", DiscardChaosJob), *FAIR.flat_map { fair(_1) }]
+       *keys("DiscardChaosJob", DiscardChaosJob), *FAIR.flat_map { fair(_1) }, *fair_queue]
+    end
+
+    # The fair queue's slots (any class, any tenant: its job limit, as the
+    # gem names it), each key of its keyed class, and its keyless class,
+    # whose jobs' tenant is their class, held to the queue's slots.
+    def self.fair_queue
+      queues = FairQueueChaosJob::QUEUES
+      limit = FairQueueChaosJob::FAIR_LIMIT
+      [new(id: "queue:#{FairQueueChaosJob::QUEUE}", queues:, tenant: nil, limit:),
+       *keys("FairQueueChaosJob", FairQueueChaosJob),
+       new(id: "class:#{KeylessFairQueueChaosJob}", queues:, tenant: nil, limit:,
+         job_class: KeylessFairQueueChaosJob.name)]
     end
 
     # A fair class's limit and each of its tenants', held to the class's.
@@ -54,7 +66,9 @@ module LimitFetchChaos
   FAIR = [FairChaosJob, WeightedFairChaosJob].freeze
   # The classes whose jobs carry job limits (concurrency, or a rate:
   # RatedLimit), each pushed by class to its QUEUES with one of its TENANTS
-  # (none if it has none).
+  # (none if it has none); and the fair queue's, one of which carries none
+  # when pushed (CARRY_NONE: the fetch gives its jobs their share).
   LIMITED = [KeyedChaosJob, BackingOffChaosJob, GroupedChaosJob, CoGroupedChaosJob, PerQueueChaosJob, DiscardChaosJob,
-             RatedChaosJob, TenantRatedChaosJob, *FAIR].freeze
+             RatedChaosJob, TenantRatedChaosJob, *FAIR, FairQueueChaosJob, KeylessFairQueueChaosJob].freeze
+  CARRY_NONE = [KeylessFairQueueChaosJob.name].freeze
 end
