@@ -244,3 +244,56 @@ fn a_tenants_own_limit_holds_inside_the_share() {
         .unwrap_or(0);
     assert_eq!(discarded, 0, "a job waiting for its turn is never dropped");
 }
+
+/// The "limit_fetch" member is found by reading JSON, not brackets: an id
+/// with brackets and quotes in it, the member after others or last, or a
+/// hash among the args with a "limit_fetch" key of its own. The member
+/// goes first, holding the share; every other byte stays.
+#[test]
+fn the_share_is_written_whatever_the_payload_holds() {
+    let q = queue("payloads");
+    let id = fair_queue(&q, 4);
+    let cases = [
+        (
+            format!(
+                r#"{{"limit_fetch":[{{"id":"key:B{q}#a]\"[b","concurrency":1000}}],"queue":"{q}","class":"B","args":[[],{{}}],"jid":"x1"}}"#
+            ),
+            format!(r#","queue":"{q}","class":"B","args":[[],{{}}],"jid":"x1"}}"#),
+            format!("key:B{q}#a]\"[b"),
+        ),
+        (
+            format!(
+                r#"{{"queue":"{q}","args":[{{"limit_fetch":[1]}}],"limit_fetch":[{{"id":"key:C{q}#z","concurrency":1000}}],"class":"C","jid":"x2"}}"#
+            ),
+            format!(r#","queue":"{q}","args":[{{"limit_fetch":[1]}}],"class":"C","jid":"x2"}}"#),
+            format!("key:C{q}#z"),
+        ),
+        (
+            format!(
+                r#"{{"queue":"{q}","class":"D","args":[],"jid":"x3","limit_fetch":[{{"id":"key:D{q}#last","concurrency":1000}}]}}"#
+            ),
+            format!(r#","queue":"{q}","class":"D","args":[],"jid":"x3"}}"#),
+            format!("key:D{q}#last"),
+        ),
+    ];
+    let pushed: Vec<String> = cases.iter().map(|c| c.0.clone()).collect();
+    push_jobs(&q, &pushed);
+    let c = processor();
+    for (_, rest, tenant) in &cases {
+        let job = text(&fetch(&c, &q).expect("taken"));
+        assert!(job.starts_with(r#"{"limit_fetch":[{"#), "{job}");
+        assert!(job.ends_with(rest.as_str()), "{job}");
+        assert_eq!(
+            shares(&job),
+            [
+                [tenant.as_str(), "1000", id.as_str(), ""],
+                [id.as_str(), "4", "", ""]
+            ],
+            "{job}"
+        );
+        let busy: usize = redis().llen(keys::job_busy(tenant)).unwrap();
+        assert_eq!(busy, 1, "{tenant} holds its slot");
+    }
+    let busy: usize = redis().llen(keys::job_busy(&id)).unwrap();
+    assert_eq!(busy, 3);
+}

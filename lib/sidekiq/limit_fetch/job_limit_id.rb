@@ -10,8 +10,7 @@ module Sidekiq
     #   key:SyncJob#42          key "42" of SyncJob (or of the group SyncJob)
     #   key:SyncJob@default#42  key "42" of SyncJob in queue "default" (per_queue)
     #   queue:imports           the slots of the fair queue "imports" (fair_limits:),
-    #                           which its jobs' tenants share; read back as a
-    #                           class limit named "queue:imports"
+    #                           which its jobs' tenants share
     #
     # A key is any text; a scope (a class, a group, a queue) never holds "#"
     # (JobLimits checks), so the first "#" ends it and no two ids collide.
@@ -20,10 +19,11 @@ module Sidekiq
       KEY = "key:"
       QUEUE = "queue:"
 
-      # An id read back: +kind+ :class or :key; +scope+, the class of a class
-      # limit, or what a key limit's keys share ("SyncJob", or
+      # An id read back: +kind+ :class, :key or :queue; +scope+, the class
+      # of a class limit, what a key limit's keys share ("SyncJob", or
       # "SyncJob@default" per queue: a group may hold "@", so the queue is
-      # not split off); +key+, nil for a class limit.
+      # not split off), or a fair queue's name; +key+, nil but for a key
+      # limit.
       Parts = Data.define(:kind, :scope, :key)
 
       module_function
@@ -46,13 +46,21 @@ module Sidekiq
         if id.start_with?(KEY) && id.include?("#")
           scope, key = id.delete_prefix(KEY).split("#", 2)
           Parts.new(kind: :key, scope: scope, key: key)
+        elsif id.start_with?(QUEUE) && id.size > QUEUE.size
+          Parts.new(kind: :queue, scope: id.delete_prefix(QUEUE), key: nil)
         else
           Parts.new(kind: :class, scope: id.delete_prefix(CLASS), key: nil)
         end
       end
 
-      # :class or :key.
+      # :class, :key or :queue.
       def kind(id) = parse(id).kind
+
+      # The fair queue whose slots +id+ is (nil for any other limit).
+      def queue(id)
+        parts = parse(id)
+        parts.scope if parts.kind == :queue
+      end
 
       # What a key id's keys share (nil for a class id).
       def scope(id)

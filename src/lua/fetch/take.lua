@@ -55,6 +55,10 @@ local function take(name, queue, inprogress)
   if not job then return nil end
   moved_from(name, queue)
   local shared = fair_queued(job, name)
-  if shared ~= job then redis.call('LSET', inprogress, 0, shared) end
+  if shared ~= job then
+    -- In its place, first: the commands the documented ACL allows (no LSET).
+    redis.call('LPOP', inprogress)
+    redis.call('LPUSH', inprogress, shared)
+  end
   return shared
 end
