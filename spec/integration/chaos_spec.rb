@@ -384,6 +384,15 @@ RSpec.describe "bin/chaos's accounting" do
       expect((originals + others).select { frozen.with(to: 15 * second).original?(_1) }).to eq([])
     end
 
+    it "counts for a fair tenant's waiting jobs the runs of its group, whose slots they wait for" do
+      tenant = LimitFetchChaos::WatchedLimit.all.find { _1.id == "key:FairQueueChaosJob#big" }
+      other = run("t2", "w1", 0, second, queue: FairQueueChaosJob::QUEUE, tenant: "t2")
+      expect(tenant.runs_of([other])).to eq([])
+      expect(tenant.awaited_runs([other])).to eq([other])
+      expect(LimitFetchChaos::Stalls.lines([FairQueueChaosJob::QUEUE]).map { _1.runs.call([other]).size })
+        .to all(eq(1))
+    end
+
     it "finds jobs waiting while none of theirs ran for longer than its limit, a gap in the samples ending a stretch" do
       line = LimitFetchChaos::Stalls::Line.new(name: "queue a", keys: ["queue:a"], runs: ->(runs) { runs })
       stalls = LimitFetchChaos::Stalls.new([line], limit: 6)
