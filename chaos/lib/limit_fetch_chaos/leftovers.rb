@@ -105,10 +105,17 @@ module LimitFetchChaos
 
     def self.fair_waiting?(key) = File.fnmatch?(FAIR_WAITING, key)
 
+    # A fair queue's limit (`fair_limits:`), the stored value of its job
+    # limit: configured, kept as a queue's limit is (KEPT).
+    FAIR_QUEUE_LIMIT = /\Alimit:queue:[^:]+:limit\z/
+
     # key => length or type of a job limit's keys, but those of its rate,
-    # the fair waiting sets and those TIMED with a TTL still running.
+    # the fair waiting sets, the fair queues' limits and those TIMED with a
+    # TTL still running.
     def self.job_limit_keys(conn)
-      sizes(conn, "#{PREFIX}limit:*").reject { rate_key?(_1) || fair_waiting?(_1) || timed?(conn, _1) }
+      sizes(conn, "#{PREFIX}limit:*").reject do |key|
+        rate_key?(key) || fair_waiting?(key) || key.delete_prefix(PREFIX).match?(FAIR_QUEUE_LIMIT) || timed?(conn, key)
+      end
     end
 
     def self.timed?(conn, key) = key.delete_prefix(PREFIX).match?(TIMED) && conn.call("PTTL", key).positive?
