@@ -22,6 +22,9 @@ pub(super) struct Sends {
     /// Fetchers sleep on the doorbell: the `LLEN` of the queue says whether
     /// more is eligible.
     pub(super) report: bool,
+    /// The acknowledgement's `LREM` waits for a keyed hand-over's second
+    /// round trip (keyed.rs), which frees its job's slots with it.
+    pub(super) defer_ack: bool,
 }
 
 /// Where each read reply is in the pipeline's replies (one a command, in
@@ -30,8 +33,8 @@ pub(super) struct Layout {
     /// How many replies the pipeline gets.
     pub(super) replies: usize,
     /// The `LREM`'s: 1 if the acknowledged job was there, and its slot
-    /// passes.
-    pub(super) acked: usize,
+    /// passes (none when deferred).
+    pub(super) acked: Option<usize>,
     /// The `LMOVE`'s: the next job.
     pub(super) moved: usize,
     /// The `MGET`'s: the queue's state, whether classes back off in it, then
@@ -89,8 +92,10 @@ pub(super) fn build(
         }
         next.one();
     }
-    pipe.cmd("LREM").arg(&in_progress).arg(1).arg(&ack.job);
-    let acked = next.one();
+    let acked = (!sends.defer_ack).then(|| {
+        pipe.cmd("LREM").arg(&in_progress).arg(1).arg(&ack.job);
+        next.one()
+    });
     if sends.recoveries_counted {
         pipe.cmd("HDEL").arg(keys::RECOVERIES).arg(ack.digest.hex());
         next.one();
@@ -195,20 +200,27 @@ mod tests {
                 concurrency: 2,
             })
             .collect();
-        for bits in 0..16u8 {
+        for bits in 0..32u8 {
             for n in 0..=limits.len() {
                 let sends = Sends {
                     from_parked_list: bits & 1 != 0,
                     count_busy: bits & 2 != 0,
                     recoveries_counted: bits & 4 != 0,
                     report: bits & 8 != 0,
+                    defer_ack: bits & 16 != 0,
                 };
                 let (packed, at) = build("q", "u", &ack, &limits[..n], &sends);
                 let sent = names(&packed);
                 assert_eq!(sent.len(), at.replies, "{sent:?}");
                 let named = |i: Option<usize>| i.map(|i| sent[i].as_str());
-                assert_eq!(sent[0], if n > 0 { "SADD" } else { "LREM" });
-                assert_eq!(sent[at.acked], "LREM");
+                let first = match (n > 0, sends.defer_ack, sends.recoveries_counted) {
+                    (true, _, _) => "SADD",
+                    (false, false, _) => "LREM",
+                    (false, true, true) => "HDEL",
+                    (false, true, false) => "LMOVE",
+                };
+                assert_eq!(sent[0], first);
+                assert_eq!(named(at.acked), (!sends.defer_ack).then_some("LREM"));
                 assert_eq!(sent[at.moved], "LMOVE");
                 assert_eq!(sent[at.state], "MGET");
                 assert_eq!(named(at.busy), sends.count_busy.then_some("LLEN"));
