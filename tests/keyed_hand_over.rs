@@ -155,12 +155,15 @@ fn a_key_full_by_another_booking_sends_the_job_to_the_script_which_parks_it() {
 }
 
 /// A key with parked jobs (another capsule runs one, the next waits): a
-/// younger job of it goes behind them, not ahead.
+/// younger job of it goes behind them, not ahead; also where the key has
+/// room since (its limit raised by hand, which sends none back): the
+/// oldest parked job goes first.
 #[test]
 fn parked_jobs_of_the_next_key_are_not_overtaken() {
     let _turn = turn();
     let q = queue("overtake");
-    let b = |jid: &str| job(&q, jid, &format!(r#"{{"id":"key:B#{q}","concurrency":1}}"#));
+    let id = format!("key:B#{q}");
+    let b = |jid: &str| job(&q, jid, &format!(r#"{{"id":"{id}","concurrency":1}}"#));
     push_jobs(
         &q,
         &[keyed(&q, "j", 1), keyed(&q, "a0", 1), b("b0"), b("b1")],
@@ -174,16 +177,22 @@ fn parked_jobs_of_the_next_key_are_not_overtaken() {
         .fetch(&[q.as_str()], &Interrupt::new())
         .unwrap()
         .is_none());
-    assert_eq!(jids(&keys::parked(&format!("key:B#{q}"))), ["b1"]);
+    assert_eq!(jids(&keys::parked(&id)), ["b1"]);
     push_jobs(&q, &[b("b2")]);
     assert!(next(&c, &q, held).is_none());
-    assert_eq!(
-        jids(&keys::parked(&format!("key:B#{q}"))),
-        ["b2", "b1"],
-        "b1 first"
-    );
-    assert_eq!(len(&keys::job_busy(&format!("key:B#{q}"))), 1);
+    assert_eq!(jids(&keys::parked(&id)), ["b2", "b1"], "b1 first");
+    assert_eq!(len(&keys::job_busy(&id)), 1);
     assert_eq!(len(&keys::in_progress(c.uuid(), &q)), 0);
+    // Room for one more, with b1 and b2 parked: b3 queued behind them.
+    let _: () = redis().set(keys::job_limit(&id), 2).unwrap();
+    push_jobs(&q, &[keyed(&q, "a2", 1), keyed(&q, "a3", 1), b("b3")]);
+    let held = next(&c, &q, None);
+    assert_eq!(jid(held.as_ref().expect("a2")), "a2");
+    let held = next(&c, &q, held);
+    assert_eq!(jid(held.as_ref().expect("a3")), "a3");
+    let taken = next(&c, &q, held).expect("b1");
+    assert_eq!(jid(&taken), "b1", "the oldest parked goes first");
+    assert_eq!(len(&keys::job_busy(&id)), 2);
 }
 
 /// A limit stored at run time lower than the job's declared concurrency
@@ -308,7 +317,7 @@ fn a_reap_between_the_round_trips_frees_the_slot() {
 fn many_processors_on_few_keys_never_run_more_than_a_keys_limit() {
     let _turn = turn();
     let q = queue("proof");
-    let (keys_n, limit, per_key) = (3, 2, 60);
+    let (keys_n, limit, per_key) = (3, 2, 150);
     let jobs: Vec<String> = (0..per_key * keys_n)
         .map(|i| {
             let id = format!("key:Proof#{q}-{}", i % keys_n);
@@ -319,7 +328,18 @@ fn many_processors_on_few_keys_never_run_more_than_a_keys_limit() {
             )
         })
         .collect();
-    push_jobs(&q, &jobs);
+    // Pushed a few at a time, as they come: the queue stays short, and a
+    // hand-over's next job is often of a key at its limit (a long queue
+    // would be parked at once by the script).
+    let producer = {
+        let q = q.clone();
+        std::thread::spawn(move || {
+            for batch in jobs.chunks(keys_n) {
+                push_jobs(&q, batch);
+                std::thread::sleep(std::time::Duration::from_micros(400));
+            }
+        })
+    };
     let running: Arc<Mutex<HashMap<String, (usize, usize)>>> = Arc::default();
     let done: Arc<Mutex<Vec<String>>> = Arc::default();
     let capsules: Vec<Arc<Capsule>> = (0..4)
@@ -352,13 +372,14 @@ fn many_processors_on_few_keys_never_run_more_than_a_keys_limit() {
                         *now += 1;
                         *most = (*most).max(*now);
                     }
-                    std::thread::sleep(std::time::Duration::from_micros(300));
+                    std::thread::sleep(std::time::Duration::from_millis(1));
                     running.lock().unwrap().get_mut(&id).unwrap().0 -= 1;
                     done.lock().unwrap().push(jid_of(&text));
                 }
             })
         })
         .collect();
+    producer.join().unwrap();
     for t in threads {
         t.join().unwrap();
     }

@@ -188,3 +188,63 @@ impl Keyed {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The commands' names in a packed pipeline whose arguments hold no
+    /// line break.
+    fn names(packed: &[u8]) -> Vec<String> {
+        let text = std::str::from_utf8(packed).unwrap_or_default();
+        let mut lines = text.split("\r\n");
+        let mut names = vec![];
+        while let Some(count) = lines.next().and_then(|l| l.strip_prefix('*')) {
+            let args: usize = count.parse().unwrap_or(0);
+            let mut words = (0..args).filter_map(|_| lines.nth(1));
+            names.extend(words.next().map(str::to_owned));
+            words.for_each(drop);
+        }
+        names
+    }
+
+    fn limits(n: usize) -> Vec<CarriedLimit> {
+        (0..n)
+            .map(|i| CarriedLimit {
+                id: format!("key:K#{i}"),
+                concurrency: 1,
+            })
+            .collect()
+    }
+
+    /// The finished job's slots are freed before its acknowledgement (while
+    /// it is in progress, a reap finds them by it), and every read reply is
+    /// where the layout says.
+    #[test]
+    fn the_slots_go_before_the_acknowledgement_and_the_layout_points_at_its_commands() {
+        let acked_limits = limits(2);
+        for (acked, booked) in [(true, 1), (true, 0), (false, 2), (true, 3)] {
+            let booking = Booking {
+                job: b"{}".to_vec(),
+                booked: limits(booked),
+                acked: acked.then_some((&b"{\"a\":1}"[..], &acked_limits[..])),
+                more: false,
+                queued: true,
+            };
+            let (keyed, packed) = Keyed::build("q", "u", booking);
+            let sent = names(&packed);
+            let at = &keyed.layout;
+            assert_eq!(sent.len(), at.replies, "{sent:?}");
+            let freed = if acked { acked_limits.len() } else { 0 };
+            assert!(sent[..freed].iter().all(|c| c == "LREM"));
+            assert_eq!(at.acked, acked.then_some(freed));
+            assert!(sent[at.pushed.clone()].iter().all(|c| c == "RPUSH"));
+            assert_eq!(at.pushed.len(), booked);
+            assert_eq!(
+                at.values.map(|i| sent[i].as_str()),
+                (booked > 0).then_some("MGET")
+            );
+            assert_eq!(at.parked.map(|i| sent[i].as_str()), Some("EXISTS"));
+        }
+    }
+}
