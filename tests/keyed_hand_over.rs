@@ -310,6 +310,40 @@ fn a_reap_between_the_round_trips_frees_the_slot() {
     assert_eq!(jids(&keys::queue(&q)), ["k1", "k0"], "both back, k0 first");
 }
 
+/// A capsule without its heartbeat key may have been reaped while alive:
+/// the reaper freed its slots and took its jobs back, and another of its
+/// processors may have booked a slot of the same key since. The hand-over
+/// then frees no slot itself: the script acknowledges, and frees only the
+/// slots of a job still in progress.
+#[test]
+fn a_capsule_without_its_heartbeat_frees_no_slot_twice() {
+    let _turn = turn();
+    let q = queue("no-heartbeat");
+    push_jobs(
+        &q,
+        &[keyed(&q, "j", 1), keyed(&q, "k0", 1), keyed(&q, "k1", 1)],
+    );
+    let (c, held) = processor(&q);
+    assert_eq!(jid(held.as_ref().unwrap()), "k0");
+    // What the reap left: k0 out of the in-progress list, its slot freed;
+    // then another processor's booking of the same key.
+    let mut conn = redis();
+    let _: () = conn.del(keys::heartbeat(c.uuid())).unwrap();
+    let k0 = held.as_ref().unwrap().job.clone();
+    let _: () = conn.lrem(keys::in_progress(c.uuid(), &q), 1, &k0).unwrap();
+    let busy: Vec<String> = conn.lrange(keys::job_busy(&key(&q, "k0")), 0, -1).unwrap();
+    assert_eq!(busy, [c.uuid()]);
+    let fcalls = calls("fcall");
+    let taken = next(&c, &q, held).expect("k1");
+    assert_eq!(jid(&taken), "k1");
+    assert_eq!(calls("fcall") - fcalls, 1, "the script decided");
+    assert_eq!(
+        len(&keys::job_busy(&key(&q, "k0"))),
+        1,
+        "the other booking kept"
+    );
+}
+
 /// Capsules of several processors each, on a few keys of small limits, with
 /// jobs whose key differs from the last: the most jobs of a key ever
 /// running at once is its limit, every job runs once, and nothing is left.

@@ -58,7 +58,9 @@
 //! pipeline above without job limits, and without the acknowledgement when
 //! the finished job carries limits: its job stays in the in-progress list,
 //! where a reaper finds its slots, until the second round trip frees them
-//! (an `LREM` of each busy list) and then acknowledges it. The moved job's
+//! (an `LREM` of each busy list) and then acknowledges it; the `MGET` then
+//! reads the capsule's heartbeat key too, without which (a reaper may have
+//! freed the slots) the script acknowledges instead. The moved job's
 //! head read ([`Carried`]: a concurrency, no rate, share or range), the
 //! second books each of its limits as the script does, an `RPUSH` of the
 //! capsule on its busy list, whose reply is the count with it, and reads

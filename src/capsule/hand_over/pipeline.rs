@@ -38,7 +38,8 @@ pub(super) struct Layout {
     /// The `LMOVE`'s: the next job.
     pub(super) moved: usize,
     /// The `MGET`'s: the queue's state, whether classes back off in it, then
-    /// each job limit's stored value and back-off.
+    /// each job limit's stored value and back-off, and with a deferred
+    /// acknowledgement, the capsule's heartbeat.
     pub(super) state: usize,
     /// The `LLEN` of the queue's busy list, when counted.
     pub(super) busy: Option<usize>,
@@ -124,6 +125,10 @@ pub(super) fn build(
         state
             .arg(keys::job_limit(&limit.id))
             .arg(keys::job_back_off(&limit.id));
+    }
+    if sends.defer_ack {
+        // Last: the second round trip frees slots only while it exists.
+        state.arg(keys::heartbeat(uuid));
     }
     let state = next.one();
     let busy = sends.count_busy.then(|| {

@@ -39,6 +39,9 @@ struct Read<'a> {
     replies: &'a [Value],
     more: bool,
     queued: bool,
+    /// The capsule's heartbeat key existed (read with a deferred
+    /// acknowledgement only; else true).
+    alive: bool,
 }
 
 impl HandOver {
@@ -110,6 +113,13 @@ impl HandOver {
         else {
             return None;
         };
+        // A deferred acknowledgement's heartbeat, last (see `booking`).
+        let (values, alive) = match values {
+            [values @ .., heartbeat] if self.deferred.is_some() => {
+                (values, *heartbeat != Value::Nil)
+            }
+            _ => (values, true),
+        };
         if values.len() != 2 * self.carried().len()
             || rate_release_due(rate_due)
             || values.chunks(2).any(|v| v[1] != Value::Nil)
@@ -139,18 +149,23 @@ impl HandOver {
             replies,
             more,
             queued,
+            alive,
         })
     }
 
     /// A keyed hand-over's booking, if the first round trip says the moved
     /// job may start but for its job limits, which differ from a run's (no
     /// slot of them passed), and which [`Carried`] reads; or it carries none
-    /// and the acknowledgement waits (its slots to free).
+    /// and the acknowledgement waits (its slots to free). A deferred
+    /// acknowledgement frees its job's slots only if the capsule's
+    /// heartbeat key existed: a reaper takes only capsules without one, and
+    /// frees their slots itself (the script, deciding instead, frees a
+    /// job's slots only if the job is still in progress).
     fn booking(&self, replies: &Value) -> Option<Booking<'_>> {
         if self.keyed.is_some() || self.limits.is_some() {
             return None;
         }
-        let read = self.passes(replies)?;
+        let read = self.passes(replies).filter(|read| read.alive)?;
         let booked = match Carried::read(read.job) {
             Some(carried) => carried.limits,
             None if self.deferred.is_some() && !carries_job_limits(read.job) => Vec::new(),
