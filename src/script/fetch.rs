@@ -66,8 +66,7 @@ pub(crate) struct Look {
 
 /// What a hand-over left the fetch script to decide (lua/fetch/state.lua's
 /// ARGV[5..10]): the queue it took from, whether its acknowledgement freed a
-/// slot of that queue, the job it moved unchecked, if any, and where from;
-/// whether a keyed hand-over booked its slots.
+/// slot of that queue, the job it moved unchecked, if any, and where from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Handed {
     pub(crate) queue: String,
@@ -79,8 +78,8 @@ pub(crate) struct Handed {
     pub(crate) acked: Option<Vec<u8>>,
     /// The job limit whose parked jobs `job` was moved from, else its queue.
     pub(crate) from_limit: Option<String>,
-    /// A keyed hand-over's second round trip booked a slot of each of
-    /// `job`'s limits, and freed those of `acked`, if any, itself.
+    /// A keyed hand-over booked a slot of each of `job`'s limits, and
+    /// freed those of `acked` itself (capsule/hand_over/keyed.rs).
     pub(crate) keyed: bool,
     /// The hand-over sent no acknowledgement: the look's ride on the script.
     pub(crate) acks_ride: bool,
