@@ -16,7 +16,7 @@ use std::ops::Range;
 
 use redis::Value;
 
-use super::verdict::{count, stored_limit};
+use super::values::{count, stored_limit};
 use crate::carried::CarriedLimit;
 use crate::keys;
 use crate::script::fetch::Handed;

@@ -136,11 +136,13 @@
 //! Here, the decision ([`HandOver::of`]); in `memory.rs`, what the thread
 //! noted between fetches (hints, runs); in `pipeline.rs`, the commands
 //! above and where each reply is ([`Layout`]); in `verdict.rs`, what the
-//! replies say ([`Outcome`]).
+//! replies say ([`Outcome`]), read as `values.rs` reads a value; in
+//! `keyed.rs`, a keyed hand-over's second round trip and what it says.
 
 mod keyed;
 mod memory;
 mod pipeline;
+mod values;
 mod verdict;
 
 pub(super) use memory::{forget, note, note_more};

@@ -8,9 +8,9 @@ use redis::Value;
 
 use super::keyed::{Booking, Keyed};
 use super::memory::{note_parked_left, note_read};
+use super::values::{count, stored_limit};
 use super::HandOver;
 use crate::carried::Carried;
-use crate::limits::parse_stored;
 use crate::script::fetch::{carries_job_limits, Fetched, Handed, Look};
 
 /// How soon before jobs parked behind a rate may go (by Redis's clock, as
@@ -274,21 +274,6 @@ impl HandOver {
     }
 }
 
-/// A stored limit as read: `Some(None)` for none, `None` for a reply that
-/// is neither.
-pub(super) fn stored_limit(value: &Value) -> Option<Option<u64>> {
-    match value {
-        Value::Nil => Some(None),
-        Value::BulkString(raw) => Some(Some(limit_value(raw))),
-        _ => None,
-    }
-}
-
-/// A list's length (never negative).
-pub(super) fn count(n: i64) -> u64 {
-    u64::try_from(n).unwrap_or(u64::MAX)
-}
-
 /// Whether jobs parked behind a rate may go soon, by `RATE_DUE` (the
 /// earliest time their windows open, µs of Redis's clock; nil when none
 /// are parked). A value that does not read as a time says yes.
@@ -307,13 +292,4 @@ fn rate_release_due(due: &Value) -> bool {
         .duration_since(UNIX_EPOCH)
         .map_or(0.0, |d| d.as_micros() as f64);
     micros - now <= RATE_DUE_SOON.as_micros() as f64
-}
-
-/// A stored limit's value as the scripts read it (limits.rs): a broken one
-/// reads as 0.
-fn limit_value(raw: &[u8]) -> u64 {
-    std::str::from_utf8(raw)
-        .ok()
-        .and_then(|text| parse_stored(Some(text)))
-        .unwrap_or(0)
 }
