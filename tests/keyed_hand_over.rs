@@ -344,6 +344,52 @@ fn a_capsule_without_its_heartbeat_frees_no_slot_twice() {
     );
 }
 
+/// A fetch interrupted while its first round trip waits (Redis paused):
+/// the look, dropped, is finished on the runtime; its second round trip is
+/// never sent, and the script, with the acknowledgement riding, decides as
+/// of the first. The job it keeps goes back, every slot freed, nothing lost.
+#[test]
+fn an_interrupted_keyed_hand_over_loses_nothing_and_keeps_no_slot() {
+    let _turn = turn();
+    let q = queue("interrupted");
+    push_jobs(
+        &q,
+        &[keyed(&q, "j", 1), keyed(&q, "k0", 1), keyed(&q, "k1", 1)],
+    );
+    let (c, held) = processor(&q);
+    let k0 = held.expect("k0");
+    c.acknowledge(&q, k0.job);
+    let _: () = redis::cmd("CLIENT")
+        .arg("PAUSE")
+        .arg(1000)
+        .arg("ALL")
+        .query(&mut redis())
+        .unwrap();
+    let interrupt = Arc::new(Interrupt::new());
+    let trigger = interrupt.clone();
+    let waker = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        trigger.trigger();
+    });
+    let before = c.hand_overs();
+    let outcome = c.fetch(&[q.as_str()], &interrupt);
+    waker.join().unwrap();
+    assert!(
+        matches!(outcome, Err(limit_fetch_core::Error::Interrupted)),
+        "{outcome:?}"
+    );
+    assert_eq!(c.hand_overs() - before, 1, "tried");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while jids(&keys::queue(&q)) != ["k1"] || len(&keys::in_progress(c.uuid(), &q)) > 0 {
+        assert!(std::time::Instant::now() < deadline, "k1 not put back");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    for jid in ["k0", "k1"] {
+        assert_eq!(len(&keys::job_busy(&key(&q, jid))), 0, "{jid}'s slot");
+    }
+    assert_eq!(len(&keys::busy(&q)), 0);
+}
+
 /// Capsules of several processors each, on a few keys of small limits, with
 /// jobs whose key differs from the last: the most jobs of a key ever
 /// running at once is its limit, every job runs once, and nothing is left.
