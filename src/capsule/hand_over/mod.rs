@@ -66,7 +66,14 @@
 //! capsule on its busy list, whose reply is the count with it, and reads
 //! each one's stored value and back-off and whether any limit named there
 //! has parked jobs. A job whose limits [`Carried`] does not read, or a run's
-//! next job, is left to the script after the first round trip.
+//! next job, is left to the script after the first round trip. It names
+//! nothing in the capsule's set of run limits: every slot it books or frees
+//! belongs to a job in the in-progress list as it does (the moved job, moved
+//! by the first round trip; the finished one, acknowledged after its slots
+//! are freed), where a reap finds it; and the finished job's slots were
+//! booked with it in the list (by the script or a keyed hand-over: a job
+//! that took a run's passed slot is acknowledged by the run's next
+//! hand-over, as the run goes on).
 //!
 //! Sidekiq Pro's super_fetch (LMOVE, LREM) and three reads, without the
 //! script's call: Redis spends about a third of what the script costs it
