@@ -11,9 +11,10 @@
 -- (it removed their entries itself); then those it booked for the moved
 -- job `job` count as freed, as an acknowledgement's do (free_limits),
 -- unless `alive` is false (see decide_handed). In that order: each release
--- sends at most one job, by the room it reads, which counts the slots
--- freed so far but not the jobs held since; the acknowledged job's first,
--- the booked ones not yet counted, hold no more than the two slots free.
+-- holds at most one job, by the room it reads, which counts the slots freed
+-- so far but not the jobs held since. The acknowledged job's go first,
+-- while the booked slots are not counted yet: together they hold no more
+-- jobs than there are slots free.
 local function keyed_slots(job, acked, alive)
   if acked ~= '' then
     for _, limit in ipairs(job_limits(acked) or NONE) do
