@@ -31,14 +31,14 @@ fn the_preludes_key_names_are_the_data_models() {
                          capsule_queues_key(ARGV[2]), job_limit_key(ARGV[1]),
                          job_busy_key(ARGV[1]), parked_key(ARGV[1]),
                          capsule_limits_key(ARGV[2]), paused_key(ARGV[1]),
-                         capsule_info_key(ARGV[2]), CAPSULES_KEY, REGISTERED_KEY, UNREGISTERED_KEY, OUTAGE_KEY, LAST_BEAT_KEY,
+                         capsule_info_key(ARGV[2]), CAPSULES_KEY, REGISTERED_KEY, BEATS_KEY, UNREGISTERED_KEY, OUTAGE_KEY, LAST_BEAT_KEY,
                          heartbeat_key(ARGV[2]), rate_key(ARGV[1]), starts_key(ARGV[1]),
                          job_rate_key(ARGV[1]), job_starts_key(ARGV[1]), RATE_PARKED_KEY,
                          job_released_key(ARGV[1]), RATE_DUE_KEY, RECOVERED_KEY,
                          job_back_off_key(ARGV[1]), job_back_off_streak_key(ARGV[1]),
                          class_back_off_key(ARGV[1]), class_back_offs_key(ARGV[1]), BACK_OFFS_KEY,
                          job_adaptive_key(ARGV[1]), limit_range_key(ARGV[1]), adaptive_key(ARGV[1]),
-                         fair_waiting_key(ARGV[1])}",
+                         fair_waiting_key(ARGV[1]), fair_queue_id(ARGV[1])}",
                 &[],
                 &[name, uuid],
             );
@@ -62,6 +62,7 @@ fn the_preludes_key_names_are_the_data_models() {
                 keys::capsule_info(uuid),
                 keys::CAPSULES.to_owned(),
                 keys::REGISTERED.to_owned(),
+                keys::BEATS.to_owned(),
                 keys::UNREGISTERED.to_owned(),
                 keys::OUTAGE.to_owned(),
                 keys::LAST_BEAT.to_owned(),
@@ -83,6 +84,7 @@ fn the_preludes_key_names_are_the_data_models() {
                 keys::limit_range(name),
                 keys::adaptive(name),
                 keys::fair_waiting(name),
+                keys::fair_queue_id(name),
             ];
             assert_eq!(got, want, "queue {name:?}, capsule {uuid:?}");
         }

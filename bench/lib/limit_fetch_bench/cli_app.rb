@@ -7,7 +7,8 @@ module LimitFetchBench
   # section's jobs (`jobs`: the file's path without .rb) and, if given, their
   # server middleware (`middleware`: a constant's name), as a Rails
   # initializer would. Its `sidekiq` processes (#spawn): `bundle exec sidekiq
-  # -c THREADS -q QUEUE -r ./app.rb`, each logging to log/<name>.log.
+  # -c THREADS -q QUEUE -r ./app.rb` (and -C a sidekiq.yml of #config's),
+  # each logging to log/<name>.log.
   class CliApp
     attr_reader :dir
 
@@ -39,12 +40,21 @@ module LimitFetchBench
 
     def log(name) = File.join(dir, "log", "#{name}.log")
 
+    # Writes `yaml` as the app's config/<name>.yml; its path, for #spawn.
+    def config(name, yaml)
+      path = File.join(dir, "config", "#{name}.yml")
+      FileUtils.mkdir_p(File.dirname(path))
+      File.write(path, "#{yaml}\n")
+      path
+    end
+
     # The pid of a new `sidekiq` process, as a process group of its own;
-    # `env`: what the section's jobs read from their environment.
-    def spawn(name, threads:, redis_url:, env: {})
+    # `env`: what the section's jobs read from their environment; `config`:
+    # a sidekiq.yml's path, or nil.
+    def spawn(name, threads:, redis_url:, env: {}, config: nil)
       env = env.merge("BUNDLE_GEMFILE" => gemfile, "REDIS_URL" => redis_url)
       LimitFetchTools::ChildProcess.spawn(env, "bundle", "exec", "sidekiq", "-c", threads.to_s, "-t", "5",
-        "-q", @queue, "-r", "./app.rb", log: log(name), chdir: dir)
+        "-q", @queue, *(["-C", config] if config), "-r", "./app.rb", log: log(name), chdir: dir)
     end
 
     private

@@ -91,6 +91,8 @@ module LimitFetchBench
       ["scripts / opening", "scripts_per_opening", :num, "%.1f"],
       ["starts within a period, most / limit", -> { "#{_1["most_in_window"]} / #{RateVariants::PACED_RATE[0]}" }]
     ].freeze
+    # With --baseline: the twin's row after this checkout's.
+    PICKUP_TWINNED = [["gem", -> { _1["gem"] || "this checkout" }], *PICKUP].freeze
     # A skipped run's cells, after why in the first, are "–".
     BACK_OFF = [["variant", -> { _1["skipped"] ? "#{_1["label"]} (skipped: #{_1["skipped"]})" : _1["label"] }], *[
       ["all done, s / ideal (×)", lambda { |row|
@@ -115,7 +117,8 @@ module LimitFetchBench
     # Each header gives the issue's target.
     FAIR = [
       ["declaration", lambda { |row|
-        "`#{row["declarations"]["FairJob"]}`#{" (stand-in: fair: not accepted)" unless row["fair_accepted"]}"
+        "`#{row["declarations"]["FairJob"]}`#{" (stand-in: fair: not accepted)" unless row["fair_accepted"]}" \
+          "#{" in `#{row["queue_config"]}`" if row["queue_config"]}"
       }],
       ["a: slots busy, A alone (≥ 9.5)", %w[arrivals alone], :num, "%.2f"],
       ["b: A / B / C over the window (5 s); while all had work (3–4 each)", -> { fair_shares(_1["arrivals"]) }],
@@ -134,7 +137,7 @@ module LimitFetchBench
         "#{tallies.map { _1["max_running"] }.max} / #{row["sizes"]["slots"]}; " \
           "#{tallies.all? { _1["done_once"] } ? "yes" : "**no**"} (#{tallies.sum { _1["jobs"] }} jobs)"
       }],
-      ["Redis CPU µs/job: fair / plain key (× ≤ 1.5)", lambda { |row|
+      ["Redis CPU µs/job: fair / plain (× ≤ 1.5)", lambda { |row|
         "#{num(row["cost"]["fair"], "%.1f")} / #{num(row["cost"]["plain"], "%.1f")} (#{ratio(row["cost"]["ratio"])})"
       }]
     ].freeze
