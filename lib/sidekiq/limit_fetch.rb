@@ -57,6 +57,10 @@ module Sidekiq
   # reaping of dead processes live in a Rust core; this class keeps Sidekiq's
   # queue order (strict, weighted, random) and hands the core its queue list.
   class LimitFetch < BasicFetch
+    # Read by Sidekiq's API, the console, the Web UI and the CLI, and it
+    # loads sidekiq/api: not loaded in a server that reads none of them.
+    autoload :Waiting, "sidekiq/limit_fetch/waiting"
+
     @clients = {}.compare_by_identity
     @lock = Mutex.new
 
