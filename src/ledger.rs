@@ -7,6 +7,8 @@ use std::sync::Arc;
 use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
+use crate::block::Block;
+
 /// SHA1 of a job's payload: how the ledger and the Lua scripts (which have
 /// `redis.sha1hex`) recognise a job without keeping or sending its payload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -56,28 +58,22 @@ struct Held {
 const FINISHED_FOR: Duration = Duration::from_secs(30);
 const FINISHED_MAX: usize = 16_384;
 
-/// Entries per block of [`Finished`]: 12 kB.
-const BLOCK: usize = 512;
-
 type Entry = (u32, Digest);
 
 /// The acknowledgements Redis took lately, oldest first, in 24 bytes each:
 /// when, in whole seconds since the first (so an entry is dropped 30 to 32 s
 /// after, never earlier), and the job's digest. They are kept in blocks of
-/// BLOCK entries, taken and given back one at a time, rather than in one
-/// buffer that doubles as it grows: each buffer it outgrew would stay, freed
-/// but resident, in the malloc arena of the thread that happened to grow it
-/// (any of Sidekiq's processors), for the process's life. A queue's name is
-/// kept once per run of consecutive entries of that queue (`runs`), not per
-/// entry.
+/// pages mapped for them ([`Block`]), taken and given back one at a time,
+/// rather than in a buffer that doubles as it grows: each buffer it outgrew
+/// would stay, freed but resident, in the malloc arena of the thread that
+/// happened to grow it. A queue's name is kept once per run of consecutive
+/// entries of that queue (`runs`), not per entry.
 #[derive(Default)]
 struct Finished {
     /// Oldest first; the front block's first `head` entries are gone.
-    blocks: VecDeque<Vec<Entry>>,
+    blocks: VecDeque<Block<Entry>>,
     head: usize,
     len: usize,
-    /// The last block emptied, for the next one needed.
-    spare: Option<Vec<Entry>>,
     /// Each run's first entry (its number among all entries ever pushed)
     /// and its queue, oldest first; the front run may start before `first`.
     runs: VecDeque<(u64, Arc<str>)>,
@@ -100,7 +96,21 @@ impl Finished {
         {
             self.drop_oldest();
         }
+        let pushed = match self.blocks.back_mut() {
+            Some(block) => block.push((now, digest)),
+            None => false,
+        };
+        if !pushed {
+            // Without a page for it (the kernel out of memory), the entry
+            // is not kept: the job would run again after a failover.
+            let Some(mut block) = Block::new() else {
+                return;
+            };
+            block.push((now, digest));
+            self.blocks.push_back(block);
+        }
         let number = self.first + self.len as u64;
+        self.len += 1;
         if !matches!(self.runs.back(), Some((_, last)) if **last == *queue) {
             self.runs.push_back((number, Arc::from(queue)));
         }
@@ -111,25 +121,12 @@ impl Finished {
         {
             self.runs.pop_front();
         }
-        let full = match self.blocks.back() {
-            Some(block) => block.len() == BLOCK,
-            None => true,
-        };
-        if full {
-            let block = self
-                .spare
-                .take()
-                .unwrap_or_else(|| Vec::with_capacity(BLOCK));
-            self.blocks.push_back(block);
-        }
-        if let Some(block) = self.blocks.back_mut() {
-            block.push((now, digest));
-            self.len += 1;
-        }
     }
 
     fn oldest(&self) -> Option<&Entry> {
-        self.blocks.front().and_then(|block| block.get(self.head))
+        self.blocks
+            .front()
+            .and_then(|block| block.as_slice().get(self.head))
     }
 
     fn drop_oldest(&mut self) {
@@ -141,10 +138,7 @@ impl Finished {
         self.first += 1;
         if self.head == block.len() {
             self.head = 0;
-            if let Some(mut block) = self.blocks.pop_front() {
-                block.clear();
-                self.spare = Some(block);
-            }
+            self.blocks.pop_front();
         }
     }
 
@@ -156,7 +150,11 @@ impl Finished {
             .iter()
             .enumerate()
             .rev()
-            .flat_map(move |(at, block)| block[if at == 0 { head } else { 0 }..].iter().rev())
+            .flat_map(move |(at, block)| {
+                block.as_slice()[if at == 0 { head } else { 0 }..]
+                    .iter()
+                    .rev()
+            })
             .zip((0..self.len).rev())
             .filter_map(move |((_, digest), at)| {
                 let number = first + at as u64;
@@ -319,9 +317,8 @@ mod tests {
         let finished = &ledger.finished;
         assert_eq!(finished.len, FINISHED_MAX);
         assert_eq!(finished.newest_first().count(), FINISHED_MAX);
-        // Blocks of BLOCK entries, never grown: the bound's and one more.
-        assert!(finished.blocks.len() <= FINISHED_MAX / BLOCK + 1);
-        assert!(finished.blocks.iter().all(|b| b.capacity() == BLOCK));
+        // Blocks enough for the bound, and one partly gone.
+        assert!(finished.blocks.len() <= FINISHED_MAX / Block::<Entry>::CAPACITY + 2);
         assert_eq!(std::mem::size_of::<Entry>(), 24);
         // One name per run of a queue: the run of "q" that the bound cut, and "other".
         assert_eq!(finished.runs.len(), 2);
@@ -370,7 +367,7 @@ mod tests {
     #[test]
     fn the_jobs_finished_lately_go_after_their_period_and_give_their_blocks_back() {
         let mut ledger = Ledger::default();
-        for n in 0..BLOCK + 10 {
+        for n in 0..Block::<Entry>::CAPACITY + 10 {
             ledger.finished("q", Digest::of(n.to_string().as_bytes()));
         }
         assert_eq!(ledger.finished.blocks.len(), 2);
@@ -380,9 +377,8 @@ mod tests {
         ledger.finished("other", Digest::of(b"now"));
         let finished = &ledger.finished;
         assert_eq!(finished.len, 1);
-        // The block given back last took the new entry.
+        // The blocks of the entries gone are given back.
         assert_eq!(finished.blocks.len(), 1);
-        assert!(finished.spare.is_none());
         let kept: Vec<(&str, Digest)> = finished.newest_first().map(|(q, d)| (q, *d)).collect();
         assert!(kept == vec![("other", Digest::of(b"now"))]);
         assert_eq!(finished.runs.len(), 1);
