@@ -17,6 +17,9 @@ RedisServer.start
 
 require "sidekiq"
 require "sidekiq-limit_fetch"
+# Specs read Sidekiq's API, which the gem does not load: loaded after it, as
+# an app that reads it may, so its classes take the gem's counting then.
+require "sidekiq/api"
 require_relative "support/tracked_job"
 require_relative "support/keyed_jobs"
 require_relative "support/back_off_jobs"

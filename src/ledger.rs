@@ -7,6 +7,8 @@ use std::sync::Arc;
 use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
+use crate::block::Block;
+
 /// SHA1 of a job's payload: how the ledger and the Lua scripts (which have
 /// `redis.sha1hex`) recognise a job without keeping or sending its payload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -51,12 +53,118 @@ struct Held {
 /// fraction of a second to a few with asynchronous replication), and the
 /// reconciliation that follows it must not run those jobs again. A capsule
 /// that finishes more than FINISHED_MAX jobs in FINISHED_FOR keeps
-/// FINISHED_MAX of them all its life, so each entry is small: the queue's
-/// name is shared by consecutive entries of one queue rather than copied per
-/// job, and the deque never grows past FINISHED_MAX (a push at full capacity
-/// would double its buffer).
+/// FINISHED_MAX of them all its life, so each entry is small (see
+/// [`Finished`]).
 const FINISHED_FOR: Duration = Duration::from_secs(30);
 const FINISHED_MAX: usize = 16_384;
+
+type Entry = (u32, Digest);
+
+/// The acknowledgements Redis took lately, oldest first, in 24 bytes each:
+/// when, in whole seconds since the first (so an entry is dropped 30 to 32 s
+/// after, never earlier), and the job's digest. They are kept in blocks of
+/// pages mapped for them ([`Block`]), taken and given back one at a time,
+/// rather than in a buffer that doubles as it grows: each buffer it outgrew
+/// would stay, freed but resident, in the malloc arena of the thread that
+/// happened to grow it. A queue's name is kept once per run of consecutive
+/// entries of that queue (`runs`), not per entry.
+#[derive(Default)]
+struct Finished {
+    /// Oldest first; the front block's first `head` entries are gone.
+    blocks: VecDeque<Block<Entry>>,
+    head: usize,
+    len: usize,
+    /// Each run's first entry (its number among all entries ever pushed)
+    /// and its queue, oldest first; the front run may start before `first`.
+    runs: VecDeque<(u64, Arc<str>)>,
+    /// The number of the oldest entry.
+    first: u64,
+    /// What the entries' seconds count from: the first entry's time.
+    epoch: Option<Instant>,
+}
+
+impl Finished {
+    fn push(&mut self, queue: &str, digest: Digest) {
+        let now = Instant::now();
+        let epoch = *self.epoch.get_or_insert(now);
+        let now = u32::try_from(now.duration_since(epoch).as_secs()).unwrap_or(u32::MAX);
+        let period = FINISHED_FOR.as_secs() as u32;
+        while self.len >= FINISHED_MAX
+            || self
+                .oldest()
+                .is_some_and(|(at, _)| now.saturating_sub(*at) > period)
+        {
+            self.drop_oldest();
+        }
+        let pushed = match self.blocks.back_mut() {
+            Some(block) => block.push((now, digest)),
+            None => false,
+        };
+        if !pushed {
+            // Without a page for it (the kernel out of memory), the entry
+            // is not kept: the job would run again after a failover.
+            let Some(mut block) = Block::new() else {
+                return;
+            };
+            block.push((now, digest));
+            self.blocks.push_back(block);
+        }
+        let number = self.first + self.len as u64;
+        self.len += 1;
+        if !matches!(self.runs.back(), Some((_, last)) if **last == *queue) {
+            self.runs.push_back((number, Arc::from(queue)));
+        }
+        while self
+            .runs
+            .get(1)
+            .is_some_and(|(start, _)| *start <= self.first)
+        {
+            self.runs.pop_front();
+        }
+    }
+
+    fn oldest(&self) -> Option<&Entry> {
+        self.blocks
+            .front()
+            .and_then(|block| block.as_slice().get(self.head))
+    }
+
+    fn drop_oldest(&mut self) {
+        let Some(block) = self.blocks.front() else {
+            return;
+        };
+        self.head += 1;
+        self.len -= 1;
+        self.first += 1;
+        if self.head == block.len() {
+            self.head = 0;
+            self.blocks.pop_front();
+        }
+    }
+
+    /// Each entry's queue and digest, newest first.
+    fn newest_first(&self) -> impl Iterator<Item = (&str, &Digest)> {
+        let mut runs = self.runs.iter().rev().peekable();
+        let (first, head) = (self.first, self.head);
+        self.blocks
+            .iter()
+            .enumerate()
+            .rev()
+            .flat_map(move |(at, block)| {
+                block.as_slice()[if at == 0 { head } else { 0 }..]
+                    .iter()
+                    .rev()
+            })
+            .zip((0..self.len).rev())
+            .filter_map(move |((_, digest), at)| {
+                let number = first + at as u64;
+                while runs.peek().is_some_and(|(start, _)| *start > number) {
+                    runs.next();
+                }
+                runs.peek().map(|(_, queue)| (&**queue, digest))
+            })
+    }
+}
 
 #[derive(Default)]
 pub(crate) struct Ledger {
@@ -67,9 +175,8 @@ pub(crate) struct Ledger {
     pub(crate) acks: Vec<Ack>,
     /// A flush of `acks` is on its way.
     pub(crate) flush_scheduled: bool,
-    /// Acknowledgements Redis took lately, oldest first: when, the job's
-    /// queue and digest.
-    finished: VecDeque<(Instant, Arc<str>, Digest)>,
+    /// Acknowledgements Redis took lately.
+    finished: Finished,
 }
 
 impl Ledger {
@@ -109,20 +216,7 @@ impl Ledger {
 
     /// A job of `queue` is finished and Redis took its acknowledgement.
     pub(crate) fn finished(&mut self, queue: &str, digest: Digest) {
-        let now = Instant::now();
-        while self.finished.len() >= FINISHED_MAX
-            || self
-                .finished
-                .front()
-                .is_some_and(|(at, _, _)| now.duration_since(*at) > FINISHED_FOR)
-        {
-            self.finished.pop_front();
-        }
-        let queue = match self.finished.back() {
-            Some((_, last, _)) if **last == *queue => Arc::clone(last),
-            _ => Arc::from(queue),
-        };
-        self.finished.push_back((now, queue, digest));
+        self.finished.push(queue, digest);
     }
 
     /// The reconciliation script's arguments after the capsule's UUID: how
@@ -139,9 +233,9 @@ impl Ledger {
         let mut finished: BTreeMap<&str, Vec<&Digest>> = BTreeMap::new();
         if with_finished {
             let mut seen = HashSet::new();
-            for (_, queue, digest) in self.finished.iter().rev() {
+            for (queue, digest) in self.finished.newest_first() {
                 if seen.insert((queue, digest)) {
-                    finished.entry(&**queue).or_default().push(digest);
+                    finished.entry(queue).or_default().push(digest);
                 }
             }
         }
@@ -220,12 +314,17 @@ mod tests {
             ledger.finished("q", Digest::of(n.to_string().as_bytes()));
         }
         ledger.finished("other", Digest::of(b"last"));
-        assert_eq!(ledger.finished.len(), FINISHED_MAX);
-        // A buffer that doubled past the bound would keep twice the memory.
-        assert!(ledger.finished.capacity() < 2 * FINISHED_MAX);
-        let names: Vec<&Arc<str>> = ledger.finished.iter().map(|(_, q, _)| q).collect();
-        assert!(Arc::ptr_eq(names[0], names[FINISHED_MAX - 2]));
-        assert_eq!(&**names[FINISHED_MAX - 1], "other");
+        let finished = &ledger.finished;
+        assert_eq!(finished.len, FINISHED_MAX);
+        assert_eq!(finished.newest_first().count(), FINISHED_MAX);
+        // Blocks enough for the bound, and one partly gone.
+        assert!(finished.blocks.len() <= FINISHED_MAX / Block::<Entry>::CAPACITY + 2);
+        assert_eq!(std::mem::size_of::<Entry>(), 24);
+        // One name per run of a queue: the run of "q" that the bound cut, and "other".
+        assert_eq!(finished.runs.len(), 2);
+        let names: Vec<&str> = finished.newest_first().map(|(q, _)| q).collect();
+        assert_eq!(names[0], "other");
+        assert!(names[1..].iter().all(|q| *q == "q"));
         let args = ledger.reconcile_args(true);
         // No job held; two queues finished lately, the newest first in each.
         assert_eq!(args[0], b"0");
@@ -242,5 +341,46 @@ mod tests {
             q.map(|at| args[at + 1].clone()),
             Some(Digest::of(newest.as_bytes()).hex().into_bytes())
         );
+    }
+
+    #[test]
+    fn each_job_finished_lately_keeps_its_queue_across_runs() {
+        let queue = |n: usize| ["a", "b", "c"][(n / 3 + n / 7) % 3];
+        let mut ledger = Ledger::default();
+        let pushed = FINISHED_MAX + 5_000;
+        for n in 0..pushed {
+            ledger.finished(queue(n), Digest::of(n.to_string().as_bytes()));
+        }
+        let kept: Vec<(&str, Digest)> = ledger
+            .finished
+            .newest_first()
+            .map(|(q, d)| (q, *d))
+            .collect();
+        let expected: Vec<(&str, Digest)> = (pushed - FINISHED_MAX..pushed)
+            .rev()
+            .map(|n| (queue(n), Digest::of(n.to_string().as_bytes())))
+            .collect();
+        assert!(kept == expected);
+        assert!(ledger.finished.runs.len() <= FINISHED_MAX);
+    }
+
+    #[test]
+    fn the_jobs_finished_lately_go_after_their_period_and_give_their_blocks_back() {
+        let mut ledger = Ledger::default();
+        for n in 0..Block::<Entry>::CAPACITY + 10 {
+            ledger.finished("q", Digest::of(n.to_string().as_bytes()));
+        }
+        assert_eq!(ledger.finished.blocks.len(), 2);
+        // Pushed FINISHED_FOR and 2 s ago, as far as the entries' seconds tell.
+        let epoch = ledger.finished.epoch.expect("an epoch");
+        ledger.finished.epoch = epoch.checked_sub(FINISHED_FOR + Duration::from_secs(2));
+        ledger.finished("other", Digest::of(b"now"));
+        let finished = &ledger.finished;
+        assert_eq!(finished.len, 1);
+        // The blocks of the entries gone are given back.
+        assert_eq!(finished.blocks.len(), 1);
+        let kept: Vec<(&str, Digest)> = finished.newest_first().map(|(q, d)| (q, *d)).collect();
+        assert!(kept == vec![("other", Digest::of(b"now"))]);
+        assert_eq!(finished.runs.len(), 1);
     }
 }

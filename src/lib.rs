@@ -12,6 +12,7 @@
 
 mod acl;
 mod admin;
+mod block;
 mod capsule;
 mod carried;
 mod connection;

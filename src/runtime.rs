@@ -114,9 +114,21 @@ where
     U: FnOnce(T) -> UF + Send + 'static,
     UF: Future<Output = ()> + Send + 'static,
 {
+    let undo: Undo<T> = Box::new(move |value| Box::pin(undo(value)));
+    spawn_boxed(timeout, Box::pin(work), undo)
+}
+
+/// [`spawn`] for a boxed `work`: one task type (and its code) per `T`, not
+/// one per caller's future. The extension's code is mapped into every
+/// Sidekiq process, and most of it stays resident; these tasks are not on
+/// a fetch's path of a plain connection (`direct/`).
+fn spawn_boxed<T: Send + 'static>(
+    timeout: Duration,
+    work: Pin<Box<dyn Future<Output = Result<T>> + Send>>,
+    undo: Undo<T>,
+) -> Result<Pending<T>> {
     let handle = handle()?;
     let (tx, rx) = oneshot::channel();
-    let undo: Undo<T> = Box::new(move |value| Box::pin(undo(value)));
     let undo: SharedUndo<T> = Arc::new(Mutex::new(Some(undo)));
     let task_undo = undo.clone();
     handle.spawn(async move {

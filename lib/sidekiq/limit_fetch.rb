@@ -38,17 +38,11 @@ require "sidekiq/limit_fetch/heartbeat"
 require "sidekiq/limit_fetch/acl_denial"
 require "sidekiq/limit_fetch/client"
 require "sidekiq/limit_fetch/unit_of_work"
-require "sidekiq/limit_fetch/explanation"
-require "sidekiq/limit_fetch/fair_queue"
-require "sidekiq/limit_fetch/queue"
 require "sidekiq/limit_fetch/console"
-require "sidekiq/limit_fetch/release_all"
 require "sidekiq/limit_fetch/carried_limits"
-require "sidekiq/limit_fetch/fair_figures"
 require "sidekiq/limit_fetch/stats"
 require "sidekiq/limit_fetch/api"
 require "sidekiq/limit_fetch/boot_line"
-require "sidekiq/limit_fetch/global/queue_semaphore"
 
 module Sidekiq
   # A fetch strategy that caps how many jobs of each queue run at once,
@@ -57,6 +51,17 @@ module Sidekiq
   # reaping of dead processes live in a Rust core; this class keeps Sidekiq's
   # queue order (strict, weighted, random) and hands the core its queue list.
   class LimitFetch < BasicFetch
+    # What the console, the Web UI, the CLI and Sidekiq's API read, loaded
+    # when first used: a server that reads none of them is smaller (Waiting
+    # loads sidekiq/api).
+    autoload :Waiting, "sidekiq/limit_fetch/waiting"
+    autoload :Queue, "sidekiq/limit_fetch/queue"
+    autoload :FairQueue, "sidekiq/limit_fetch/fair_queue"
+    autoload :Explanation, "sidekiq/limit_fetch/explanation"
+    autoload :ReleaseAll, "sidekiq/limit_fetch/release_all"
+    autoload :FairFigures, "sidekiq/limit_fetch/fair_figures"
+    autoload :Global, "sidekiq/limit_fetch/global/queue_semaphore"
+
     @clients = {}.compare_by_identity
     @lock = Mutex.new
 

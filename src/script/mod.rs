@@ -11,6 +11,7 @@
 pub(crate) mod codes;
 pub(crate) mod fetch;
 
+use std::borrow::Cow;
 use std::sync::LazyLock;
 
 use redis::aio::ConnectionLike;
@@ -80,11 +81,36 @@ struct Library {
 /// its lists still run), so that Sidekiq's API keeps its figures then.
 const READ_ONLY: [&str; 2] = [WAITING, FAIR_TENANTS];
 
+/// Built once, where first used (a capsule's setup: the process's main
+/// thread): the source is hashed piece by piece and written once, at its
+/// length, rather than joined, copied to be hashed and copied again with its
+/// version in (five times its 125 kB at once, kept by the thread's malloc
+/// arena for the process's life).
 static LIBRARY: LazyLock<Library> = LazyLock::new(|| {
-    let prelude = PRELUDE.join("\n");
-    let mut source = format!("#!lua name=limit_fetch_{VERSION}\n{prelude}");
+    let pieces = library_pieces();
+    let mut hash = sha1_smol::Sha1::new();
+    for piece in &pieces {
+        hash.update(piece.as_bytes());
+    }
+    let version = hash.digest().to_string()[..16].to_string();
+    let length = pieces
+        .iter()
+        .map(|piece| piece.len() + piece.matches(VERSION).count() * (version.len() - VERSION.len()))
+        .sum();
+    let mut source = String::with_capacity(length);
+    for piece in &pieces {
+        source.push_str(&piece.replace(VERSION, &version));
+    }
+    Library { source, version }
+});
+
+/// The library's source, with [`VERSION`] where its version goes, in
+/// pieces: a first line naming the library, the prelude, then each script
+/// as a chunk run once whose function Redis registers.
+fn library_pieces() -> Vec<Cow<'static, str>> {
+    let mut pieces = vec![Cow::Owned(format!("#!lua name=limit_fetch_{VERSION}\n"))];
+    joined(&mut pieces, &PRELUDE);
     for (name, parts) in SCRIPTS {
-        let body = parts.join("\n");
         let function = function_name(name, VERSION);
         let callback = "function(KEYS, ARGV)\nnew_call()\nreturn run(KEYS, ARGV)\nend";
         let register = if READ_ONLY.contains(&name) {
@@ -95,16 +121,22 @@ static LIBRARY: LazyLock<Library> = LazyLock::new(|| {
         } else {
             format!("redis.register_function('{function}', {callback})")
         };
-        source.push_str(&format!(
-            "\ndo\nlocal run = (function()\n{body}\nend)()\n{register}\nend\n"
-        ));
+        pieces.push(Cow::Borrowed("\ndo\nlocal run = (function()\n"));
+        joined(&mut pieces, parts);
+        pieces.push(Cow::Owned(format!("\nend)()\n{register}\nend\n")));
     }
-    let version = redis::Script::new(&source).get_hash()[..16].to_string();
-    Library {
-        source: source.replace(VERSION, &version),
-        version,
+    pieces
+}
+
+/// `parts`, a newline between each two.
+fn joined(pieces: &mut Vec<Cow<'static, str>>, parts: &[&'static str]) {
+    for (at, part) in parts.iter().enumerate() {
+        if at > 0 {
+            pieces.push(Cow::Borrowed("\n"));
+        }
+        pieces.push(Cow::Borrowed(part));
     }
-});
+}
 
 fn function_name(script: &str, version: &str) -> String {
     format!("limit_fetch_{script}_{version}")
@@ -246,7 +278,7 @@ pub(crate) fn decode<T: FromRedisValue>(reply: Value) -> Result<T> {
 
 #[cfg(test)]
 mod tests {
-    use super::{FETCH_PARTS, PRELUDE};
+    use super::{function_name, FETCH_PARTS, LIBRARY, PRELUDE, READ_ONLY, SCRIPTS, VERSION};
 
     /// Each file of a folder of parts is joined, once: a file added to the
     /// folder and not to its list in `parts.rs` fails here.
@@ -266,6 +298,34 @@ mod tests {
             }
             assert_eq!(files, parts.len(), "src/lua/{folder}/: files and parts");
         }
+    }
+
+    /// The library as it was first built, joined and then given its
+    /// version: the same bytes, so the same version (the functions' names).
+    #[test]
+    fn the_library_is_its_scripts_joined_with_their_version() {
+        let prelude = PRELUDE.join("\n");
+        let mut source = format!("#!lua name=limit_fetch_{VERSION}\n{prelude}");
+        for (name, parts) in SCRIPTS {
+            let body = parts.join("\n");
+            let function = function_name(name, VERSION);
+            let callback = "function(KEYS, ARGV)\nnew_call()\nreturn run(KEYS, ARGV)\nend";
+            let register = if READ_ONLY.contains(&name) {
+                format!(
+                    "redis.register_function{{function_name = '{function}', \
+                     flags = {{'no-writes'}}, callback = {callback}}}"
+                )
+            } else {
+                format!("redis.register_function('{function}', {callback})")
+            };
+            source.push_str(&format!(
+                "\ndo\nlocal run = (function()\n{body}\nend)()\n{register}\nend\n"
+            ));
+        }
+        let version = redis::Script::new(&source).get_hash()[..16].to_string();
+        assert_eq!(LIBRARY.version, version);
+        assert!(LIBRARY.source == source.replace(VERSION, &version));
+        assert_eq!(LIBRARY.source.capacity(), LIBRARY.source.len());
     }
 
     /// The fetch's last part returns the function Redis calls.

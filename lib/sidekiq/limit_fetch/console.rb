@@ -1,7 +1,5 @@
 # frozen_string_literal: true
 
-require "sidekiq/api"
-
 module Sidekiq
   class LimitFetch < BasicFetch
     # The console API: queues, job limits and capsules, read and changed from
@@ -20,6 +18,7 @@ module Sidekiq
       # with a stored limit, a pause or busy slots, and those a live capsule
       # serves.
       def queues
+        require "sidekiq/api"
         names = Sidekiq::Queue.all.map(&:name) + admin.known_queues
         names += capsules.reject(&:expired?).flat_map(&:queues)
         names.uniq.sort.map { |name| queue(name) }

@@ -89,3 +89,5 @@ module Sidekiq
     end
   end
 end
+
+require "sidekiq/limit_fetch/waiting/shared_read"

@@ -5,6 +5,8 @@
 # read it (Queue#size and #latency, Stats#enqueued, #queues,
 # #queue_summaries), unless :count_parked_as_waiting is false. Real
 # Sidekiq's API, real Redis, jobs parked by a real capsule's fetches.
+require "open3"
+
 RSpec.describe Sidekiq::LimitFetch, "jobs parked count as waiting" do
   let(:queue) { LimitFetchSpec::KeyedJobs::QUEUE }
   let(:sidekiq_queue) { Sidekiq::Queue.new(queue) }
@@ -30,6 +32,17 @@ RSpec.describe Sidekiq::LimitFetch, "jobs parked count as waiting" do
     payload = redis.call("LINDEX", "#{LimitFetchHelpers::KEY_PREFIX}limit:#{limit.id}:parked", -1)
     now = Process.clock_gettime(Process::CLOCK_REALTIME, :millisecond)
     (now - JSON.parse(payload).fetch("enqueued_at")) / 1000.0
+  end
+
+  it "takes Sidekiq's API classes whenever sidekiq/api is loaded, which the gem does not load itself" do
+    script = 'require "sidekiq"; require "sidekiq-limit_fetch"; ' \
+             'puts $LOADED_FEATURES.grep(%r{/sidekiq/api[.]rb\z}).size; require "sidekiq/api"; ' \
+             "puts Sidekiq::Queue.ancestors.first, Sidekiq::Queue.singleton_class.ancestors.first, " \
+             "Sidekiq::Stats.ancestors.first"
+    out, err, status = Open3.capture3(Gem.ruby, "-I", File.expand_path("../../../lib", __dir__), "-e", script)
+    expect(status).to be_success, err
+    prepended = %w[QueueWaiting QueuesWaiting StatsWaiting].map { "Sidekiq::LimitFetch::Api::#{_1}" }
+    expect(out.lines(chomp: true)).to eq(["0", *prepended])
   end
 
   context "with 1,000 jobs of one tenant behind a key limit of 1" do
