@@ -63,11 +63,14 @@ module LimitFetchChaos
       @parked = {most: 0, ticks: 0, ticks_parked: 0, queues: PARKED.keys.to_h { [_1, 0] }}
     end
 
+    # Pushes while the run feeds; samples what is parked until it ends (a
+    # queue late in the strict order, e, may be served only once the pushes
+    # are done).
     def feed(elapsed)
-      return if done?(elapsed)
-
       queued, parked = waiting
       note(parked)
+      return if done?(elapsed)
+
       queues.zip(queued).each do |queue, count|
         push(queue, [@plan.backlog - count - parked[queue], left(queue), paced(queue)].compact.min)
       end
