@@ -12,8 +12,10 @@ local parsed_jobs, carried_limits, carried_arrays, carried_queues, stored_job_li
 local back_off_ends, adaptive_states = {}, {}
 -- Rates: Redis's clock, read once a call; job limits' rates by id; the
 -- room left in windows, by starts key (false: full), and when each full
--- one; and whether this call wrote RATE_PARKED_KEY.
-local clock, job_rates, rate_rooms, rate_opens, rate_parked_written
+-- one; whether this call wrote RATE_PARKED_KEY; and, by job limit id,
+-- false where its count of jobs sent back for its rate was read absent
+-- (book_start then need not look; a write of it forgets that).
+local clock, job_rates, rate_rooms, rate_opens, rate_parked_written, rate_released
 -- Job limits whose last parked jobs a release handed to the fetch (`held`,
 -- see release), by id, or nil: they leave LIMITS_WITH_PARKED_KEY once those jobs are in
 -- a list again (lua/fetch/reply.lua's done).
@@ -21,7 +23,7 @@ local emptied
 local function new_call()
   parsed_jobs, carried_limits, carried_arrays, carried_queues, stored_job_limits = {}, {}, {}, {}, {}
   back_off_ends, adaptive_states = {}, {}
-  clock, job_rates, rate_rooms, rate_opens, rate_parked_written = nil, {}, {}, {}, false
+  clock, job_rates, rate_rooms, rate_opens, rate_parked_written, rate_released = nil, {}, {}, {}, false, {}
   emptied = nil
   guard_none()
 end

@@ -27,11 +27,17 @@ local function job_limit(limit)
   local stored = stored_job_limits[id]
   if stored == nil then
     -- Its back-off in the same read: a limit checked for room is checked
-    -- for a back-off too (see back_off_end); and an adaptive limit's state.
+    -- for a back-off too (see back_off_end); an adaptive limit's state; and
+    -- a rate's stored value and its count of jobs sent back (job_rate,
+    -- book_start), which a limit with a rate reads at every start.
     local values
     if limit.ceiling ~= nil then
       values = redis.call('MGET', job_limit_key(id), job_back_off_key(id), job_adaptive_key(id))
       adaptive_states[id] = parse_adaptive(values[3]) or false
+    elseif limit.rate ~= nil then
+      values = redis.call('MGET', job_limit_key(id), job_back_off_key(id), job_rate_key(id), job_released_key(id))
+      if job_rates[id] == nil then job_rates[id] = parse_rate(values[3]) or declared_rate(limit.rate) end
+      if rate_released[id] == nil then rate_released[id] = values[4] and true or false end
     else
       values = redis.call('MGET', job_limit_key(id), job_back_off_key(id))
     end

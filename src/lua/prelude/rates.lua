@@ -4,20 +4,29 @@
 
 -- How many more starts the window of `rate` ({limit, period}) whose starts
 -- are the sorted set `starts` allows now; at 0, also when it next will
--- (microseconds, Redis's clock), or nil if never (a limit of 0). Starts
--- that left the window are removed first: a window is strict, a start at
--- t counts until t + period.
-local function rate_room(starts, rate)
+-- (microseconds, Redis's clock), or nil if never (a limit of 0). A window
+-- is strict: a start at t counts until t + period.
+--
+-- The set is counted whole first: starts that left the window only make
+-- the count larger, so a count under the limit leaves room (perhaps less
+-- than there is), and they are removed only once the count reaches the
+-- limit, which then counts again. Whether there is room is exact either
+-- way, which is all a fetch asks (it starts one job); and the set never
+-- holds more than `limit` starts. `exact`: removes them first, for the
+-- room itself (how many parked jobs a release sends back).
+local function rate_room(starts, rate, exact)
   local room = rate_rooms[starts]
-  if room ~= nil then return room or 0, rate_opens[starts] end
+  -- A room cached from a count that removed nothing may be short of it.
+  if room ~= nil and not (exact and room) then return room or 0, rate_opens[starts] end
   local limit, period = rate[1], rate[2]
   if limit == 0 then
     rate_rooms[starts] = false
     return 0, nil
   end
-  local t = now()
-  redis.call('ZREMRANGEBYSCORE', starts, '-inf', t - period)
   local n = redis.call('ZCARD', starts)
+  if exact or n >= limit then
+    n = n - redis.call('ZREMRANGEBYSCORE', starts, '-inf', now() - period)
+  end
   if n < limit then
     rate_rooms[starts] = limit - n
     return limit - n

@@ -75,8 +75,8 @@ local function release(id, n, held, freed, known)
     -- Jobs sent back earlier wait at the front of their queues until they
     -- start: more sent now would go ahead of them. The last to start says
     -- when (book_start); a period at most, as the count then expires.
-    if redis.call('EXISTS', job_released_key(id)) == 1 then return {} end
-    rate_left, opens = rate_room(starts, rate)
+    if rate_released[id] ~= false and redis.call('EXISTS', job_released_key(id)) == 1 then return {} end
+    rate_left, opens = rate_room(starts, rate, true)
     if rate_left < room then room = rate_left end
   end
   if n and n < room then room = n end
@@ -127,6 +127,7 @@ local function release(id, n, held, freed, known)
   end
   if rate then
     -- Counted until they start (book_start), or for a period at most.
+    rate_released[id] = nil
     redis.call('INCRBY', job_released_key(id), #jobs)
     redis.call('PEXPIRE', job_released_key(id), math.ceil(rate[2] / 1000))
   end
