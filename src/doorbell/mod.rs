@@ -65,8 +65,13 @@ pub(crate) fn queue_set<S: AsRef<str>>(queues: &[S]) -> QueueSet {
 }
 
 /// Taken while the bell is armed: any change after it wakes the holder.
+/// `timed`: the timed rings before it, which wake one holder only (see
+/// [`Doorbell::ring_at`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Ticket(u64);
+pub(crate) struct Ticket {
+    changes: u64,
+    timed: u64,
+}
 
 /// How a wait for the bell ended.
 #[derive(Debug, PartialEq, Eq)]
@@ -87,15 +92,17 @@ struct State {
     armed_at: Option<u64>,
     queues: BTreeSet<String>,
     sets: HashSet<QueueSet>,
-    /// A look that started at this change count found nothing for this set.
-    empty: Option<(u64, QueueSet, Instant)>,
+    /// A look that started under this ticket found nothing for this set.
+    empty: Option<(Ticket, QueueSet, Instant)>,
     retry_at: Option<Instant>,
     /// The connection has tracking on (it was armed, and not lost since).
     tracking: bool,
     waiters: usize,
     closed: bool,
-    /// When timed rings are due (see [`Doorbell::ring_at`]).
+    /// When timed rings are due (see [`Doorbell::ring_at`]), and how many
+    /// rang.
     alarms: Vec<Instant>,
+    timed: u64,
 }
 
 pub(crate) struct Doorbell {
@@ -169,8 +176,10 @@ impl Doorbell {
     /// `set` is worked out only if the bell is armed at all.
     pub(crate) fn ticket(&self, set: impl FnOnce() -> QueueSet) -> Option<Ticket> {
         let state = self.state();
-        (state.armed_at == Some(state.rings) && state.sets.contains(&set()))
-            .then_some(Ticket(state.changes))
+        (state.armed_at == Some(state.rings) && state.sets.contains(&set())).then_some(Ticket {
+            changes: state.changes,
+            timed: state.timed,
+        })
     }
 
     /// True if a look for `set` that started under `ticket` found nothing,
@@ -180,7 +189,7 @@ impl Doorbell {
     pub(crate) fn known_empty(&self, ticket: Ticket, set: QueueSet) -> bool {
         let mut state = self.state();
         match state.empty.as_mut() {
-            Some((at, s, when)) if *at == ticket.0 && *s == set => {
+            Some((at, s, when)) if *at == ticket && *s == set => {
                 if when.elapsed() < TRUST_EMPTY {
                     return true;
                 }
@@ -192,13 +201,18 @@ impl Doorbell {
     }
 
     pub(crate) fn found_empty(&self, ticket: Ticket, set: QueueSet) {
-        self.state().empty = Some((ticket.0, set, Instant::now()));
+        self.state().empty = Some((ticket, set, Instant::now()));
     }
 
-    /// Rings at `at`, as a change would: a rate's window opens then, which
-    /// no write announces (the fetch script's "opens in"). One timer per moment: a
-    /// ring set up to [`ALARM_SLACK`] earlier stands for this one, and this
-    /// one stands for those set up to that much later (they ring no more).
+    /// Rings at `at`: a rate's window opens then, which no write announces
+    /// (the fetch script's "opens in"). It wakes one waiter, the one that
+    /// looks and takes what the window lets go (and, if that leaves more,
+    /// wakes the next, as any look does), not every one: the others'
+    /// tickets stand, and once a look after the ring found nothing they
+    /// trust it again (a look before the ring does not count: see
+    /// [`Doorbell::known_empty`]). One timer per moment: a ring set up to
+    /// [`ALARM_SLACK`] earlier stands for this one, and this one stands for
+    /// those set up to that much later (they ring no more).
     pub(crate) fn ring_at(self: &Arc<Self>, at: Instant) {
         {
             let mut state = self.state();
@@ -221,9 +235,12 @@ impl Doorbell {
             // Gone: an earlier one stood for it.
             let set = state.alarms.contains(&at);
             state.alarms.retain(|set| *set != at);
+            if set {
+                state.timed += 1;
+            }
             drop(state);
             if set {
-                bell.changed();
+                bell.notify.notify_one();
             }
         });
     }
@@ -250,7 +267,7 @@ impl Doorbell {
             if state.closed {
                 return Woken::Closed;
             }
-            if state.changes != ticket.0 {
+            if state.changes != ticket.changes {
                 return Woken::Rang;
             }
             state.waiters += 1;

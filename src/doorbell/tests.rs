@@ -207,16 +207,59 @@ fn timed_rings_close_together_ring_once_at_the_earliest() {
     bell.ring_at(start + Duration::from_millis(62));
     bell.ring_at(start + Duration::from_millis(58));
     std::thread::sleep(Duration::from_millis(40));
-    assert_eq!(bell.state().changes, ticket.0, "not before its time");
+    assert_eq!(bell.state().timed, ticket.timed, "not before its time");
     std::thread::sleep(Duration::from_millis(80));
-    assert_eq!(bell.state().changes, ticket.0 + 1, "one ring for the three");
+    assert_eq!(
+        bell.state().timed,
+        ticket.timed + 1,
+        "one ring for the three"
+    );
     assert!(bell.state().alarms.is_empty());
     bell.ring_at(start + Duration::from_millis(200));
     bell.ring_at(start + Duration::from_millis(300));
     std::thread::sleep(
         (start + Duration::from_millis(250)).saturating_duration_since(std::time::Instant::now()),
     );
-    assert_eq!(bell.state().changes, ticket.0 + 2, "the first of two apart");
+    assert_eq!(
+        bell.state().timed,
+        ticket.timed + 2,
+        "the first of two apart"
+    );
     std::thread::sleep(Duration::from_millis(100));
-    assert_eq!(bell.state().changes, ticket.0 + 3, "then the second");
+    assert_eq!(bell.state().timed, ticket.timed + 3, "then the second");
+    assert_eq!(bell.state().changes, ticket.changes, "no change for all");
+}
+
+/// A window's opening wakes one waiter, not all: the others sleep on, and
+/// trust what a look after it found. What a look before it found is not
+/// trusted: it may have been just before the window opened.
+#[test]
+fn a_timed_ring_wakes_one_waiter_and_leaves_the_others_asleep() {
+    let bell = std::sync::Arc::new(Doorbell::default());
+    let ticket = armed_on_a(&bell);
+    let set = queue_set(&["a"]);
+    bell.found_empty(ticket, set);
+    let woken = block_on(async {
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(300);
+        bell.ring_at(std::time::Instant::now() + Duration::from_millis(50));
+        let (a, b, c) = tokio::join!(
+            bell.wait(ticket, deadline),
+            bell.wait(ticket, deadline),
+            bell.wait(ticket, deadline)
+        );
+        [a, b, c]
+    });
+    let rang = woken.iter().filter(|w| **w == Woken::Rang).count();
+    assert_eq!(rang, 1, "{woken:?}");
+    assert_eq!(woken.iter().filter(|w| **w == Woken::TimedOut).count(), 2);
+    // A waiter that comes back with its ticket sleeps again.
+    assert_eq!(
+        block_on(bell.wait(ticket, soon())),
+        Woken::TimedOut,
+        "its ticket stands"
+    );
+    let after = bell.ticket(|| set).expect("still armed");
+    assert!(!bell.known_empty(after, set), "found before the ring");
+    bell.found_empty(after, set);
+    assert!(bell.known_empty(after, set), "found after it");
 }

@@ -17,7 +17,7 @@ return function(KEYS, ARGV)
   moved = watch and {} or NONE
   full, parked_into, discarded, aside, rate_full, opens = NONE, NONE, NONE, 0, NONE, nil
   discarded_from, fair_freed = NONE, NONE
-  took_held, ended, classes_back_off = false, nil, false
+  took_held, ended, classes_back_off, rate_emptied = false, nil, false, false
 
   acknowledge(acks, handed, first_ack, first_queue - 1)
 

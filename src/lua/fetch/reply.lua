@@ -2,8 +2,8 @@
 -- freed, limits leaving the parked set and the capsule's set, discarded
 -- jobs removed; push_held, done), and the reply without a job (none).
 -- Reads: uuid, watch, freed, freed_limits, fair_freed, held, parked_into, ended,
--- discarded_from, discarded, aside, opens, written, the prelude's emptied
--- and rate_parked_written. Writes: held (each queue's jobs cleared), written.
+-- discarded_from, discarded, aside, opens, written, rate_emptied, the
+-- prelude's emptied and rate_parked_written. Writes: held (each queue's jobs cleared), written.
 
 -- Pushes the held jobs this fetch did not take to the front of their
 -- queues, as release would have: the last held goes first.
@@ -49,10 +49,9 @@ local function done(reply)
       wrote(busy)
     end
   end
-  if rate_parked_written then
-    wrote(RATE_PARKED_KEY)
-    wrote(RATE_DUE_KEY)
-  end
+  -- The doorbell tracks RATE_WAKE_KEY alone of them (lua/fetch/rates.lua).
+  if rate_emptied and redis.call('EXISTS', RATE_PARKED_KEY) == 0 then redis.call('DEL', RATE_WAKE_KEY) end
+  if rate_parked_written then wrote(RATE_WAKE_KEY) end
   -- The last writes: until the reply carries their payloads, discarded jobs
   -- stay where a refused write (the ACL changed under a running process)
   -- leaves them to be fetched again.

@@ -107,6 +107,8 @@ local discarded_from
 local fair_freed
 -- The job taken was held: a parked job sent back by this call.
 local took_held
+-- This call's release_opened emptied RATE_PARKED_KEY (done looks again).
+local rate_emptied
 -- The job limits of a run that ended here (the acknowledged job whose
 -- slots a hand-over passed, ARGV[8]), or nil.
 local ended
