@@ -1,6 +1,9 @@
 //! A rate's window opening, seen by a capsule's idle fetchers, against a
 //! real Redis of this test binary's own (its scripts are counted): one
-//! fetcher wakes and takes the job the window lets go, the others sleep on.
+//! fetcher wakes and takes the job the window lets go, the others sleep on;
+//! `rate_wake`, what their doorbell tracks, is never later than the first
+//! opening, is not written as openings move it later, and goes with the
+//! last parked job.
 
 mod support;
 
@@ -8,7 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use limit_fetch_core::{Interrupt, Wait};
+use limit_fetch_core::{keys, Interrupt, Wait};
 use support::{capsule, jid_of, push_jobs, queue, redis};
 
 /// Scripts Redis ran so far (every call of the gem's functions).
@@ -64,8 +67,18 @@ fn a_windows_opening_wakes_one_of_ten_idle_fetchers() {
     std::thread::sleep(Duration::from_millis(500));
     push_jobs(&q, &jobs);
     let deadline = Instant::now() + Duration::from_secs(6);
+    let mut wakes = Vec::new();
     while taken.lock().unwrap().len() <= OPENINGS && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
+        let (first, wake) = parked_rates();
+        if let Some(wake) = wake {
+            let first = first.expect("rate_wake goes with the parked rates");
+            assert!(
+                wake <= first,
+                "rate_wake {wake} after the first opening {first}"
+            );
+            wakes.push(wake);
+        }
     }
     stop.store(1, Ordering::SeqCst);
     let taken = taken.lock().unwrap().clone();
@@ -88,7 +101,28 @@ fn a_windows_opening_wakes_one_of_ten_idle_fetchers() {
             "{apart:?}"
         );
     }
+    // Each opening moves the first opening later: rate_wake, written
+    // only when it moves earlier, stays as the first parking set it.
+    wakes.dedup();
+    assert_eq!(wakes.len(), 1, "rate_wake written again: {wakes:?}");
     for fetcher in fetchers {
         fetcher.join().unwrap();
     }
+    c.flush(&Interrupt::new()).unwrap();
+    assert_eq!(
+        parked_rates(),
+        (None, None),
+        "nothing left once the last went"
+    );
+}
+
+/// The first opening in `rate_parked` and `rate_wake`, read at once.
+fn parked_rates() -> (Option<f64>, Option<f64>) {
+    let (first, wake): (Vec<(String, f64)>, Option<f64>) = redis::pipe()
+        .atomic()
+        .zrange_withscores(keys::RATE_PARKED, 0, 0)
+        .get(keys::RATE_WAKE)
+        .query(&mut redis())
+        .unwrap();
+    (first.first().map(|(_, at)| *at), wake)
 }
