@@ -48,7 +48,7 @@ module LimitFetchBench
   # their defaults explicitly and reported. The keyed section's runs need
   # a gem with job limits (a baseline's may predate them: bin/bench
   # --baseline gives such a one's keyed variants no twins); the rate
-  # section's, a gem with rates (it runs this checkout's only).
+  # section's, a gem with rates (a baseline's since 433bb5f).
   module Child
     RUNS = {"throughput" => ThroughputRun, "idle" => IdleRun, "fetch" => FetchCostRun,
             "distinct" => KeyedThroughputRun, "hot" => HotKeyRun, "keys" => KeysRun,

@@ -91,5 +91,7 @@ module LimitFetchBench
       ["scripts / opening", "scripts_per_opening", :num, "%.1f"],
       ["starts within a period, most / limit", -> { "#{_1["most_in_window"]} / #{RateVariants::PACED_RATE[0]}" }]
     ].freeze
+    # With --baseline: the twin's row after this checkout's.
+    PICKUP_TWINNED = [["gem", -> { _1["gem"] || "this checkout" }], *PICKUP].freeze
   end
 end

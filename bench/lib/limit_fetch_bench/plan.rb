@@ -13,8 +13,9 @@ module LimitFetchBench
   # LimitFetch variants (KeyedVariants::TWINNED) have twins only if the
   # baseline's gem has job limits (`keyed_twins`); the seeds' approaches and
   # what its distinct keys leave in Redis run in the first round only
-  # (KeyedVariants::ONCE), without twins. The rate section's variants have
-  # no twins; its limiter runs in the first round only (RateVariants::ONCE).
+  # (KeyedVariants::ONCE), without twins. The rate section's LimitFetch
+  # variants have twins (RateVariants::TWINNED); its limiter runs in the
+  # first round only (RateVariants::ONCE).
   # The back_off section's variants have no twins and run in the first
   # --back-off-runs rounds only (BackOffVariants.of_round); the fair
   # section's likewise (FairVariants.of_round).
@@ -46,7 +47,7 @@ module LimitFetchBench
 
     def variants(section, round)
       return keyed(round) if section == "keyed"
-      return RateVariants.of_round(round) if section == "rate"
+      return rate(round) if section == "rate"
 
       keys = section == "idle" ? Variant::IDLE : Variant::THROUGHPUT
       return keys unless @rev
@@ -80,6 +81,13 @@ module LimitFetchBench
       keys = KeyedVariants::DISTINCT + KeyedVariants::HOT
       keys = keys.flat_map { |key| KeyedVariants::TWINNED.include?(key) ? twinned(key, round) : [key] } if @keyed_twins
       keys + (round == 1 ? KeyedVariants::ONCE : [])
+    end
+
+    def rate(round)
+      keys = RateVariants.of_round(round)
+      return keys unless @rev
+
+      keys.flat_map { |key| RateVariants::TWINNED.include?(key) ? twinned(key, round) : [key] }
     end
 
     def twinned(key, round) = pair(key, Twin.key(key, @rev), round)

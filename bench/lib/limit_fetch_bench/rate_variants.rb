@@ -15,8 +15,8 @@ module LimitFetchBench
   #   process of its own), and how soon a job starts once its window opens.
   # Every variant runs every round but the limiter, which runs in the first
   # only (ONCE: slow, and not the gem), as the keyed section's seeds do;
-  # none has a twin with --baseline (a baseline older than 433bb5f has no
-  # rates; the section measures this checkout's gem only).
+  # with --baseline, the gem's variants (TWINNED) have twins (a baseline
+  # older than 433bb5f has no rates: its twins would fail).
   module RateVariants
     # [limit, period in seconds]
     CLASS_RATE = [10_000_000, 60].freeze
@@ -59,6 +59,7 @@ module LimitFetchBench
     IDLE = %w[rate_idle_blocking rate_idle].freeze
     KEYS = (THROUGHPUT + HOT + IDLE).freeze
     ONCE = %w[rate_hot_reschedule].freeze
+    TWINNED = %w[rate_none rate_class rate_queue rate_hot_gem rate_idle_blocking rate_idle].freeze
     # The measuring process's kinds of run (Child::RUNS).
     KINDS = %w[rate_throughput rate_hot rate_idle].freeze
 

@@ -128,20 +128,26 @@ module LimitFetchBench
 
       {"throughput" => present(groups, RateVariants::THROUGHPUT).to_h { [_1, rate_throughput(groups, _1)] },
        "hot" => present(groups, RateVariants::HOT).to_h { [_1, rate_hot(groups[_1])] }, "idle" => rate_idle(groups)}
+        .merge({"idle_twin" => (rate_idle(groups, @rev) if @rev)}.compact)
     end
 
+    # A twin's "× no limit" is to the no-limit runs of its own build.
     def rate_throughput(groups, key)
       variant = Variant[key]
       throughput_row(variant, groups[key], groups[variant.baseline], nil)
-        .merge(rate_counted(groups[key], variant.rate && groups["rate_none"]))
+        .merge(rate_counted(groups[key], variant.rate && groups[same_build("rate_none", variant)]))
     end
 
     def rate_hot(runs) = hot_row(Variant[runs.first["variant"]], runs, RATE_HOT).merge(rate_backlog(runs))
 
-    # Waiting with jobs parked against the blocking wait; nil if neither ran.
-    def rate_idle(groups)
-      phases = %w[blocking parked].zip(RateVariants::IDLE.map { groups[_1] || [] }).to_h
-      RateIdleSummary.new(phases).to_h unless phases.values.all?(&:empty?)
+    # Waiting with jobs parked against the blocking wait (of the baseline's
+    # gem with `rev`); nil if neither ran.
+    def rate_idle(groups, rev = nil)
+      keys = RateVariants::IDLE.map { rev ? Twin.key(_1, rev) : _1 }
+      phases = %w[blocking parked].zip(keys.map { groups[_1] || [] }).to_h
+      return if phases.values.all?(&:empty?)
+
+      RateIdleSummary.new(phases).to_h.merge(rev ? {"gem" => "@#{rev}"} : {})
     end
   end
 end
