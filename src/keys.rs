@@ -225,6 +225,15 @@ pub fn adaptive(queue: &str) -> String {
     format!("{PREFIX}queue:{queue}:adaptive")
 }
 
+/// The id of the job limit that holds a fair queue's slots (`fair_limits:
+/// {queue: 10}`): its stored value ([`job_limit`] of this id) is the
+/// queue's fair limit, and says that the queue is one. The fetch writes its
+/// entry into each job of the queue it takes, after the job's tenant's
+/// (lua/fetch/fair_queue.lua). Not a key.
+pub fn fair_queue_id(queue: &str) -> String {
+    format!("queue:{queue}")
+}
+
 /// The tenants of a class declared `fair:` (by their key limit's id) that
 /// have parked jobs, scored by the slots each holds over its weight: a slot
 /// the class frees goes to the lowest (lua/prelude/fair.lua). Kept by the

@@ -279,3 +279,39 @@ fn a_limit_set_on_a_queue_without_one_sends_the_hand_over_to_the_script() {
     assert_eq!(len(&keys::in_progress(a.uuid(), &q)), 0);
     assert_eq!(front_jid(&q), format!("{q}-6"), "back first in line");
 }
+
+/// A fair queue's jobs carry their share, which the script writes into
+/// them (lua/fetch/fair_queue.lua): its queue is left to the script.
+#[test]
+fn a_fair_queue_is_left_to_the_script() {
+    let _turn = turn();
+    let q = queue("fair");
+    let id = keys::fair_queue_id(&q);
+    let _: () = redis().set(keys::job_limit(&id), 3).unwrap();
+    push_unique(&q, 4);
+    let (capsule, held) = holding_the_second(&q);
+    let before = capsule.hand_overs();
+    let job = next(&capsule, &q, held).expect("the third");
+    assert_eq!(capsule.hand_overs() - before, 0, "not even tried");
+    let job = String::from_utf8_lossy(&job.job).into_owned();
+    assert!(job.contains(&format!(r#""fair":"{id}""#)), "{job}");
+    assert_eq!(len(&keys::job_busy(&id)), 1);
+}
+
+/// A fair limit set since the thread last saw the queue sends the
+/// hand-over's job to the script, which writes its share into it.
+#[test]
+fn a_fair_limit_set_under_a_hand_over_sends_its_job_to_the_script() {
+    let _turn = turn();
+    let q = queue("fair-later");
+    push_unique(&q, 4);
+    let (capsule, held) = holding_the_second(&q);
+    let id = keys::fair_queue_id(&q);
+    let _: () = redis().set(keys::job_limit(&id), 3).unwrap();
+    let before = capsule.hand_overs();
+    let job = next(&capsule, &q, held).expect("the third");
+    assert_eq!(capsule.hand_overs() - before, 1, "it was tried");
+    let job = String::from_utf8_lossy(&job.job).into_owned();
+    assert!(job.contains(&format!(r#""fair":"{id}""#)), "{job}");
+    assert_eq!(len(&keys::job_busy(&id)), 1, "it holds a slot of the share");
+}

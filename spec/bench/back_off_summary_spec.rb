@@ -7,7 +7,7 @@ require "limit_fetch_bench"
 # options (the downstream's capacity phases), a row per run with its wall
 # time over the ideal and whether it ran clean, a skipped variant, and the
 # Markdown table.
-RSpec.describe LimitFetchBench::BackOffSummary do
+RSpec.describe "bin/bench's back_off section" do
   let(:options) { LimitFetchBench::Options.parse(%w[--only back_off]) }
   let(:setup) { {"redis" => "Redis 8.0.0", "proxy" => nil, "baseline" => nil} }
   let(:summary) { LimitFetchBench::Summary.new(runs, options: options, setup: setup, seconds: 1.0).to_h }

@@ -8,7 +8,7 @@ require "limit_fetch_bench/fair_figures"
 # the slots held over a window, when a tenant held them all again, first
 # starts; a row per run with the cost variants' Redis CPU and its ratio, the
 # limit check, the Markdown table.
-RSpec.describe LimitFetchBench::FairSummary do
+RSpec.describe "bin/bench's fair section" do
   let(:figures) { LimitFetchBench::FairFigures }
 
   # `count` back-to-back jobs of `tenant` on each of `slots` slots from `at`, 0.05 s each.

@@ -306,6 +306,38 @@ RSpec.describe "the Limits tab in a headless browser", :browser, :e2e do
     expect(problems).to eq([])
   end
 
+  it "shows a fair queue's fair limit, its slots and its tenants' shares as the queue's" do
+    name = LimitFetchSpec::ImportJob::QUEUE
+    Sidekiq::LimitFetch.queue(name).fair_limit = 3
+    2.times { LimitFetchSpec::ImportJob.perform_async("acme", 0) }
+    LimitFetchSpec::ImportJob.perform_async("b", 0)
+    LimitFetchSpec::PlainImportJob.perform_async(0)
+    fetcher = fetcher_for(build_capsule(queues: [name], concurrency: 5))
+    3.times { expect(fetcher.retrieve_work).not_to be_nil } # acme's 2, then b's 1: the queue's 3 are taken
+    expect(fetcher.retrieve_work).to be_nil # the keyless job waits its turn
+    text = ->(node) { node.text.split.join(" ") }
+
+    browser.go_to(@web.limits_url)
+    queue = browser.css("tr.lf-queue").find { _1.attribute("data-queue") == name }
+    expect(text.call(queue.at_css(".lf-figures"))).to eq("3 / fair 3")
+    expect(text.call(queue.at_css(".lf-explain"))).to eq("fair 3, 3 tenants with work: at its fair limit 3/3")
+    slots = browser.at_css("table.lf-fair-queues tr.lf-fair-queue")
+    expect(text.call(slots.at_css(".lf-running"))).to eq("3 / fair 3 shared fairly among its tenants with work: 3")
+    expect(slots.css("tr.lf-tenant").map { |tr| tr.css("td").map { text.call(_1) } })
+      .to eq([["acme", "2 of fair 1.0 of 3", "0"], ["b", "1 of fair 1.0 of 3", "0"],
+              ["LimitFetchSpec::PlainImportJob", "0 of fair 1.0 of 3", "1"]])
+    expect(browser.css("table.lf-class-limits code").map(&:text)).to eq(["LimitFetchSpec::PlainImportJob"])
+    expect(browser.body).not_to include("queue:#{name}")
+
+    submit_form(browser, name, "lf-set-fair-limit", "value" => "4")
+    expect(browser.current_url).to eq(@web.limits_url)
+    expect(Sidekiq::LimitFetch.queue(name).fair_limit).to eq(4)
+    queue = browser.css("tr.lf-queue").find { _1.attribute("data-queue") == name }
+    expect(text.call(queue.at_css(".lf-figures"))).to eq("3 / fair 4")
+    expect(failed_requests(browser)).to eq([])
+    expect(problems).to eq([])
+  end
+
   it "counts jobs parked at their job limit in Sidekiq's dashboard (Enqueued) and Queues page (Size)" do
     keyed = LimitFetchSpec::KeyedJobs::QUEUE
     Sidekiq::LimitFetch.configuration[:lookahead] = 1000

@@ -32,4 +32,25 @@ module LimitFetchSpec
       Recorder.track("class:weighted", jid) { Recorder.track("weighted:#{tenant}", jid) { sleep seconds } }
     end
   end
+
+  # A job of the fair queue "imports" (`fair_limits:`, the spec sets its
+  # limit): its tenant is its key (whose own limit, 100, never binds).
+  class ImportJob
+    include Sidekiq::Job
+
+    QUEUE = "imports"
+
+    sidekiq_options retry: false, queue: QUEUE, limit_fetch: {key: ->(tenant, *) { tenant }, concurrency: 100}
+
+    def perform(_tenant, seconds) = sleep(seconds)
+  end
+
+  # A job of the same queue without a key: its class is its tenant.
+  class PlainImportJob
+    include Sidekiq::Job
+
+    sidekiq_options retry: false, queue: ImportJob::QUEUE
+
+    def perform(seconds) = sleep(seconds)
+  end
 end

@@ -30,6 +30,10 @@ pub struct QueueState {
     /// An adaptive limit's limit in force and range; `None` for a fixed one.
     pub adaptive: Option<Adaptive>,
     pub process_limit: LimitValue,
+    /// A fair queue's limit (`fair_limits:`, the stored value of its job
+    /// limit [`keys::fair_queue_id`]), as the fetch reads it; `None` for a
+    /// queue that is not fair.
+    pub fair: LimitValue,
     /// Busy slots per capsule UUID, in the order the busy list first names
     /// each (the oldest booking first).
     pub busy: Vec<(String, u64)>,
@@ -76,7 +80,8 @@ impl Limits {
                 pipe.cmd("MGET")
                     .arg(keys::limit(name))
                     .arg(keys::limit_range(name))
-                    .arg(keys::adaptive(name));
+                    .arg(keys::adaptive(name))
+                    .arg(keys::job_limit(&keys::fair_queue_id(name)));
                 pipe.cmd("GET").arg(keys::process_limit(name));
                 pipe.cmd("LRANGE").arg(keys::busy(name)).arg(0).arg(-1);
                 pipe.cmd("LLEN").arg(keys::queue(name));
@@ -84,7 +89,12 @@ impl Limits {
                 pipe.cmd("GET").arg(keys::rate(name));
             }
             type Reply = (
-                (Option<Vec<u8>>, Option<Vec<u8>>, Option<Vec<u8>>),
+                (
+                    Option<Vec<u8>>,
+                    Option<Vec<u8>>,
+                    Option<Vec<u8>>,
+                    Option<Vec<u8>>,
+                ),
                 Option<Vec<u8>>,
                 Vec<String>,
                 u64,
@@ -105,7 +115,7 @@ impl Limits {
                             let raw = raw.as_deref().map(String::from_utf8_lossy);
                             crate::limits::parse_stored(raw.as_deref())
                         };
-                        let (limit, range, adaptive) = limits;
+                        let (limit, range, adaptive, fair) = limits;
                         let text = |raw: Option<Vec<u8>>| {
                             raw.map(|r| String::from_utf8_lossy(&r).into_owned())
                         };
@@ -118,6 +128,7 @@ impl Limits {
                             limit: adaptive.map_or(limit, |a| Some(a.value)),
                             adaptive,
                             process_limit: parse(process_limit),
+                            fair: parse(fair),
                             busy: count(busy),
                             queued,
                             pause: pause(pttl),

@@ -50,7 +50,7 @@ pub(crate) struct Look {
     /// With a job: its queue has a process limit, a rate, classes that back
     /// off or an adaptive limit (such a queue is left to the script: see
     /// capsule/hand_over/).
-    pub(crate) process_limit_or_rate: bool,
+    pub(crate) left_to_script: bool,
     /// With a job: it was parked, sent back by this fetch (its job limits
     /// may have more parked).
     pub(crate) was_parked: bool,
@@ -108,14 +108,14 @@ impl Look {
             }
             other => other,
         };
-        let Some((queue, job, more, discarded, process_limit_or_rate, queued, opens, was_parked)) =
+        let Some((queue, job, more, discarded, left_to_script, queued, opens, was_parked)) =
             decode::<Option<Reply>>(value)?
         else {
             return Ok(Look::default());
         };
         let fetched = queue.zip(job).map(|(queue, job)| Fetched { queue, job });
         Ok(Look {
-            process_limit_or_rate: process_limit_or_rate == Some(1),
+            left_to_script: left_to_script == Some(1),
             was_parked: was_parked == Some(1),
             queued,
             opens_in: opens_in(opens),

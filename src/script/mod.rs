@@ -25,7 +25,7 @@ use crate::Result;
 const PRELUDE: [&str; 15] = include!("../lua/prelude/parts.rs");
 
 /// The fetch script: the files of `src/lua/fetch/`, joined in this order.
-const FETCH_PARTS: [&str; 12] = include!("../lua/fetch/parts.rs");
+const FETCH_PARTS: [&str; 13] = include!("../lua/fetch/parts.rs");
 
 /// Each script: its name in the library and its files, joined in order
 /// into a chunk that runs once, when the library loads, and returns the

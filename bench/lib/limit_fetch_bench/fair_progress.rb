@@ -26,7 +26,7 @@ module LimitFetchBench
     def fmt(*values) = values.map { _1 ? format("%.2f", _1) : "–" }.join("/")
 
     def tallied(run)
-      tallies = FairSummary::SCENARIOS.filter_map { run.dig(_1, "tally") }
+      tallies = FairScenarios::SCENARIOS.keys.filter_map { run.dig(_1, "tally") }
       once = tallies.all? { _1["done_once"] } ? "yes" : "NO"
       "most running #{tallies.map { _1["max_running"] }.max}  done once: #{once}"
     end

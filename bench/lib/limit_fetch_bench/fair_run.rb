@@ -19,10 +19,6 @@ module LimitFetchBench
   # the scenarios' own. spec/integration/fair_share_processes_spec.rb runs
   # it too, on smaller sizes.
   class FairRun
-    # fair_share's scenarios (the spec's "scenarios": some of them), each
-    # with its class.
-    SCENARIOS = {"arrivals" => "FairJob", "weighted" => "WeightedJob", "hot" => "FairJob"}.freeze
-
     # Whether the loaded gem accepts `fair:` in a declaration.
     def self.fair_accepted?
       Sidekiq::LimitFetch::JobLimits.new("LimitFetchBench::FairProbe", FairJobs.declaration(FairVariants::FAIR))
@@ -79,8 +75,8 @@ module LimitFetchBench
     def measure(scenarios)
       return cost(scenarios) unless @variant == "fair_share"
 
-      (@spec["scenarios"] || SCENARIOS.keys).to_h do |name|
-        [name, scenarios.public_send(name, FairJobs.const_get(SCENARIOS.fetch(name)))]
+      (@spec["scenarios"] || FairScenarios::SCENARIOS.keys).to_h do |name|
+        [name, scenarios.public_send(name, FairJobs.const_get(FairScenarios::SCENARIOS.fetch(name)))]
       end
     end
 

@@ -30,6 +30,9 @@ module LimitFetchBench
   # - cost: `cost_jobs` not recorded, a's half then b's and c's quarter each;
   #   Redis's CPU per job (RedisProbe) from the push until all are done.
   class FairScenarios
+    # fair_share's scenarios (a run spec's "scenarios": some of them), each
+    # with its class (FairJobs).
+    SCENARIOS = {"arrivals" => "FairJob", "weighted" => "WeightedJob", "hot" => "FairJob"}.freeze
     SIZES = {"job_ms" => 50, "slots" => 10, "full" => 9.5, "settle" => 1.0, "alone_jobs" => 5_000,
              "alone_seconds" => 6.0, "arrivals" => 300, "window" => 5.0, "regain_window" => 0.5,
              "regain_wait" => 3.0, "weighted_jobs" => 1_000, "weighted_window" => 10.0, "hot_jobs" => 20_000,

@@ -21,7 +21,7 @@ module LimitFetchBench
     # (from inside its jobs) against its slots.
     def fair(runs)
       runs.select { _1["variant"] == "fair_share" }.flat_map do |run|
-        FairSummary::SCENARIOS.filter_map do |scenario|
+        FairScenarios::SCENARIOS.keys.filter_map do |scenario|
           tally = run.dig(scenario, "tally") or next
           {"section" => "fair", "variant" => run["variant"], "round" => run["round"], "queue" => "class (#{scenario})",
            "max_in_flight" => nil, "max_running" => tally["max_running"], "limit" => run["sizes"]["slots"],

@@ -21,7 +21,7 @@ module LimitFetchBench
     def to_h
       mix = @phases.transform_values { mix(_1) }
       {"runs" => @phases.transform_values(&:size), "concurrency" => @all.first["concurrency"],
-       "costs" => @phases.transform_values { |runs| SummaryFigures::IDLE_COSTS.to_h { [_1, spread(runs, _1)] } },
+       "costs" => @phases.transform_values { SummaryFigures.idle_costs(_1) },
        "command_mix" => mix}.merge(parked, pooled(mix), pickup)
     end
 
@@ -33,8 +33,6 @@ module LimitFetchBench
     end
 
     private
-
-    def spread(runs, key) = Stats.spread(runs.map { _1["idle"][key] })
 
     # nil where a phase did not run.
     def pooled(mix)

@@ -36,8 +36,8 @@ module LimitFetchBench
       value.fdiv(base)
     end
 
-    # The figure `key` of the runs.
-    def of(runs, key) = runs.filter_map { _1[key] }
+    # The figure `key` of the runs (an array: a path).
+    def of(runs, key) = runs.filter_map { _1.dig(*key) }
 
     # The median of the runs' figure over that of the other runs' (nil without them).
     def versus(runs, other, key) = other && ratio(median(of(runs, key)), median(of(other, key)))

@@ -10,7 +10,7 @@ module LimitFetchBench
   # checkout's). A twin's own ratios are to BasicFetch in the throughput and
   # idle sections, to its build's variants in the keyed one. Then the limit
   # check of every run, and the raw runs. The rates' idle phases:
-  # RateIdleSummary.
+  # RateIdleSummary. The back_off and fair sections: a row per run.
   class Summary
     include SummaryFigures
 
@@ -35,8 +35,7 @@ module LimitFetchBench
     def to_h
       {"meta" => meta, "throughput" => throughput("throughput"), "delayed" => throughput("delayed"),
        "idle" => idle, "fetch_cost" => fetch_cost(@runs.select { _1["section"] == "fetch" }), "keyed" => keyed,
-       "rate" => rate, "limit_checks" => LimitCheck.all(@runs), "runs" => @runs}.merge(BackOffSummary.new(@runs).to_h,
-         FairSummary.new(@runs).to_h)
+       "rate" => rate, "limit_checks" => LimitCheck.all(@runs), "runs" => @runs}.merge(per_run)
     end
 
     private
@@ -73,29 +72,27 @@ module LimitFetchBench
     # Per scenario, from the fetch-cost processes' results (with
     # --baseline, those of the baseline's build are twins).
     def fetch_cost(processes)
-      runs = processes.flat_map { |process| process["runs"].map { as_twin(_1, process["build"]) } }
+      runs = processes.flat_map { |process| process["runs"].map { fetch_run(_1, process) } }
       order = runs.map { Twin.split(_1["variant"]).first }.uniq
       runs.group_by { _1["scenario"] }.to_h do |scenario, list|
-        [scenario, {"label" => scenario_label(processes, scenario), "variants" => fetch_rows(list, order, processes)}]
+        [scenario, {"label" => processes.first["scenarios"][scenario], "variants" => fetch_rows(list, order)}]
       end
     end
 
-    def as_twin(run, build) = build ? run.merge("variant" => Twin.key(run["variant"], build)) : run
+    # A run keyed and labelled as its process's build's variant (a twin's, with --baseline).
+    def fetch_run(run, process)
+      label = process["variants"][run["variant"]]
+      return run.merge("label" => label) unless (build = process["build"])
 
-    def scenario_label(processes, scenario) = processes.first["scenarios"][scenario]
+      run.merge("variant" => Twin.key(run["variant"], build), "label" => Twin.label(label, build))
+    end
 
     # This checkout's variants in their order, each followed by its twin.
-    def fetch_rows(list, order, processes)
-      labels = processes.to_h { [_1["build"], _1["variants"]] }
+    def fetch_rows(list, order)
       variants = list.group_by { _1["variant"] }.sort_by { |key, _| [order.index(Twin.split(key)[0]), key] }.to_h
       variants.to_h do |key, runs|
-        [key, fetch_row(fetch_label(labels, key), runs, variants.fetch("basic"), twin(variants, key))]
+        [key, fetch_row(runs.first["label"], runs, variants.fetch("basic"), twin(variants, key))]
       end
-    end
-
-    def fetch_label(labels, key)
-      base, rev = Twin.split(key)
-      rev ? Twin.label(labels[rev][base], rev) : labels[nil][base]
     end
 
     def keyed
@@ -120,6 +117,16 @@ module LimitFetchBench
       row = hot_row(variant, runs, KEYED_HOT)
             .merge(hot_versus(runs, *%w[hot_none hot_queue2].map { groups[same_build(_1, variant)] }))
       (other = twin(groups, key)) ? row.merge(hot_rev_ratios(runs, other)) : row
+    end
+
+    # A row per back_off run, in the order they ran, and per fair_share run;
+    # no key where the section did not run, so that the summary of the
+    # other sections reads as it did before them.
+    def per_run
+      back_off = @runs.select { _1["section"] == "back_off" }
+      fair = group("fair")
+      {"back_off" => (back_off.map { back_off_row(_1) } if back_off.any?),
+       "fair" => (fair.fetch("fair_share", []).map { fair_row(_1, fair) } if fair.any?)}.compact
     end
 
     def rate

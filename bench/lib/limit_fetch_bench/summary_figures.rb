@@ -74,7 +74,9 @@ module LimitFetchBench
       {"p50_ratio" => basic && ratio.call(basic), **(twin ? {"p50_rev_ratio" => ratio.call(twin)} : {})}
     end
 
+    # Each idle cost's spread (RateIdleSummary's too).
     def idle_costs(runs) = IDLE_COSTS.to_h { |key| [key, Stats.spread(runs.map { _1["idle"][key] })] }
+    module_function :idle_costs
 
     # Time per retrieve_work call (the median of the runs' medians), its
     # ratio to BasicFetch's (and the twin's), and the medians of the rest.
@@ -116,6 +118,28 @@ module LimitFetchBench
        **COSTS.to_h { ["#{_1}_rev_ratio", versus(runs, twin, cost(_1, "per_executed_job"))] }}
     end
 
+    # A back_off run (BackOffRun) with its variant's label, the wall time's
+    # ratio to the ideal, and whether every job was done exactly once, with
+    # no retry, no job in the retry or dead set and no failure (`clean`); a
+    # skipped run (the adaptive variant without BackOff) keeps only why.
+    def back_off_row(run)
+      row = run.slice("variant", "round").merge("label" => Variant[run["variant"]].label)
+      return row.merge("skipped" => run["skipped"]) if run["skipped"]
+
+      row.merge(run.except("section", "build"), "vs_ideal" => run["seconds"]&.fdiv(run["ideal_seconds"]),
+        "clean" => clean?(run))
+    end
+
+    def clean?(run) = run["done_once"] && %w[retried_jobs retry_set_max dead_set failed].all? { run[_1].zero? }
+
+    # A fair_share run (FairRun) with the median Redis CPU per job of the
+    # cost variants' runs (`groups`): fair / plain key, and their ratio.
+    def fair_row(run, groups)
+      cost = groups.values_at("fair_cost", "fair_cost_plain")
+                   .map { Stats.median(Stats.of(_1 || [], %w[cost redis_cpu_us_per_job])) }
+      run.merge("cost" => {"fair" => cost[0], "plain" => cost[1], "ratio" => Stats.ratio(*cost)})
+    end
+
     # A rate that never binds: whether it counted every start and left
     # nothing parked, and its ratios to the same jobs with no limit.
     def rate_counted(runs, none)
@@ -123,10 +147,9 @@ module LimitFetchBench
        "rate_parked_max" => Stats.of(runs, "rate_parked").max, "vs_none" => (rate_vs_none(runs, none) if none)}
     end
 
+    # Of jobs/s and of the costs per job but round trips (COSTS' first).
     def rate_vs_none(runs, none)
-      %w[jobs_per_s commands process_cpu redis_cpu].to_h do |name|
-        [name, versus(runs, none, name == "jobs_per_s" ? name : cost(name))]
-      end
+      {"jobs_per_s" => versus(runs, none, "jobs_per_s"), **COSTS.drop(1).to_h { [_1, versus(runs, none, cost(_1))] }}
     end
 
     # The hot backlog's last start against the least its rate allows, and

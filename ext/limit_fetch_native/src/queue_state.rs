@@ -56,6 +56,7 @@ pub fn to_ruby(ruby: &Ruby, state: QueueState) -> Result<Value, Error> {
             ("pause_left", pause_left.into_value_with(ruby)),
             ("rate", optional_rate(ruby, state.rate)?),
             ("adaptive", adaptive(ruby, state.adaptive)?),
+            ("fair", state.fair.into_value_with(ruby)),
         ],
     )
 }

@@ -11,7 +11,7 @@ module Sidekiq
     # limits it knows of:
     #
     #   sidekiq-limit_fetch 0.1.0: queues exports (limit 3, process limit 1), mailers (no limit),
-    #   partner (adaptive limit 7 of 1..20);
+    #   partner (adaptive limit 7 of 1..20), imports (fair limit 10);
     #   job limits: ExportJob 2, SyncJob 1 per key, Legacy::Job 4 (configured; class not loaded)
     #
     # The classes it knows are those loaded when the process boots whose
@@ -66,6 +66,7 @@ module Sidekiq
 
       def queue_limits(state)
         parts = [global_limit(state)].compact
+        parts << "fair limit #{state.fair}" if state.fair
         parts << "process limit #{state.process_limit}" if state.process_limit
         parts << "no limit" if parts.empty?
         parts << "paused" if state.paused

@@ -6,7 +6,9 @@ module Sidekiq
     # by id (the CLI's `list --job`, the Web UI's tab, Stats): which of them
     # are tenants, of which class, and each one's FairState. The core reads
     # the classes and their tenants with work in one round trip
-    # (NativeAdmin#fair_classes), from what their jobs carry.
+    # (NativeAdmin#fair_classes), from what their jobs carry. A fair queue's
+    # slots (JobLimitId.of_queue) are one such "class", its jobs' tenants
+    # its tenants.
     #
     #   shares = FairShares.read
     #   shares.class_ids                      # => ["class:SyncJob"]
@@ -43,7 +45,7 @@ module Sidekiq
       # +limit+ (nil when unknown); nil for a limit that is no tenant.
       def state(id, limit)
         class_id = class_of(id)
-        FairState.new(id, @classes[class_id].tenants, limit) if class_id
+        FairState.new(id, @classes[class_id].tenants, limit, group: class_id) if class_id
       end
 
       # The FairStates of every tenant, each under its class's limit in

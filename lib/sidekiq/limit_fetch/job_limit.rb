@@ -91,7 +91,7 @@ module Sidekiq
       # For a tenant of a class declared fair:, how the class's slots are
       # shared now (a FairState: #to_h, #to_s); nil otherwise.
       def fair
-        FairState.new(id, JobLimit.admin.fair_tenants(@fair.id), @fair.limit) if @fair
+        FairState.new(id, JobLimit.admin.fair_tenants(@fair.id), @fair.limit, group: @fair.id) if @fair
       end
 
       # The limit the next fetch applies: the stored one, else the default

@@ -48,8 +48,8 @@ module Sidekiq
       end
 
       # DefaultLimits of the capsule's queues (an adaptive limit's floor),
-      # and of the class limits of `:class_limits` (named by id); raises on
-      # bad input.
+      # of the class limits of `:class_limits` and of the fair queues of
+      # `:fair_limits` (both named by id); raises on bad input.
       def configured(capsule)
         queue_limits = KINDS.flat_map do |option, kind|
           table(capsule, option, "queue").filter_map do |queue, value|
@@ -58,7 +58,23 @@ module Sidekiq
             DefaultLimit.new(name: queue.to_s, kind: kind, value: value) unless value.nil?
           end
         end
-        queue_limits + class_limits(capsule)
+        queue_limits + class_limits(capsule) + fair_limits(capsule)
+      end
+
+      # A fair queue's limit (`:fair_limits`, see docs/fair-share.md) is the
+      # stored value of the job limit its jobs' tenants share; its queue
+      # takes no limit of `:limits` besides (the fetch walks a fair queue
+      # to reach each tenant's jobs, as a queue at its limit is not).
+      def fair_limits(capsule)
+        limited = table(capsule, :limits, "queue").keys.map(&:to_s)
+        table(capsule, :fair_limits, "queue").filter_map do |queue, value|
+          if limited.include?(queue.to_s)
+            raise ArgumentError, "queue #{queue.to_s.inspect} is in both :limits and :fair_limits " \
+                                 "(a fair queue's limit is its :fair_limits value)"
+          end
+          value = coerce(queue, value, :fair_limit)
+          DefaultLimit.new(name: JobLimitId.of_queue(queue), kind: :job_limit, value: value) unless value.nil?
+        end
       end
 
       # DefaultRanges of the capsule's queues whose limit is adaptive

@@ -19,7 +19,7 @@ module Sidekiq
 
       QUEUE_GAUGES = {
         limit: ["max_concurrent_jobs",
-                "Jobs of the queue that may run at once across all processes (its limit in force)"],
+                "Jobs of the queue that may run at once across all processes (its limit in force, or its fair limit)"],
         process_limit: ["process_max_concurrent_jobs", "Jobs of the queue that may run at once in each process"],
         running: ["current_concurrent_jobs", "Jobs of the queue running now across all processes"],
         queued: ["queue_jobs", "Jobs waiting in the queue's list"],
@@ -33,7 +33,8 @@ module Sidekiq
 
       JOB_LIMIT_GAUGES = {
         limit: ["job_limit_max_concurrent_jobs",
-                "Jobs of the class that may run at once (its stored limit, or an adaptive limit's in force)"],
+                "Jobs of the class (or of the fair queue) that may run at once (its stored limit, or an adaptive " \
+                "limit's in force)"],
         running: ["job_limit_current_concurrent_jobs", "Jobs under the class's or scope's limits running now"],
         parked: ["parked_jobs", "Jobs set aside until their class's or key's limit has room"],
         rate_limit: ["rate_job_limit", "Jobs of the class (or each key) that may start in any window of its rate"],
@@ -51,14 +52,16 @@ module Sidekiq
       }.freeze
 
       FAIR_CLASS_GAUGES = {
-        tenants_with_work: ["fair_tenants_with_work", "Tenants of the fair class with running or parked jobs"]
+        tenants_with_work: ["fair_tenants_with_work",
+                            "Tenants of the fair class (or fair queue) with running or parked jobs"]
       }.freeze
 
       FAIR_TENANT_GAUGES = {
         share: ["job_limit_fair_share",
-                "The tenant's share of its fair class's limit in force: the limit times its weight over the weights " \
-                "of the tenants with work"],
-        running: ["job_limit_fair_current_concurrent_jobs", "Jobs of the fair class's tenant running now"]
+                "The tenant's share of its fair class's (or fair queue's) limit in force: the limit times its weight " \
+                "over the weights of the tenants with work"],
+        running: ["job_limit_fair_current_concurrent_jobs",
+                  "Jobs of the fair class's (or fair queue's) tenant running now"]
       }.freeze
 
       AT_LIMIT = {
@@ -94,11 +97,12 @@ module Sidekiq
       end
 
       # A fair class's tenants with work; per tenant, its share and running
-      # jobs.
+      # jobs. A fair queue's series are labelled queue="imports" where a
+      # class's are class="SyncJob".
       def self.fair_families(text, stats)
-        family(text, "gauge", FAIR_CLASS_GAUGES, stats.fetch(:fair_classes, [])) { |fair| fair.slice(:class) }
+        family(text, "gauge", FAIR_CLASS_GAUGES, stats.fetch(:fair_classes, [])) { |fair| fair.slice(:class, :queue) }
         family(text, "gauge", FAIR_TENANT_GAUGES, stats.fetch(:fair_tenants, [])) do |tenant|
-          tenant.slice(:class, :scope, :key)
+          tenant.slice(:class, :queue, :scope, :key)
         end
       end
 

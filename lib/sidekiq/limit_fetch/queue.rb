@@ -14,6 +14,8 @@ module Sidekiq
     #   queue.pause_for(600)
     #   queue.explain.to_s # => "paused until 12:04:10Z"
     class Queue
+      include FairQueue
+
       attr_reader :name
 
       # +admin+: the NativeAdmin of the Redis to use (LimitFetch.admin).
@@ -119,10 +121,7 @@ module Sidekiq
       # Why the queue's next job is or is not being fetched right now: an
       # Explanation (#reason, #to_s, #to_h). Sends this process's pending
       # acknowledgements first.
-      def explain
-        state = fresh_state
-        Explanation.of(state, capsules, rate_window(state: state))
-      end
+      def explain = explanation(fresh_state, capsules)
 
       # Everything above, as a plain Hash (for JSON and metrics): one round
       # trip, and one more for the capsules. A reader of many queues passes
@@ -132,16 +131,14 @@ module Sidekiq
         window = rate_window(state: state)
         {
           name: name,
-          limit: state.limit,
-          adaptive: state.adaptive,
-          process_limit: state.process_limit,
+          **limits_h(state),
           busy: state.busy.values.sum,
           busy_by_process: by_process(state.busy, registered),
           queued: state.queued,
           paused: state.paused,
           paused_until: until_time(state),
           **rate_h(state, window),
-          explain: Explanation.of(state, registered, window).to_h
+          explain: explanation(state, registered, window).to_h
         }
       end
 
@@ -154,6 +151,10 @@ module Sidekiq
 
       def capsules
         RegisteredCapsule.all(@admin)
+      end
+
+      def explanation(state, registered, window = rate_window(state: state))
+        Explanation.of(state, registered, window, tenants: tenants_with_work(state))
       end
 
       # After this process's pending acknowledgements reached Redis: a
@@ -170,6 +171,8 @@ module Sidekiq
           sums[label] = sums.fetch(label, 0) + count
         end
       end
+
+      def limits_h(state) = state.to_h.slice(:limit, :adaptive, :process_limit).merge(fair_limit: state.fair)
 
       def rate_h(state, window)
         {rate: state.rate&.to_h, rate_window: window&.to_h}

@@ -115,9 +115,12 @@ module Sidekiq
     # with +adaptive+: {value:, floor:, ceiling:}, else nil), +busy+ slots by capsule UUID
     # ({uuid => count}), +queued+ jobs in Sidekiq's list, whether it is
     # +paused+, the seconds its pause has left (+pause_left+; nil when
-    # paused until unpaused, or not paused), and its +rate+ (a Rate as the
-    # fetch reads it, a broken one as 0 starts; nil: none).
-    QueueState = Data.define(:name, :limit, :process_limit, :busy, :queued, :paused, :pause_left, :rate, :adaptive)
+    # paused until unpaused, or not paused), its +rate+ (a Rate as the
+    # fetch reads it, a broken one as 0 starts; nil: none), and its +fair+
+    # limit (a fair queue's, `fair_limits:`, whose slots its tenants share;
+    # nil for a queue that is not fair).
+    QueueState = Data.define(:name, :limit, :process_limit, :busy, :queued, :paused, :pause_left, :rate, :adaptive,
+      :fair)
 
     # A registered capsule as Redis holds it (NativeAdmin#capsules): its
     # +uuid+, what it says of itself (+info+, the JSON Client#describe

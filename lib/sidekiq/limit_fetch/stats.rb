@@ -16,12 +16,15 @@ module Sidekiq
     #                  {kind: :key, scope: "SyncJob", limit: nil, running: 5, parked: 7,
     #                   rate_limit: 5, rate_period: 1, rate_starts: 12,
     #                   back_off_seconds_left: 12.3, backing_off: 2, back_offs: 31}, ...],
-    #     fair_classes: [{class: "SyncJob", limit: 10, tenants_with_work: 3}, ...],
-    #     fair_tenants: [{class: "SyncJob", scope: "SyncJob", key: "acme", running: 4, share: 3.333}, ...]
+    #     fair_classes: [{class: "SyncJob", limit: 10, tenants_with_work: 3},
+    #                    {queue: "imports", limit: 10, tenants_with_work: 2}, ...],
+    #     fair_tenants: [{class: "SyncJob", scope: "SyncJob", key: "acme", running: 4, share: 3.333},
+    #                    {queue: "imports", scope: nil, key: "PlainJob", running: 1, share: 5.0}, ...]
     #   }
     #
     # A queue's limit is the one in force (an adaptive one's moves inside
-    # its range). Keyed limits are summed per scope (a class, or a group): one row per
+    # its range; a fair queue's is its fair limit).
+    # Keyed limits are summed per scope (a class, or a group): one row per
     # scope whatever the number of keys. A limit is nil when none is stored
     # (no limit, or a default the jobs carry), but an adaptive class limit's
     # is its limit in force. A back-off's figures: the seconds the longest
@@ -35,8 +38,9 @@ module Sidekiq
     # parked at their job limits or rates for it (Waiting), its +latency+
     # the age in seconds of its oldest waiting job, parked ones included.
     # A fair class's tenants with work are counted, and each tenant's
-    # running jobs and share of its class's limit in force (FairState#share;
-    # nil when that limit is unknown) are given one row per tenant.
+    # running jobs and share of its class's limit in force are given one
+    # row per tenant (FairFigures: a fair queue's rows name it by +queue+).
+    # A fair queue's slots are a job limit of kind :queue.
     class Stats
       def initialize(admin: LimitFetch.admin, clock: LimitFetch.at_limit_clock)
         @admin = admin
@@ -63,11 +67,16 @@ module Sidekiq
       def queue_row(state, waiting, window)
         at_limit = AtLimitClock.at_limit?(state)
         {
-          queue: state.name, limit: state.limit, process_limit: state.process_limit,
-          running: state.busy.values.sum, queued: state.queued, **waiting_figures(waiting), paused: state.paused,
+          queue: state.name, **limit_figures(state), running: state.busy.values.sum, queued: state.queued,
+          **waiting_figures(waiting), paused: state.paused,
           at_limit: at_limit, at_limit_seconds: @clock.observe(state.name, at_limit).seconds.round(3),
           **rate_figures(state.rate, window)
         }
+      end
+
+      # A queue's limits: a fair queue's fair limit caps it too.
+      def limit_figures(state)
+        {limit: [state.limit, state.fair].compact.min, process_limit: state.process_limit}
       end
 
       # A queue's parked jobs and latency, from its Waiting::QueueWaiting.
@@ -91,24 +100,12 @@ module Sidekiq
         rows.group_by { _1.values_at(:kind, :scope) }.values.map { |group| group.reduce { |a, b| sum(a, b) } }
       end
 
-      # Each fair class's tenants with work, and each tenant's share of its
-      # class's limit in force (of +states+, whose jobs carry +carried+) and
-      # running jobs.
+      # The fair classes' rows (FairFigures), under their limits in force
+      # (of +states+, whose jobs carry +carried+).
       def fair_figures(fair, states, carried)
-        limits = states.to_h { [_1.id, JobLimit.in_force(_1, carried[_1.id]&.default)] }
-        @fair_classes = fair.class_ids.map { fair_class_row(fair, _1, limits[_1]) }
-        @fair_tenants = fair.states(limits).map { fair_tenant_row(_1, fair.class_of(_1.id)) }
-      end
-
-      # Fair class +id+'s figures, under its limit in force +limit+.
-      def fair_class_row(fair, id, limit)
-        {class: JobLimitId.parse(id).scope, limit: limit, tenants_with_work: fair.tenants_with_work(id)}
-      end
-
-      # A FairState's figures, of fair class +class_id+'s tenant.
-      def fair_tenant_row(state, class_id)
-        {class: JobLimitId.parse(class_id).scope, scope: JobLimitId.scope(state.id), key: JobLimitId.key(state.id),
-         running: state.running, share: state.share&.round(3)}
+        figures = FairFigures.new(fair, states.to_h { [_1.id, JobLimit.in_force(_1, carried[_1.id]&.default)] })
+        @fair_classes = figures.classes
+        @fair_tenants = figures.tenants
       end
 
       def job_limit_rows(states, back_offs, carried)
@@ -172,11 +169,12 @@ module Sidekiq
       # From a JobLimitState and what its jobs carry (a CarriedLimits::
       # Carried, or nil). A key's stored limit is not shown: its scope's row
       # sums keys whose limits differ. A class's adaptive limit shows its
-      # limit in force.
+      # limit in force. A fair queue's slots (kind :queue, scoped by the
+      # queue's name) show its fair limit.
       def job_limit_row(state, carried)
         parts = JobLimitId.parse(state.id)
         limit = state.stored || (JobLimit.in_force(state, carried.default) if carried&.ceiling)
-        {kind: parts.kind, scope: parts.scope, limit: (limit if parts.kind == :class), running: state.running,
+        {kind: parts.kind, scope: parts.scope, limit: (limit unless parts.kind == :key), running: state.running,
          parked: state.parked}
       end
     end

@@ -193,6 +193,48 @@ RSpec.describe "exe/sidekiq-limits" do
     }, 0])
   end
 
+  it "lists a fair queue with its fair limit, and its tenants' shares as the queue's, a keyless one by its class" do
+    queue = LimitFetchSpec::ImportJob::QUEUE
+    Sidekiq::LimitFetch.queue(queue).fair_limit = 3
+    3.times { LimitFetchSpec::ImportJob.perform_async("acme", 0) }
+    LimitFetchSpec::ImportJob.perform_async("b", 0)
+    LimitFetchSpec::PlainImportJob.perform_async(0)
+    fetcher = fetcher_for(build_capsule(queues: [queue], concurrency: 5))
+    3.times { expect(fetcher.retrieve_work).not_to be_nil } # acme alone at first: all 3
+    expect(fetcher.retrieve_work).to be_nil # b and the keyless job wait their turn
+    acme, b = %w[acme b].map { "key:LimitFetchSpec::ImportJob##{_1}" }
+    plain = "class:LimitFetchSpec::PlainImportJob"
+    split = ->(out) { out.lines.map { _1.split(/ {2,}/).map(&:strip) } }
+
+    out, err, status = limits("list")
+    expect([err, status]).to eq(["", 0])
+    expect(split.call(out)).to eq([%w[QUEUE LIMIT PROCESS_LIMIT RATE RUNNING QUEUED PAUSED STATE],
+                                   ["imports", "fair 3", "-", "-", "3", "0", "no",
+                                    "fair 3, 3 tenants with work: at its fair limit 3/3"]])
+
+    out, err, status = limits("list", "--job")
+    expect([err, status]).to eq(["", 0])
+    expect(split.call(out)).to eq([%w[JOB_LIMIT LIMIT RUNNING PARKED BACK_OFF],
+                                   [plain, "fair 1.0/3 in queue imports", "0", "1", "-"],
+                                   [acme, "100, fair 1.0/3 in queue imports", "3", "0", "-"],
+                                   [b, "100, fair 1.0/3 in queue imports", "0", "1", "-"],
+                                   ["queue:imports", "3, fair among 3 tenants", "3", "0", "-"]])
+    out, _, status = limits("list", "--job", "--json")
+    fair = JSON.parse(out).to_h { [_1["id"], _1["fair"]&.values_at("tenant", "queue")] }
+    expect([fair, status]).to eq([{plain => ["LimitFetchSpec::PlainImportJob", "imports"], acme => %w[acme imports],
+                                   b => %w[b imports], "queue:imports" => [nil, nil]}, 0])
+
+    expect(limits("explain", acme, "--job"))
+      .to eq(["#{acme}: tenant acme in queue imports: 3 of its fair 1.0 of 3, 3 tenants with work\n", "", 0])
+    expect(limits("explain", plain, "--job")).to eq(["#{plain}: tenant LimitFetchSpec::PlainImportJob in queue " \
+                                                     "imports: 0 of its fair 1.0 of 3, 3 tenants with work\n", "", 0])
+    expect(limits("explain", "queue:imports", "--job")).to eq(["queue:imports: at its limit 3/3\n", "", 0])
+    expect(limits("set", "queue:imports", "4", "--job")).to eq(["queue:imports: limit 4 (was 3)\n", "", 0])
+    expect(Sidekiq::LimitFetch.queue(queue).fair_limit).to eq(4)
+    Sidekiq::LimitFetch.queue(queue).limit = 2 # a limit set at run time besides
+    expect(split.call(limits("list").first).last.first(2)).to eq(["imports", "2, fair 4"])
+  end
+
   it "refuses bad input with one line on stderr and status 2, changing nothing" do
     redis.call("SET", queue_key("webhooks", "limit"), "3")
     before = limit_fetch_keys.to_h { |key| [key, redis.call("GET", key)] }
@@ -216,7 +258,7 @@ RSpec.describe "exe/sidekiq-limits" do
       %w[list --verbose] => /invalid option: --verbose/,
       %w[frobnicate webhooks] => /unknown command "frobnicate"/,
       %w[explain webhooks extra] => /explain: unexpected argument "extra"/,
-      %w[back-off ApiJob 30] => /invalid job limit id "ApiJob" \(expected class:ApiJob or key:ApiJob#42\)/,
+      %w[back-off ApiJob 30] => /invalid job limit id "ApiJob" \(expected class:ApiJob, key:ApiJob#42 or queue:/,
       %w[back-off class:ApiJob 0] => /invalid duration "0"/,
       %w[back-off class:ApiJob] => /back-off: missing DURATION/,
       %w[resume key:ApiJob] => /invalid job limit id "key:ApiJob"/,

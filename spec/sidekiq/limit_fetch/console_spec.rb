@@ -183,10 +183,12 @@ RSpec.describe Sidekiq::LimitFetch, "console API" do
     fetcher.retrieve_work
 
     expect(webhooks.to_h).to eq(
-      name: "webhooks", limit: 1, adaptive: nil, process_limit: nil, busy: 1, busy_by_process: {capsule.identity => 1},
-      queued: 1, paused: false, paused_until: nil, rate: nil, rate_window: nil,
+      name: "webhooks", limit: 1, adaptive: nil, process_limit: nil, fair_limit: nil, busy: 1,
+      busy_by_process: {capsule.identity => 1}, queued: 1, paused: false, paused_until: nil,
+      rate: nil, rate_window: nil,
       explain: {reason: :at_limit, message: "at its global limit 1/1", busy: 1, limit: 1, process_limit: nil,
-                queued: 1, paused_until: nil, processes: [], rate: nil, next_start_in: nil, adaptive: nil}
+                queued: 1, paused_until: nil, processes: [], rate: nil, next_start_in: nil, adaptive: nil,
+                fair_limit: nil, tenants: nil}
     )
   end
 end

@@ -24,9 +24,18 @@ RSpec.describe Sidekiq::LimitFetch::JobLimitId do
     expect(described_class.parse(id)).to eq(parts.new(kind: :key, scope: 'sync@"team"@eu@west', key: "7"))
   end
 
+  it "reads a fair queue's id back as the queue, whatever its name" do
+    names = ["imports", "a:b", "eu@west", "x y"]
+
+    expect(names.map { described_class.parse(described_class.of_queue(_1)) })
+      .to eq(names.map { parts.new(kind: :queue, scope: _1, key: nil) })
+    expect(names.map { described_class.queue(described_class.of_queue(_1)) }).to eq(names)
+    expect(%w[class:A key:A#1 queue:].map { described_class.queue(_1) }).to eq([nil, nil, nil])
+  end
+
   it "reads an id it did not build (a payload written by hand) as a class limit named by its text" do
-    expect(%w[class:A key:no-hash anything].map { described_class.parse(_1) })
-      .to eq(%w[A key:no-hash anything].map { parts.new(kind: :class, scope: _1, key: nil) })
+    expect(%w[class:A key:no-hash anything queue:].map { described_class.parse(_1) })
+      .to eq(%w[A key:no-hash anything queue:].map { parts.new(kind: :class, scope: _1, key: nil) })
   end
 
   it "answers kind, scope and key from the same reading" do

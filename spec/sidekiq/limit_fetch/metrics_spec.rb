@@ -196,6 +196,37 @@ RSpec.describe Sidekiq::LimitFetch::Metrics do
     )
   end
 
+  it "gives a fair queue's fair limit as its limit, and its tenants' series labelled by the queue" do
+    queue = LimitFetchSpec::ImportJob::QUEUE
+    Sidekiq::LimitFetch.queue(queue).fair_limit = 3
+    2.times { LimitFetchSpec::ImportJob.perform_async("acme", 0) }
+    LimitFetchSpec::PlainImportJob.perform_async(0)
+    fetcher = fetcher_for(build_capsule(queues: [queue], concurrency: 5))
+    3.times { expect(fetcher.retrieve_work).not_to be_nil }
+    scope = "LimitFetchSpec::ImportJob"
+    plain = "LimitFetchSpec::PlainImportJob"
+
+    stats = Sidekiq::LimitFetch.stats
+    expect(stats[:queues].map { _1.values_at(:queue, :limit, :running) }).to eq([[queue, 3, 3]])
+    expect(stats[:job_limits].find { _1[:kind] == :queue }).to include(scope: queue, limit: 3, running: 3)
+    expect(stats[:fair_classes]).to eq([{queue: queue, limit: 3, tenants_with_work: 2}])
+    expect(stats[:fair_tenants]).to contain_exactly(
+      {queue: queue, scope: scope, key: "acme", running: 2, share: 1.5},
+      {queue: queue, scope: nil, key: plain, running: 1, share: 1.5}
+    )
+    status, _, body = scrape
+    expect([status, promtool(body)]).to eq([200, ["", 0]])
+    expect(samples(body)).to include(
+      %(sidekiq_limit_fetch_max_concurrent_jobs{queue="#{queue}"}) => 3.0,
+      %(sidekiq_limit_fetch_job_limit_max_concurrent_jobs{kind="queue",scope="#{queue}"}) => 3.0,
+      %(sidekiq_limit_fetch_fair_tenants_with_work{queue="#{queue}"}) => 2.0,
+      %(sidekiq_limit_fetch_job_limit_fair_share{queue="#{queue}",scope="#{scope}",key="acme"}) => 1.5,
+      %(sidekiq_limit_fetch_job_limit_fair_share{queue="#{queue}",scope="",key="#{plain}"}) => 1.5,
+      %(sidekiq_limit_fetch_job_limit_fair_current_concurrent_jobs{queue="#{queue}",scope="#{scope}",key="acme"}) => 2.0
+    )
+    expect(body).not_to include(%(class="queue:))
+  end
+
   it "counts the seconds a queue spends at its limit with jobs waiting, between scrapes" do
     units = hold_slots
     scrape

@@ -115,6 +115,53 @@ RSpec.describe Sidekiq::LimitFetch::Web, :web do
     expect(cell("partner", ".lf-explain")).to eq("adaptive 7 of 1..20: empty")
   end
 
+  it "shows a fair queue's fair limit, its slots and its tenants' shares as the queue's" do
+    name = LimitFetchSpec::ImportJob::QUEUE
+    queue(name).fair_limit = 3
+    3.times { LimitFetchSpec::ImportJob.perform_async("acme", 0) }
+    LimitFetchSpec::ImportJob.perform_async("b", 0)
+    LimitFetchSpec::PlainImportJob.perform_async(0)
+    fetcher = fetcher_for(build_capsule(queues: [name], concurrency: 5))
+    3.times { expect(fetcher.retrieve_work).not_to be_nil } # acme alone at first: all 3
+    expect(fetcher.retrieve_work).to be_nil
+    texts = ->(rows) { rows.map { |tr| tr.css("> td").map { _1.text.split.join(" ") } } }
+
+    get "/limits"
+    expect(cell(name, ".lf-figures")).to eq("3 / fair 3")
+    expect(row(name).at_css("svg.lf-bar.lf-full")).not_to be_nil
+    expect(cell(name, ".lf-explain")).to eq("fair 3, 3 tenants with work: at its fair limit 3/3")
+    slots = page.css("table.lf-fair-queues tr.lf-fair-queue")
+    expect(slots.map { [_1["data-queue"], _1.at_css(".lf-name").text, _1.at_css(".lf-running").text.split.join(" ")] })
+      .to eq([[name, name, "3 / fair 3 shared fairly among its tenants with work: 3"]])
+    expect(texts.call(slots.first.css("tr.lf-tenant")))
+      .to eq([["acme", "3 of fair 1.0 of 3", "0"], ["LimitFetchSpec::PlainImportJob", "0 of fair 1.0 of 3", "1"],
+              ["b", "0 of fair 1.0 of 3", "1"]])
+    # elsewhere, a tenant's share names its queue; no class named "queue:imports"
+    expect(texts.call(page.css("table.lf-class-limits tr.lf-class-limit")))
+      .to eq([["LimitFetchSpec::PlainImportJob", "0 of fair 1.0 of 3 in queue imports", "none", "1", "–"]])
+    expect(page.css("table.lf-scopes tr.lf-key").map { _1.at_css(".lf-running-limit").text })
+      .to eq(["3 of fair 1.0 of 3 in queue imports · own limit 100",
+              "0 of fair 1.0 of 3 in queue imports · own limit 100"])
+    expect(last_response.body).not_to include("queue:#{name}")
+
+    # its form sets its fair limit (no global limit); blank makes it no longer fair
+    expect(row(name).xpath("following-sibling::tr[1]").css("form").map { _1["class"] })
+      .to eq(["lf-form lf-set-fair-limit", "lf-form lf-set-process-limit", "lf-form lf-set-rate", "lf-form lf-pause"])
+    expect(page.at_css("form.lf-set-fair-limit input[name=value]")["value"]).to eq("3")
+    submit("fair_limit", {"queue" => name, "value" => "x"})
+    expect([last_response.status, error_text])
+      .to match([422, start_with(%(Nothing was changed: invalid fair_limit for queue "#{name}": "x"))])
+    expect(queue(name).fair_limit).to eq(3)
+    submit("fair_limit", {"queue" => name, "value" => " 5 "})
+    expect([last_response.status, queue(name).fair_limit, queue(name).limit]).to eq([302, 5, nil])
+    queue(name).limit = 10 # a limit set at run time besides: the bar against the lower
+    get "/limits"
+    expect(cell(name, ".lf-figures")).to eq("3 / 10, fair 5")
+    expect(row(name).at_css("svg.lf-bar rect.lf-fill")["width"]).to eq("60")
+    submit("fair_limit", {"queue" => name, "value" => ""})
+    expect(queue(name).fair_limit).to be_nil
+  end
+
   it "sets a queue's limit and process limit from the forms, and removes them when left blank" do
     queue("webhooks").limit = 5
     get "/limits"

@@ -126,11 +126,7 @@ pub(in crate::capsule) fn note(capsule: u64, generation: u64, look: &Look) {
     HINTS.with(|hints| {
         let mut hints = hints.borrow_mut();
         hints.retain(|h| h.capsule != capsule);
-        if let Some(fetched) = look
-            .fetched
-            .as_ref()
-            .filter(|_| !look.process_limit_or_rate)
-        {
+        if let Some(fetched) = look.fetched.as_ref().filter(|_| !look.left_to_script) {
             hints.push(Hint {
                 capsule,
                 generation,

@@ -13,8 +13,11 @@
 //!                                      instead of the queue: below)
 //! MGET   limit process_limit paused    the queue's state after the move,
 //!        rate rate_due recovered       its rate, when parked rates are due,
-//!        job-limit...                  the count of reaps that recovered
-//!                                      jobs, each job limit's stored value,
+//!        class_back_off fair_limit     the count of reaps that recovered
+//!        job-limit job-back-off...     jobs, whether classes back off in
+//!                                      it, its fair limit (a fair queue),
+//!                                      each job limit's stored value and
+//!                                      back-off,
 //! LLEN   busy                          the queue's count (the slot
 //!                                      included), while it has a limit,
 //! LLEN   job-busy  (one a job limit)   each job limit's count,
@@ -80,7 +83,11 @@
 //! does a queue with an adaptive limit, which grows where the script finds
 //! it reached (lua/prelude/adaptive.lua): a hand-over, which reads its
 //! limit as stored (the floor), only ever sends a job over the floor to
-//! the script, and never grows it. While
+//! the script, and never grows it. A fair queue's jobs carry their share,
+//! which the script writes into them (lua/fetch/fair_queue.lua) and no
+//! hand-over carries ([`Carried`]): none follows one; a queue made fair
+//! since a hand-over's thread took a job of it without its share is sent
+//! to the script by the fair limit read in the `MGET`. While
 //! fetchers sleep (the queue ran dry lately), only if the last look said
 //! another job was there: a hand-over that finds the queue empty costs a
 //! round trip more than the script.

@@ -113,7 +113,8 @@ pub(super) fn build(
         .arg(keys::rate(queue))
         .arg(keys::RATE_DUE)
         .arg(keys::RECOVERED)
-        .arg(keys::class_back_off(queue));
+        .arg(keys::class_back_off(queue))
+        .arg(keys::job_limit(&keys::fair_queue_id(queue)));
     for limit in limits {
         state
             .arg(keys::job_limit(&limit.id))

@@ -46,8 +46,10 @@ impl HandOver {
             return None;
         };
         // A class backing off in the queue, or a back-off of a job limit,
-        // sends the job to the script, which parks it.
-        let [limit, Value::Nil, Value::Nil, Value::Nil, rate_due, _, Value::Nil, values @ ..] =
+        // sends the job to the script, which parks it; so does a fair
+        // queue's limit, set since this thread noted the queue: the script
+        // writes each job's share into it (lua/fetch/fair_queue.lua).
+        let [limit, Value::Nil, Value::Nil, Value::Nil, rate_due, _, Value::Nil, Value::Nil, values @ ..] =
             state.as_slice()
         else {
             return None;

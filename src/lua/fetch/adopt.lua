@@ -29,6 +29,7 @@ local function adopt(name, job, at)
     wrote(queue_key(name))
     return nil
   end
+  job = fair_queued(job, name)
   local limits, limit = held_back(job, name)
   if limit then
     if limit.discard then

@@ -62,7 +62,8 @@ local function park_front(name, queue, batch)
   local front = redis.call('LRANGE', queue, -room, -1)
   local by_id, limits, n = {}, {}, 0
   for i = #front, 1, -1 do
-    local _, limit = held_back(front[i], name)
+    local job = fair_queued(front[i], name)
+    local _, limit = held_back(job, name)
     if not limit or limit.discard then break end
     local jobs = by_id[limit.id]
     if not jobs then
@@ -70,7 +71,7 @@ local function park_front(name, queue, batch)
       by_id[limit.id] = jobs
       limits[#limits + 1] = limit
     end
-    jobs[#jobs + 1] = front[i]
+    jobs[#jobs + 1] = job
     n = n + 1
   end
   if n == 0 then return false end

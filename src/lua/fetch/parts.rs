@@ -7,6 +7,7 @@
     include_str!("reply.lua"),
     include_str!("queues.lua"),
     include_str!("job_limits.lua"),
+    include_str!("fair_queue.lua"),
     include_str!("take.lua"),
     include_str!("aside.lua"),
     include_str!("acks.lua"),

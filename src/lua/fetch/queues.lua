@@ -2,7 +2,7 @@
 -- scan over queues that hold no job (any_queued, next_queued, after,
 -- more_from).
 -- Reads: argv, uuid, freed, held. Writes: seen, seen_rate, seen_adaptive,
--- classes_back_off, opens, written (wrote).
+-- seen_fair, classes_back_off, opens, written (wrote).
 
 -- The limit in force of queue `name`, whose limit as stored is `limit` and
 -- whose range and adaptive state MGET read as `range` and `raw_state`, with
@@ -26,13 +26,16 @@ end
 -- Whether the capsule may take one more job of the queue, whose busy list is
 -- `busy` (the slots it freed above count as free): not paused, and under
 -- its limits and its rate. One MGET reads the limits, the pause, the rate,
--- whether classes back off in it (classes_back_off, for held_back) and an
--- adaptive limit's range and state: a queue with none costs one call, as
--- the limit's GET alone did before pauses.
+-- whether classes back off in it (classes_back_off, for held_back), an
+-- adaptive limit's range and state, and a fair queue's limit (a fair queue
+-- is walked whatever its slots: its jobs park by tenant, fair_queue.lua):
+-- a queue with none costs one call, as the limit's GET alone did before
+-- pauses.
 local function eligible(name, busy)
   local state = redis.call('MGET', limit_key(name), process_limit_key(name), paused_key(name), rate_key(name),
-    class_back_off_key(name), limit_range_key(name), adaptive_key(name))
+    class_back_off_key(name), limit_range_key(name), adaptive_key(name), job_limit_key(fair_queue_id(name)))
   seen, seen_rate, seen_adaptive = state, nil, false
+  seen_fair = parse_limit(state[8])
   classes_back_off = state[5] and true or false
   if state[3] then return false end
   local own_freed = freed[name] or 0

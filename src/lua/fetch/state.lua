@@ -82,9 +82,10 @@
 -- raises an error if written.
 local argv, uuid, watch, report, lookahead
 -- The last queue state eligible read: {limit, process limit, paused,
--- rate, classes back off, range, adaptive state}, that rate, parsed, and
--- whether its limit is adaptive.
-local seen, seen_rate, seen_adaptive
+-- rate, classes back off, range, adaptive state, fair limit}, that rate,
+-- parsed, whether its limit is adaptive, and its fair limit if it is a fair
+-- queue (fair_queue.lua), else nil.
+local seen, seen_rate, seen_adaptive, seen_fair
 -- Whether the queue eligible looked at last has classes that back off
 -- (held_back asks them then).
 local classes_back_off = false

@@ -41,16 +41,24 @@ end
 
 -- The job at the front of queue `name`, moved into the capsule's
 -- in-progress list `inprogress`: the last job held for it, else its queue's
--- own (whose key is then written).
+-- own (whose key is then written); in a fair queue, carrying its share
+-- (fair_queued).
 local function take(name, queue, inprogress)
   local waiting = held[name]
   if waiting and #waiting > 0 then
-    local job = table.remove(waiting)
+    local job = fair_queued(table.remove(waiting), name)
     redis.call('LPUSH', inprogress, job)
     took_held = true
     return job
   end
   local job = redis.call('LMOVE', queue, inprogress, 'RIGHT', 'LEFT')
-  if job then moved_from(name, queue) end
-  return job
+  if not job then return nil end
+  moved_from(name, queue)
+  local shared = fair_queued(job, name)
+  if shared ~= job then
+    -- In its place, first: the commands the documented ACL allows (no LSET).
+    redis.call('LPOP', inprogress)
+    redis.call('LPUSH', inprogress, shared)
+  end
+  return shared
 end

@@ -64,6 +64,10 @@ local function adaptive_key(name) return PREFIX .. 'queue:' .. name .. ':adaptiv
 -- A fair class's tenants with parked jobs, scored by slots over weight
 -- (src/keys.rs).
 local function fair_waiting_key(class_id) return PREFIX .. 'limit:' .. class_id .. ':fair' end
+-- The job limit id of a fair queue's slots (`fair_limits:`), as
+-- src/keys.rs builds it: its stored value (job_limit_key) is the queue's
+-- fair limit, and says that the queue is one.
+local function fair_queue_id(name) return 'queue:' .. name end
 -- RATE_PARKED_KEY's first score, or absent with it: a plain string that a
 -- processor's hand-over reads in its MGET (src/capsule/hand_over/).
 local RATE_DUE_KEY = 'sidekiq:limit_fetch:rate_due'

@@ -39,12 +39,13 @@ module Sidekiq
           check_job_limit_id(args.first) if COMMANDS.include?(command) || (job? && command != "list")
         end
 
-        # A job limit's id, as the gem names them: class:ApiJob, key:ApiJob#42.
+        # A job limit's id, as the gem names them: class:ApiJob, key:ApiJob#42,
+        # queue:imports (a fair queue's slots).
         def check_job_limit_id(id)
           return if id.start_with?(JobLimitId::CLASS) && id.size > JobLimitId::CLASS.size
-          return if id.start_with?(JobLimitId::KEY) && id.include?("#")
+          return if %i[key queue].include?(JobLimitId.kind(id))
 
-          raise UsageError, "invalid job limit id #{id.inspect} (expected class:ApiJob or key:ApiJob#42)"
+          raise UsageError, "invalid job limit id #{id.inspect} (expected class:ApiJob, key:ApiJob#42 or queue:imports)"
         end
       end
 
@@ -119,9 +120,11 @@ module Sidekiq
 
         # For a tenant of a fair class, the class's JobLimit: the loaded
         # app's declaration names it, else the core finds the tenant among
-        # the fair classes' tenants with work, by what its jobs carry.
+        # the fair classes' tenants with work, by what its jobs carry; for a
+        # tenant of a fair queue (a key, or a keyless job's class), the
+        # queue's, found so.
         def fair_class_limit(id)
-          return unless JobLimitId.kind(id) == :key
+          return if JobLimitId.kind(id) == :queue
 
           class_id = declaration(id)&.fair_class(id) || FairShares.read.class_of(id)
           JobLimit.new(class_id, default: default(class_id, CarriedLimits.read([class_id])[class_id])) if class_id

@@ -25,15 +25,21 @@ module Sidekiq
         end
 
         # Its limit in force: "3", "adaptive 7 of 1..20", "-" when unknown;
-        # a fair class's tenant's share of it ("fair 3.3/10"), and a fair
-        # class's tenants with work ("10, fair among 4 tenants").
+        # a fair class's tenant's share of it ("fair 3.3/10"; a fair queue's
+        # "fair 3.3/10 in queue imports"), and a fair class's (or queue's)
+        # tenants with work ("10, fair among 4 tenants").
         def limit_text(limit)
           text = own_limit(limit)
           fair = limit[:fair]
           return text unless fair
 
-          share = fair.key?(:share) ? FairState.short(fair[:share], fair[:of]) : fair_class(fair[:tenants])
+          share = fair.key?(:share) ? share(fair) : fair_class(fair[:tenants])
           text == "-" ? share : "#{text}, #{share}"
+        end
+
+        def share(fair)
+          text = FairState.short(fair[:share], fair[:of])
+          fair[:queue] ? "#{text} in queue #{fair[:queue]}" : text
         end
 
         def own_limit(limit)

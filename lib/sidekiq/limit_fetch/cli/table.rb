@@ -28,8 +28,18 @@ module Sidekiq
 
         def limit(value) = value.nil? ? "-" : value.to_s
 
-        # Its number, or an adaptive limit's in force and range: "7 (1..20)".
+        # Its number, or an adaptive limit's in force and range: "7 (1..20)";
+        # a fair queue's fair limit: "fair 10" (after a limit it has too:
+        # "5, fair 10").
         def global_limit(queue)
+          text = own_limit(queue)
+          fair = queue[:fair_limit]
+          return text unless fair
+
+          text == "-" ? "fair #{fair}" : "#{text}, fair #{fair}"
+        end
+
+        def own_limit(queue)
           adaptive = queue[:adaptive]
           return limit(queue[:limit]) unless adaptive
 

@@ -11,7 +11,7 @@ module Sidekiq
       # sent, changes nothing, rather than making a queue of that name.
       class Change
         # The forms, each posted to /limits/<action>.
-        ACTIONS = %w[limit process_limit rate pause unpause resume].freeze
+        ACTIONS = %w[limit process_limit fair_limit rate pause unpause resume].freeze
         UNITS = {"seconds" => 1, "minutes" => 60, "hours" => 3600}.freeze
         # The longest pause with a duration: longer is a typo (a year of
         # seconds where minutes were meant); pause without one instead.
@@ -24,7 +24,7 @@ module Sidekiq
           def from_form(action, fields)
             queue = fields[QueueField::NAME]
             case action
-            when "limit", "process_limit" then limit(queue, fields["value"], action.to_sym)
+            when "limit", "process_limit", "fair_limit" then limit(queue, fields["value"], action.to_sym)
             when "rate" then rate(queue, fields["value"])
             when "pause" then pause(queue, fields["for"], fields["unit"])
             when "unpause" then unpause(queue)
@@ -33,8 +33,9 @@ module Sidekiq
             end
           end
 
-          # Sets the queue's +kind+ (:limit or :process_limit) to +value+, a
-          # limit as Limits reads one; blank removes it.
+          # Sets the queue's +kind+ (:limit, :process_limit, or a fair
+          # queue's :fair_limit) to +value+, a limit as Limits reads one;
+          # blank removes it (a fair queue's: the queue is no longer fair).
           def limit(queue, value, kind)
             queue = name(queue)
             text = text(value, "the #{kind.to_s.tr("_", " ")}")

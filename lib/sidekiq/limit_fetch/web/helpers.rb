@@ -42,9 +42,18 @@ module Sidekiq
         end
 
         # A queue's global limit (Overview::QueueRow) as shown: its number,
-        # "none", or "7 (1..20)" for an adaptive one (its limit in force and
-        # its range).
+        # "none", "7 (1..20)" for an adaptive one (its limit in force and
+        # its range); a fair queue's fair limit, "fair 10" (after a limit
+        # it has too: "5, fair 10").
         def limit_fetch_queue_limit(row)
+          text = limit_fetch_own_limit(row)
+          return text unless row.fair_limit
+
+          fair = t("LimitFetchFairLimit", limit: row.fair_limit)
+          row.limit.nil? ? fair : "#{text}, #{fair}"
+        end
+
+        def limit_fetch_own_limit(row)
           adaptive = row.adaptive
           return limit_fetch_limit(row.limit) unless adaptive
 
@@ -62,13 +71,15 @@ module Sidekiq
         end
 
         # A job limit's running jobs and limit as shown: "3 / 4"; a fair
-        # class's tenant's against its share, "3 of fair 3.3 of 10" (and its
-        # own limit, if one is stored).
+        # class's tenant's against its share, "3 of fair 3.3 of 10" (a fair
+        # queue's: "3 of fair 3.3 of 10 in queue imports"; and its own
+        # limit, if one is stored).
         def limit_fetch_running_limit(row)
           fair = row.fair
           return "#{row.running} / #{limit_fetch_job_limit(row)}" unless fair
 
           text = limit_fetch_fair_share(fair)
+          text = "#{text} #{t("LimitFetchInQueue", queue: limit_fetch_queue_name(fair.queue))}" if fair.queue
           row.limit ? "#{text} · #{t("LimitFetchOwnLimit", limit: row.limit)}" : text
         end
 

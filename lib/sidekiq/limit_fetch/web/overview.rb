@@ -13,10 +13,11 @@ module Sidekiq
         REFRESH = 1..60
 
         # One queue's row: Queue#to_h (an adaptive limit's limit in force,
-        # with +adaptive+), its +parked+ jobs (ParkedCounts), and its
-        # Explanation's +reason+ and sentence (+explanation+).
+        # with +adaptive+; a fair queue's +fair_limit+), its +parked+ jobs
+        # (ParkedCounts), and its Explanation's +reason+ and sentence
+        # (+explanation+).
         QueueRow = Data.define(:name, :limit, :process_limit, :busy, :busy_by_process, :queued, :parked, :paused,
-          :paused_until, :reason, :explanation, :rate, :rate_window, :adaptive)
+          :paused_until, :reason, :explanation, :rate, :rate_window, :adaptive, :fair_limit)
 
         # A job limit (JobLimitId +id+): the +limit+ in force, stored or else
         # the one its jobs carry (+default+: true; nil when no job tells it;
@@ -31,6 +32,10 @@ module Sidekiq
 
         # A keyed scope (a class, a group, a group in a queue) and its busiest keys.
         Scope = Data.define(:name, :keys, :running, :parked, :busiest)
+
+        # A fair queue's slots (its JobLimitRow, +slots+) and its tenants'
+        # rows (keys, or keyless jobs' classes), the busiest first.
+        FairQueue = Data.define(:name, :slots, :tenants)
 
         # ?refresh=N as seconds, or nil (none, or not a whole number in REFRESH).
         def self.refresh(param)
@@ -73,6 +78,11 @@ module Sidekiq
           job_limits.fetch(:class, [])
         end
 
+        # Fair queues (`fair_limits:`) with running or parked jobs, by name.
+        def fair_queues
+          @fair_queues ||= job_limits.fetch(:queue, []).map { fair_queue(_1) }
+        end
+
         # Keyed scopes with running or parked jobs, the busiest first.
         def scopes
           @scopes ||= begin
@@ -88,6 +98,12 @@ module Sidekiq
           QueueRow.new(**state.slice(*QueueRow.members), parked: parked[state[:name]], reason: explain[:reason],
             explanation: explain[:message], rate: state[:rate] && Rate.new(**state[:rate]),
             rate_window: state[:rate_window] && RateWindow.new(**state[:rate_window]))
+        end
+
+        def fair_queue(slots)
+          name = JobLimitId.queue(slots.id)
+          tenants = job_limits.values.flatten.select { _1.fair&.queue == name }
+          FairQueue.new(name: name, slots: slots, tenants: tenants.sort_by { [-_1.running, -_1.parked, _1.id] })
         end
 
         def scope(name, limits)
