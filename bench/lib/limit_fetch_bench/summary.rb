@@ -138,9 +138,8 @@ module LimitFetchBench
         .merge({"idle_twin" => (rate_idle(groups, @rev) if @rev)}.compact)
     end
 
-    # A twin's "× no limit" is to the no-limit runs of its own build.
-    def rate_throughput(groups, key)
-      variant = Variant[key]
+    # A twin's "× no limit": to its own build's.
+    def rate_throughput(groups, key, variant = Variant[key])
       throughput_row(variant, groups[key], groups[variant.baseline], nil)
         .merge(rate_counted(groups[key], variant.rate && groups[same_build("rate_none", variant)]))
     end
@@ -150,11 +149,8 @@ module LimitFetchBench
     # Waiting with jobs parked against the blocking wait (of the baseline's
     # gem with `rev`); nil if neither ran.
     def rate_idle(groups, rev = nil)
-      keys = RateVariants::IDLE.map { rev ? Twin.key(_1, rev) : _1 }
-      phases = %w[blocking parked].zip(keys.map { groups[_1] || [] }).to_h
-      return if phases.values.all?(&:empty?)
-
-      RateIdleSummary.new(phases).to_h.merge(rev ? {"gem" => "@#{rev}"} : {})
+      phases = %w[blocking parked].zip(RateVariants::IDLE.map { groups[rev ? Twin.key(_1, rev) : _1] || [] }).to_h
+      RateIdleSummary.new(phases).to_h.merge(rev ? {"gem" => "@#{rev}"} : {}) unless phases.values.all?(&:empty?)
     end
   end
 end
