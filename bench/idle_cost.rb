@@ -13,11 +13,15 @@
 # bin/bench's RedisProbe reads them), per capsule and times 100, and the
 # ratio to BasicFetch; first, the same window with no process at all
 # (Redis's own background work). The scenarios: one process of concurrency
-# 5, then 10; --processes processes of concurrency 5 (default 10 and 30);
-# one process of --capsules capsules of concurrency 5 each (default 100).
+# 5, then 10 (not with --no-single); --processes processes of concurrency
+# --concurrency (default 5; default 10 and 30 processes); one process of
+# --capsules capsules of that concurrency each (default 100), or P
+# processes of C capsules each for an entry PxC (a fleet of more capsules
+# than the machine runs processes). Every capsule serves the queue
+# "default", and --queues N - 1 more (idle-1...; default none).
 #
-#   bundle exec ruby bench/idle_cost.rb [--seconds S] [--settle S] [--processes N,N] [--capsules N,N]
-#                                       [--only basic|limit]
+#   bundle exec ruby bench/idle_cost.rb [--seconds S] [--settle S] [--processes N,N] [--capsules N|PxC,...]
+#                                       [--concurrency N] [--queues N] [--only basic|limit] [--no-single]
 #
 # Runs where bin/bench does (bin/sandbox bash -c 'bundle exec ruby bench/idle_cost.rb').
 require "optparse"
@@ -32,22 +36,32 @@ module IdleCost
   OWN = /\A(info|config)/
 
   # `capsules`: per process.
-  Scenario = Data.define(:processes, :concurrency, :capsules) do
+  # `queues`: how many each capsule serves.
+  Scenario = Data.define(:processes, :concurrency, :capsules, :queues) do
     def to_s
       "#{processes} process#{"es" if processes > 1}#{" x #{capsules} capsules" if capsules > 1} " \
-        "x concurrency #{concurrency}"
+        "x concurrency #{concurrency}#{" x #{queues} queues" if queues > 1}"
     end
+
+    # "default", and idle-1... up to `queues` queues.
+    def queue_names = ["default", *(1...queues).map { "idle-#{_1}" }]
 
     def all_capsules = processes * capsules
   end
 
   # The command line's options, as a Hash.
   module Options
-    DEFAULTS = {seconds: 60.0, settle: 80.0, processes: [10, 30], capsules: [100], fetches: %w[basic limit]}.freeze
+    DEFAULTS = {seconds: 60.0, settle: 80.0, processes: [10, 30], capsules: [[1, 100]], fetches: %w[basic limit],
+                single: true, concurrency: 5, queues: 1}.freeze
     INTEGERS = ->(list) { list.map { Integer(_1) } }
+    # "N": one process of N capsules; "PxC": P processes of C capsules each.
+    FLEET = ->(entry) { entry.include?("x") ? entry.split("x", 2).map { Integer(_1) } : [1, Integer(entry)] }
+    FLEETS = ->(list) { list.map(&FLEET) }
     SWITCHES = [[:seconds, "--seconds S", Float], [:settle, "--settle S", Float],
-                [:processes, "--processes N,N", Array, INTEGERS], [:capsules, "--capsules N,N", Array, INTEGERS],
-                [:fetches, "--only FETCH", %w[basic limit], ->(fetch) { [fetch] }]].freeze
+                [:processes, "--processes N,N", Array, INTEGERS], [:capsules, "--capsules N|PxC,...", Array, FLEETS],
+                [:fetches, "--only FETCH", %w[basic limit], ->(fetch) { [fetch] }],
+                [:single, "--[no-]single", TrueClass], [:concurrency, "--concurrency N", Integer],
+                [:queues, "--queues N", Integer]].freeze
 
     def self.parse(argv)
       values = DEFAULTS.dup
@@ -89,11 +103,13 @@ module IdleCost
     results.each { |fetch, result| puts lines(scenario, fetch, result, results["basic"], alone) }
   end
 
-  # One process of concurrency 5 and 10, then --processes processes, then
-  # one process of --capsules capsules, each of concurrency 5.
+  # One process of concurrency 5 and 10 (unless --no-single), then
+  # --processes processes, then the fleets of --capsules capsules, each of
+  # concurrency --concurrency.
   def scenarios(opts)
-    [Scenario.new(1, 5, 1), Scenario.new(1, 10, 1), *opts[:processes].map { Scenario.new(_1, 5, 1) },
-     *opts[:capsules].map { Scenario.new(1, 5, _1) }]
+    singles = opts[:single] ? [Scenario.new(1, 5, 1, 1), Scenario.new(1, 10, 1, 1)] : []
+    fleets = opts[:processes].map { [_1, 1] } + opts[:capsules]
+    singles + fleets.map { |processes, capsules| Scenario.new(processes, opts[:concurrency], capsules, opts[:queues]) }
   end
 
   def cpu_model = File.read("/proc/cpuinfo")[/^model name\s*:\s*(.*)$/, 1]
@@ -118,10 +134,12 @@ module IdleCost
   end
 
   def spawn(app, redis, scenario, fetch, index)
+    queues = scenario.queue_names
     env = {"BUNDLE_GEMFILE" => app.gemfile, "REDIS_URL" => redis.url, "IDLE_FETCH" => fetch,
-           "IDLE_CAPSULES" => scenario.capsules.to_s}
-    LimitFetchTools::ChildProcess.spawn(env, "bundle", "exec", "sidekiq", "-r", "./app.rb", "-q", "default",
-      "-c", scenario.concurrency.to_s, log: app.log("#{fetch}-#{index}"), chdir: app.dir)
+           "IDLE_CAPSULES" => scenario.capsules.to_s, "IDLE_QUEUES" => queues.join(",")}
+    LimitFetchTools::ChildProcess.spawn(env, "bundle", "exec", "sidekiq", "-r", "./app.rb",
+      *queues.flat_map { ["-q", _1] }, "-c", scenario.concurrency.to_s, log: app.log("#{fetch}-#{index}"),
+      chdir: app.dir)
   end
 
   # Commands per second (by command and in all) and Redis CPU in ms per

@@ -10,6 +10,22 @@ pub const CAPSULES: &str = "sidekiq:limit_fetch:capsules";
 /// entries in v5's queues) is still found here, and its in-progress jobs go
 /// back.
 pub const REGISTERED: &str = "sidekiq:limit_fetch:registered";
+/// This gem's registered capsules, each scored by when its heartbeat key
+/// expires (milliseconds of Redis's clock, as the capsule reckons it from
+/// `TIME`): written with the heartbeat at each beat, removed with the
+/// registration. A beat reads the capsules whose score has passed (one
+/// `ZRANGE ... BYSCORE`) instead of asking after every capsule's heartbeat;
+/// the heartbeat key stays what decides (v5 reads it, and the reaper checks
+/// it before it reaps). v5 never writes it: see [`CENSUS`].
+pub const BEATS: &str = "sidekiq:limit_fetch:beats";
+/// Present for one heartbeat period (of the capsule that set it, whose UUID
+/// it holds) after a beat looked for capsules that are in [`CAPSULES`] or
+/// [`REGISTERED`] but not in [`BEATS`] (a v5 process's, one of an older
+/// release of this gem), whose heartbeat key only tells whether they live:
+/// one such look per period across the fleet, whatever its size. The same
+/// beat takes one step of the walk over capsules' queue sets left by dead
+/// capsules (see src/lua/stray_queues.lua).
+pub const CENSUS: &str = "sidekiq:limit_fetch:census";
 /// SCAN pattern for every queue's busy list (used to reap dead capsules on
 /// queues this process does not serve).
 pub const BUSY_PATTERN: &str = "sidekiq:limit_fetch:queue:*:busy";

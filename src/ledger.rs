@@ -3,6 +3,7 @@
 //! Redis took lately (which a failover may lose).
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::sync::Arc;
 use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
@@ -48,7 +49,12 @@ struct Held {
 /// How long the acknowledgements Redis took are remembered, and how many at
 /// most: a failover loses the writes of the last moments before it (a
 /// fraction of a second to a few with asynchronous replication), and the
-/// reconciliation that follows it must not run those jobs again.
+/// reconciliation that follows it must not run those jobs again. A capsule
+/// that finishes more than FINISHED_MAX jobs in FINISHED_FOR keeps
+/// FINISHED_MAX of them all its life, so each entry is small: the queue's
+/// name is shared by consecutive entries of one queue rather than copied per
+/// job, and the deque never grows past FINISHED_MAX (a push at full capacity
+/// would double its buffer).
 const FINISHED_FOR: Duration = Duration::from_secs(30);
 const FINISHED_MAX: usize = 16_384;
 
@@ -63,7 +69,7 @@ pub(crate) struct Ledger {
     pub(crate) flush_scheduled: bool,
     /// Acknowledgements Redis took lately, oldest first: when, the job's
     /// queue and digest.
-    finished: VecDeque<(Instant, String, Digest)>,
+    finished: VecDeque<(Instant, Arc<str>, Digest)>,
 }
 
 impl Ledger {
@@ -102,10 +108,9 @@ impl Ledger {
     }
 
     /// A job of `queue` is finished and Redis took its acknowledgement.
-    pub(crate) fn finished(&mut self, queue: String, digest: Digest) {
+    pub(crate) fn finished(&mut self, queue: &str, digest: Digest) {
         let now = Instant::now();
-        self.finished.push_back((now, queue, digest));
-        while self.finished.len() > FINISHED_MAX
+        while self.finished.len() >= FINISHED_MAX
             || self
                 .finished
                 .front()
@@ -113,6 +118,11 @@ impl Ledger {
         {
             self.finished.pop_front();
         }
+        let queue = match self.finished.back() {
+            Some((_, last, _)) if **last == *queue => Arc::clone(last),
+            _ => Arc::from(queue),
+        };
+        self.finished.push_back((now, queue, digest));
     }
 
     /// The reconciliation script's arguments after the capsule's UUID: how
@@ -131,7 +141,7 @@ impl Ledger {
             let mut seen = HashSet::new();
             for (_, queue, digest) in self.finished.iter().rev() {
                 if seen.insert((queue, digest)) {
-                    finished.entry(queue).or_default().push(digest);
+                    finished.entry(&**queue).or_default().push(digest);
                 }
             }
         }
@@ -201,5 +211,36 @@ mod tests {
         assert_eq!(ledger.held_count("q"), 1);
         ledger.forget("q", &d);
         assert_eq!(ledger.queues().count(), 0);
+    }
+
+    #[test]
+    fn the_jobs_finished_lately_stay_within_their_bound_and_share_the_queue_name() {
+        let mut ledger = Ledger::default();
+        for n in 0..FINISHED_MAX + 1_000 {
+            ledger.finished("q", Digest::of(n.to_string().as_bytes()));
+        }
+        ledger.finished("other", Digest::of(b"last"));
+        assert_eq!(ledger.finished.len(), FINISHED_MAX);
+        // A buffer that doubled past the bound would keep twice the memory.
+        assert!(ledger.finished.capacity() < 2 * FINISHED_MAX);
+        let names: Vec<&Arc<str>> = ledger.finished.iter().map(|(_, q, _)| q).collect();
+        assert!(Arc::ptr_eq(names[0], names[FINISHED_MAX - 2]));
+        assert_eq!(&**names[FINISHED_MAX - 1], "other");
+        let args = ledger.reconcile_args(true);
+        // No job held; two queues finished lately, the newest first in each.
+        assert_eq!(args[0], b"0");
+        assert_eq!(args[1], b"2");
+        assert_eq!(args[2], b"other");
+        assert_eq!(args[4], Digest::of(b"last").hex().into_bytes());
+        let q = args.iter().position(|a| a == b"q").map(|at| at + 1);
+        assert_eq!(
+            q.map(|at| args[at].clone()),
+            Some((FINISHED_MAX - 1).to_string().into_bytes())
+        );
+        let newest = (FINISHED_MAX + 999).to_string();
+        assert_eq!(
+            q.map(|at| args[at + 1].clone()),
+            Some(Digest::of(newest.as_bytes()).hex().into_bytes())
+        );
     }
 }

@@ -1,13 +1,15 @@
 //! Frees the slots of capsules that died without deregistering, and pushes
 //! the jobs they had in progress back to their queues: registered capsules
-//! whose heartbeat expired, and capsules that hold slots while neither
-//! registered nor beating (see src/lua/orphans.lua).
+//! whose heartbeat expired (found by their entry in `keys::BEATS`, or by the
+//! census), and capsules that hold slots while neither registered nor
+//! beating (see src/lua/orphans.lua).
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::collections::{BTreeSet, HashSet};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::connection::Conn;
 use crate::scan;
-use crate::script::{codes, LuaScript, ORPHANS, REAP};
+use crate::script::{codes, LuaScript, ORPHANS, REAP, STRAY_QUEUES};
 use crate::{keys, Result};
 
 /// A job that a reaper or a reconciliation acted on: (queue, jid, class).
@@ -47,6 +49,7 @@ pub(crate) enum Reap {
 pub(crate) struct Reaper {
     script: LuaScript,
     orphans: LuaScript,
+    stray_queues: LuaScript,
     max_recoveries: u32,
 }
 
@@ -55,38 +58,66 @@ impl Reaper {
         Self {
             script: LuaScript::new(REAP),
             orphans: LuaScript::new(ORPHANS),
+            stray_queues: LuaScript::new(STRAY_QUEUES),
             max_recoveries,
         }
     }
 
     /// Finds registered capsules whose heartbeat expired, other than `own`,
     /// frees their slots on every queue (including queues this process does not
-    /// serve) and pushes their in-progress jobs back.
-    pub(crate) async fn reap_dead(&self, conn: &mut Conn, own: &str) -> Result<Vec<Reaped>> {
-        // v5 removes from the shared set the capsules it reaps, only where it
-        // serves: this gem's own set keeps them until reaped here.
-        let members: Vec<String> = redis::cmd("SUNION")
-            .arg(keys::CAPSULES)
-            .arg(keys::REGISTERED)
+    /// serve) and pushes their in-progress jobs back. `now_ms` is Redis's
+    /// clock (see `keys::BEATS`); `census` how long this capsule holds
+    /// `keys::CENSUS` if it takes it (its heartbeat period).
+    ///
+    /// One round trip reads the capsules whose entry in `keys::BEATS` is past
+    /// and tries to take the census. Only the census, once a period across
+    /// the fleet, reads every registered capsule, for those not in
+    /// `keys::BEATS` (a v5 process's, an older release's). Only the
+    /// capsules so found are asked after (`EXISTS` of their heartbeat,
+    /// which decides). Returns what it reaped and whether it took the census.
+    pub(crate) async fn reap_dead(
+        &self,
+        conn: &mut Conn,
+        own: &str,
+        now_ms: i64,
+        census: Duration,
+    ) -> Result<(Vec<Reaped>, bool)> {
+        let (expired, took): (Vec<String>, Option<String>) = redis::pipe()
+            .cmd("ZRANGE")
+            .arg(keys::BEATS)
+            .arg("-inf")
+            .arg(format!("({now_ms}"))
+            .arg("BYSCORE")
+            .cmd("SET")
+            .arg(keys::CENSUS)
+            .arg(own)
+            .arg("NX")
+            .arg("PX")
+            .arg(census.as_millis().max(1) as u64)
             .query_async(conn)
             .await?;
-        let others: Vec<&String> = members.iter().filter(|m| **m != own).collect();
-        if others.is_empty() {
-            return Ok(Vec::new());
+        let took = took.is_some();
+        let mut suspects: BTreeSet<String> = expired.into_iter().collect();
+        if took {
+            suspects.extend(self.unbeaten(conn).await?);
+        }
+        suspects.remove(own);
+        if suspects.is_empty() {
+            return Ok((Vec::new(), took));
         }
         let mut pipe = redis::pipe();
-        for uuid in &others {
+        for uuid in &suspects {
             pipe.cmd("EXISTS").arg(keys::heartbeat(uuid));
         }
         let alive: Vec<bool> = pipe.query_async(conn).await?;
-        let dead: Vec<&String> = others
+        let dead: Vec<&String> = suspects
             .iter()
             .zip(alive)
             .filter(|(_, a)| !a)
-            .map(|(u, _)| *u)
+            .map(|(u, _)| u)
             .collect();
         if dead.is_empty() {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), took));
         }
         let busy_lists = busy_lists(conn).await?;
         let mut reaped = Vec::new();
@@ -98,7 +129,59 @@ impl Reaper {
                 reaped.push(done);
             }
         }
-        Ok(reaped)
+        Ok((reaped, took))
+    }
+
+    /// The census: the registered capsules that have no entry in
+    /// `keys::BEATS`. v5 removes from the shared set the capsules it reaps,
+    /// only where it serves: this gem's own set keeps them until reaped here.
+    async fn unbeaten(&self, conn: &mut Conn) -> Result<Vec<String>> {
+        let (members, beating): (Vec<String>, Vec<String>) = redis::pipe()
+            .cmd("SUNION")
+            .arg(keys::CAPSULES)
+            .arg(keys::REGISTERED)
+            .cmd("ZRANGE")
+            .arg(keys::BEATS)
+            .arg(0)
+            .arg(-1)
+            .query_async(conn)
+            .await?;
+        let beating: HashSet<String> = beating.into_iter().collect();
+        Ok(members
+            .into_iter()
+            .filter(|m| !beating.contains(m))
+            .collect())
+    }
+
+    /// One step of the census's walk over capsules' queue sets (from
+    /// `cursor`; returns the cursor to go on from): the sets of capsules
+    /// neither registered nor beating go, or their capsule is noted to be
+    /// reaped (see src/lua/stray_queues.lua). Such a set is left when a
+    /// capsule reaped while alive (frozen past its heartbeat's expiry)
+    /// fetched and finished a job once it woke, and died before its next
+    /// beat: nothing else would meet it.
+    pub(crate) async fn sweep_stray_queues(
+        &self,
+        conn: &mut Conn,
+        own: &str,
+        cursor: u64,
+    ) -> Result<u64> {
+        let pattern = keys::capsule_queues("*");
+        let (next, found) = scan::step(conn, &pattern, cursor).await?;
+        let (before, after) = pattern.split_once('*').unwrap_or((&pattern, ""));
+        let uuids: Vec<&str> = found
+            .iter()
+            .filter_map(|key| key.strip_prefix(before)?.strip_suffix(after))
+            // A capsule's UUID has no colon: a key with one here is an
+            // in-progress list (of a queue named "queues").
+            .filter(|uuid| *uuid != own && !uuid.contains(':'))
+            .collect();
+        if !uuids.is_empty() {
+            self.stray_queues
+                .invoke::<(i64, i64), _, _>(conn, &[] as &[&str], &uuids[..])
+                .await?;
+        }
+        Ok(next)
     }
 
     /// Reaps the capsules that hold slots in the busy lists of `served`

@@ -289,6 +289,9 @@ fn dead_capsules_are_reaped_on_every_queue_exactly_once() {
         )
         .unwrap();
     let _: () = conn.rpush(keys::busy(&mine), &dead).unwrap();
+    // Registered as v5 registers, with no entry in keys::BEATS: the census
+    // finds it, one of the reapers taking it.
+    support::census_due();
     let reapers: Vec<_> = (0..4).map(|_| capsule()).collect();
     let none = Interrupt::new();
     let reports: Vec<_> = thread::scope(|s| {
@@ -520,7 +523,7 @@ fn a_beat_after_data_loss_registers_again_and_restores_configured_limits() {
 
 /// Makes `capsule` look dead to reapers: its heartbeat key expired.
 fn kill(capsule: &Capsule) {
-    let _: () = redis().del(keys::heartbeat(capsule.uuid())).unwrap();
+    support::expire(capsule.uuid());
 }
 
 #[test]

@@ -468,7 +468,7 @@ fn reaping_a_dead_capsule_frees_its_key_slots_and_sends_parked_jobs_back() {
     assert_eq!(fetch(&victim, &[&q]).as_deref(), Some("d1"));
     assert_eq!(fetch(&survivor, &[&q]), None);
     assert_eq!(parked(&k), 1);
-    let _: () = redis().del(keys::heartbeat(victim.uuid())).unwrap();
+    support::expire(victim.uuid());
     let report = survivor.beat(&none).unwrap();
     let reaped = report
         .reaped
@@ -509,7 +509,7 @@ fn reaping_frees_the_slots_of_jobs_it_holds_and_of_limits_its_runs_named() {
     let _: () = redis()
         .sadd(keys::capsule_limits(victim.uuid()), &passed)
         .unwrap();
-    let _: () = redis().del(keys::heartbeat(victim.uuid())).unwrap();
+    support::expire(victim.uuid());
     survivor.beat(&none).unwrap();
     assert_eq!((running(&k), running(&passed)), (0, 0));
     let left: bool = redis().exists(keys::capsule_limits(victim.uuid())).unwrap();

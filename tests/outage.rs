@@ -55,7 +55,7 @@ fn entries(key: &str, uuid: &str) -> usize {
 
 /// Makes `c` look dead: its heartbeat expired.
 fn silence(c: &Capsule) {
-    let _: () = redis().del(keys::heartbeat(c.uuid())).unwrap();
+    support::expire(c.uuid());
 }
 
 fn reaped(report: &limit_fetch_core::BeatReport, c: &Capsule) -> bool {

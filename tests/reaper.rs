@@ -245,7 +245,7 @@ fn a_dead_capsule_is_reaped_once_on_every_queue_and_job_limit_it_held() {
     assert_eq!([&qa, &qb, &qc].map(|q| in_progress(&live, q)), live_held);
 
     // It dies; four capsules beat at once.
-    let _: () = redis().del(keys::heartbeat(dead.uuid())).unwrap();
+    support::expire(dead.uuid());
     let reports = beat_together(&reapers);
 
     // Its slots are gone from every queue's busy list, the live one's stay.
@@ -358,7 +358,7 @@ fn dead_capsules_sharing_queues_and_a_key_with_a_live_one_are_each_reaped_once()
     let l = live.uuid();
 
     for dead in [&one, &two] {
-        let _: () = redis().del(keys::heartbeat(dead.uuid())).unwrap();
+        support::expire(dead.uuid());
     }
     let reports = beat_together(&reapers);
 
@@ -388,4 +388,117 @@ fn dead_capsules_sharing_queues_and_a_key_with_a_live_one_are_each_reaped_once()
     assert_eq!(in_progress(&live, &q), ["s0"]);
     assert_eq!(in_progress(&live, &r), ["t1"]);
     assert!(registered(live.uuid()));
+}
+
+/// Calls of each command Redis ran since `CONFIG RESETSTAT` (those run
+/// inside functions included), but the test's own: `INFO`, `CONFIG`, and
+/// `CLIENT SETINFO` as each of its connections opens.
+fn calls() -> std::collections::BTreeMap<String, u64> {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut redis())
+        .unwrap();
+    info.lines()
+        .filter_map(|line| {
+            let (name, rest) = line.strip_prefix("cmdstat_")?.split_once(':')?;
+            let calls = rest.strip_prefix("calls=")?.split(',').next()?;
+            Some((name.to_owned(), calls.parse().ok()?))
+        })
+        .filter(|(name, _)| {
+            !["info", "config", "client"]
+                .iter()
+                .any(|own| name.starts_with(own))
+        })
+        .collect()
+}
+
+/// What one beat of `c` has Redis run, by command.
+fn one_beat(c: &Capsule) -> std::collections::BTreeMap<String, u64> {
+    let _: () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query(&mut redis())
+        .unwrap();
+    let report = c.beat(&Interrupt::new()).unwrap();
+    assert!(report.reaped.is_empty() && !report.held_off, "{report:?}");
+    calls()
+}
+
+#[test]
+fn a_beat_asks_after_no_live_capsule_however_many_there_are() {
+    let _turn = turn();
+    let none = Interrupt::new();
+    let (beater, first) = (capsule(), capsule());
+    let fleet: Vec<Capsule> = (0..40).map(|_| capsule()).collect();
+    let mut everyone = vec![beater.clone(), first.clone()];
+    everyone.extend(fleet.iter().cloned());
+    let _cleanup = Cleanup {
+        capsules: everyone,
+        ids: Vec::new(),
+    };
+    beater.register(&none).unwrap();
+    first.register(&none).unwrap();
+    // Another capsule's census this period: these beats take none.
+    let _: () = redis()
+        .set_ex(keys::CENSUS, "another capsule", 600)
+        .unwrap();
+    // Its connection open and the library loaded, as at every later beat.
+    beater.beat(&none).unwrap();
+    let alone = one_beat(&beater);
+    for c in &fleet {
+        c.register(&none).unwrap();
+    }
+    let among_41 = one_beat(&beater);
+    let _: () = redis().del(keys::CENSUS).unwrap();
+    assert_eq!(
+        among_41, alone,
+        "a beat among 41 other live capsules sends what it sends beside one"
+    );
+    assert!(
+        among_41.get("exists").copied().unwrap_or(0) <= 2,
+        "its own heartbeat and the outage key: {among_41:?}"
+    );
+}
+
+#[test]
+fn a_capsules_beat_entry_is_written_with_its_heartbeat_and_leaves_with_it() {
+    let _turn = turn();
+    let none = Interrupt::new();
+    let (gone, dead, reaper) = (capsule(), capsule(), capsule());
+    let _cleanup = Cleanup {
+        capsules: vec![gone.clone(), dead.clone(), reaper.clone()],
+        ids: Vec::new(),
+    };
+    let score = |uuid: &str| -> Option<f64> { redis().zscore(keys::BEATS, uuid).unwrap() };
+    let redis_ms = || {
+        let (secs, micros): (i64, i64) = redis::cmd("TIME").query(&mut redis()).unwrap();
+        (secs * 1000 + micros / 1000) as f64
+    };
+    for c in [&gone, &dead, &reaper] {
+        c.register(&none).unwrap();
+    }
+    // Scored by when its heartbeat expires, by Redis's clock.
+    let expires = redis_ms() + (gone.heartbeat_ttl() * 1000) as f64;
+    let at = score(gone.uuid()).expect("an entry");
+    assert!((at - expires).abs() < 2_000.0, "{at} against {expires}");
+
+    // What a Redis that lost its data leaves: the next beat writes it again.
+    let _: () = redis().zrem(keys::BEATS, gone.uuid()).unwrap();
+    gone.beat(&none).unwrap();
+    assert!(score(gone.uuid()).is_some(), "written again");
+
+    // A clean stop takes it away; so does a reap.
+    gone.deregister(&[] as &[&str], &none).unwrap();
+    assert_eq!(score(gone.uuid()), None, "deregistered");
+    support::expire(dead.uuid());
+    let reaped = reaper.beat(&none).unwrap().reaped;
+    assert!(reaped.iter().any(|r| r.uuid == dead.uuid()), "{reaped:?}");
+    assert_eq!(score(dead.uuid()), None, "reaped");
+
+    // An entry left by a capsule that a process of an older release reaped
+    // (it knows no keys::BEATS) goes at the next beat that meets it.
+    let ghost = format!("reaped-elsewhere-{}", uuid::Uuid::new_v4());
+    let _: () = redis().zadd(keys::BEATS, &ghost, 0).unwrap();
+    let report = reaper.beat(&none).unwrap();
+    assert!(report.reaped.iter().all(|r| r.uuid != ghost), "{report:?}");
+    assert_eq!(score(&ghost), None, "the stale entry");
 }

@@ -47,7 +47,7 @@ fn noted(uuid: &str) -> bool {
 
 /// Makes `capsule` look stalled past its heartbeat's expiry.
 fn stall(capsule: &Capsule) {
-    let _: () = redis().del(keys::heartbeat(capsule.uuid())).unwrap();
+    support::expire(capsule.uuid());
 }
 
 /// What `watcher`'s beats reaped of `uuid` within `within`, beating every
@@ -249,4 +249,58 @@ fn a_capsule_noted_by_others_is_left_to_a_process_serving_its_queues_until_twice
     assert_eq!(mine.len(), 1, "{reaped:?}");
     assert_eq!((mine[0].freed, mine[0].requeued), (1, 1));
     assert!(busy(&elsewhere).is_empty() && !noted(&uuid));
+}
+
+#[test]
+fn a_dead_capsules_queue_set_that_holds_nothing_goes_and_one_that_holds_a_job_is_noted() {
+    let _turn = BEATING.lock().unwrap_or_else(|e| e.into_inner());
+    let q = queue("stray-set");
+    let none = Interrupt::new();
+    let mut conn = redis();
+    // Reaped while frozen, it woke, fetched (its set written again),
+    // acknowledged, and was killed before its next beat: nothing of it is
+    // left but its set.
+    let stray = format!("stray-{}", uuid::Uuid::new_v4());
+    let _: () = conn.sadd(keys::capsule_queues(&stray), &q).unwrap();
+    // The same, killed while it still ran a job: its set means something.
+    let holder = format!("holder-{}", uuid::Uuid::new_v4());
+    let _: () = conn.sadd(keys::capsule_queues(&holder), &q).unwrap();
+    let _: () = conn
+        .lpush(keys::in_progress(&holder, &q), r#"{"jid":"held"}"#)
+        .unwrap();
+    // A live capsule with a set and nothing in progress now.
+    let live = capsule();
+    live.register(&none).unwrap();
+    let _: () = conn.sadd(keys::capsule_queues(live.uuid()), &q).unwrap();
+
+    let beater = capsule();
+    beater.register(&none).unwrap();
+    let exists = |key: String| -> bool { redis().exists(key).unwrap() };
+    // Other beats' census this period: no look yet.
+    let _: () = conn.set_ex(keys::CENSUS, "another capsule", 600).unwrap();
+    beater.beat(&none).unwrap();
+    assert!(exists(keys::capsule_queues(&stray)), "no census, no look");
+
+    // The census's walk meets them (it may take a few of its steps).
+    let mut beats = 0;
+    while exists(keys::capsule_queues(&stray)) && beats < 20 {
+        support::census_due();
+        beater.beat(&none).unwrap();
+        beats += 1;
+    }
+    assert!(!exists(keys::capsule_queues(&stray)), "the empty stray set");
+    assert!(!noted(&stray));
+    assert!(exists(keys::capsule_queues(&holder)), "left for its reap");
+    assert!(noted(&holder), "noted, to be reaped after the grace");
+    assert!(
+        exists(keys::capsule_queues(live.uuid())),
+        "a live capsule's"
+    );
+    assert!(!noted(live.uuid()));
+
+    let _: () = conn.del(keys::capsule_queues(&holder)).unwrap();
+    let _: () = conn.del(keys::in_progress(&holder, &q)).unwrap();
+    let _: () = conn.hdel(keys::UNREGISTERED, &holder).unwrap();
+    live.deregister(&[q.as_str()], &none).unwrap();
+    beater.deregister(&[] as &[&str], &none).unwrap();
 }

@@ -4,7 +4,7 @@
 # nothing but Sidekiq, and with IDLE_FETCH=limit the gem, which makes every
 # capsule fetch through Sidekiq::LimitFetch (else Sidekiq's BasicFetch).
 # IDLE_CAPSULES=N: N capsules in all, each of the process's concurrency, all
-# on the queue "default".
+# on the queues IDLE_QUEUES names (comma-separated; default "default").
 require "sidekiq"
 require "sidekiq-limit_fetch" if ENV.fetch("IDLE_FETCH") == "limit"
 
@@ -12,7 +12,7 @@ Sidekiq.configure_server do |config|
   (ENV.fetch("IDLE_CAPSULES", "1").to_i - 1).times do |index|
     config.capsule("idle-#{index}") do |capsule|
       capsule.concurrency = config.concurrency
-      capsule.queues = %w[default]
+      capsule.queues = ENV.fetch("IDLE_QUEUES", "default").split(",")
     end
   end
 end

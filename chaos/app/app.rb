@@ -15,6 +15,8 @@ require_relative "tenant_rated_chaos_job"
 require_relative "backing_off_chaos_job"
 require_relative "fair_chaos_job"
 require_relative "weighted_fair_chaos_job"
+require_relative "fair_queue_chaos_job"
+require_relative "keyless_fair_queue_chaos_job"
 
 Sidekiq.configure_server do |config|
   # Short, so that the capsule of a killed process is reaped within seconds

@@ -9,7 +9,8 @@ $LOAD_PATH.unshift(File.expand_path("../../demo/lib", __dir__))
 require "limit_fetch_demo"
 require_relative "../../tools/lib/limit_fetch_tools/markdown"
 %w[keyed_chaos_job backing_off_chaos_job grouped_chaos_job co_grouped_chaos_job per_queue_chaos_job discard_chaos_job
-   rated_chaos_job tenant_rated_chaos_job fair_chaos_job weighted_fair_chaos_job].each do |job|
+   rated_chaos_job tenant_rated_chaos_job fair_chaos_job weighted_fair_chaos_job
+   fair_queue_chaos_job keyless_fair_queue_chaos_job].each do |job|
   require_relative "../app/#{job}"
 end
 

@@ -3,6 +3,7 @@
 $LOAD_PATH.unshift(File.expand_path("../../bench/lib", __dir__))
 require "limit_fetch_bench"
 require "limit_fetch_bench/fair_figures"
+require "limit_fetch_bench/fair_run"
 
 # bin/bench's fair section from made-up records and runs (no bench is run):
 # the slots held over a window, when a tenant held them all again, first
@@ -64,5 +65,29 @@ RSpec.describe "bin/bench's fair section" do
       "hot_jobs" => 5_000)
     expect { LimitFetchBench::Options.parse(%w[--fair-sizes tenant=20]) }
       .to raise_error(OptionParser::InvalidArgument, /"tenant=20" is not NAME=NUMBER/)
+  end
+
+  it "runs the queue form with --fair-form queue: a sidekiq.yml of each variant's, shown with its row" do
+    options = LimitFetchBench::Options.parse(%w[--only fair --fair-form queue])
+    spec = LimitFetchBench::FairVariants.spec(options).merge("log" => "/tmp/x/run.log", "redis_url" => "redis://x")
+    configs = %w[fair_share fair_cost_plain].map do |variant|
+      run = LimitFetchBench::FairRun.new(spec.merge("variant" => variant))
+      [run.queue_config, run.declarations["FairJob"] || run.declarations["CostJob"]]
+    end
+    expect(configs).to eq([["fair_limits: {fair: 10}", LimitFetchBench::FairVariants::QUEUE_KEY],
+                           ["limits: {fair: 10}", LimitFetchBench::FairVariants::QUEUE_KEY]])
+    class_form = spec.merge("variant" => "fair_share", "form" => "class")
+    expect(LimitFetchBench::FairRun.new(class_form).queue_config).to be_nil
+    expect { LimitFetchBench::Options.parse(%w[--fair-form tenant]) }.to raise_error(OptionParser::InvalidArgument)
+
+    share = {"section" => "fair", "variant" => "fair_share", "round" => 1, "fair_accepted" => true,
+             "declarations" => {"FairJob" => "{key}", "WeightedJob" => "{weighted}"}, "queue_config" => configs[0][0],
+             "sizes" => {"slots" => 10, "first_start_wait" => 10, "job_ms" => 50},
+             "hot" => {"tally" => {"max_running" => 10, "done_once" => true, "jobs" => 5}}}
+    summary = LimitFetchBench::Summary.new([share], options:, seconds: 1.0,
+      setup: {"redis" => "Redis 8.0.0", "proxy" => nil, "baseline" => nil}).to_h
+    expect(summary["limit_checks"]).to contain_exactly(include("queue" => "fair queue (hot)", "ok" => true))
+    table = LimitFetchBench::Markdown.new(summary).render
+    expect(table).to include("| `{key}` in `fair_limits: {fair: 10}` |", "the queue limited to 10 instead")
   end
 end

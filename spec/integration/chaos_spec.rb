@@ -27,7 +27,8 @@ RSpec.describe "bin/chaos --quick", :e2e do
     expect(facts[:concurrency].values).to all(satisfy { |seen| seen[:max] <= (seen[:limit] || seen[:max]) })
     expect(facts[:concurrency]["b"][:max_per_process]).to be <= 1
     facts[:limited][:classes].each do |name, seen|
-      expect(seen).to include(lost: 0, not_carried: 0, carried: seen[:enqueued]), name
+      carried = LimitFetchChaos::CARRY_NONE.include?(name) ? 0 : seen[:enqueued]
+      expect(seen).to include(lost: 0, not_carried: seen[:enqueued] - carried, carried:), name
       expect(seen[:completed] + seen[:discarded]).to be >= seen[:enqueued], name
     end
     expect(facts[:limited]).to include(parked_most: be_positive)
@@ -110,6 +111,23 @@ RSpec.describe "bin/chaos's accounting" do
     expect(of("class:WeightedFairChaosJob", runs).max).to eq(2)
     expect(of("class:FairChaosJob", [*runs, fair.call("j7", "w3", 9, 12, "t2")]).violations.first)
       .to start_with("job limit class:FairChaosJob: 5 jobs ran at once, limit 4 (j1 in w1")
+  end
+
+  it "holds the fair queue's runs to its slots, whatever their class or tenant, each key to its own limit" do
+    fair = lambda do |jid, worker, start, finish, tenant, job_class = "FairQueueChaosJob"|
+      run(jid, worker, start, finish, queue: "e", tenant:).with(job_class:)
+    end
+    runs = [fair.call("j1", "w1", 0, 10, "big"), fair.call("j2", "w2", 1, 10, "big"),
+            fair.call("j3", "w1", 2, 10, nil, "KeylessFairQueueChaosJob"), fair.call("j4", "w3", 11, 12, "t1"),
+            run("j5", "w3", 0, 20, queue: "f", tenant: "big").with(job_class: "FairChaosJob")]
+
+    expect(of("queue:e", runs).to_h).to include(max: 3, limit: 3, over: nil)
+    expect([of("key:FairQueueChaosJob#big", runs).max, of("class:KeylessFairQueueChaosJob", runs).max]).to eq([2, 1])
+    over = [*runs, fair.call("j6", "w3", 5, 6, "t2")]
+    expect(of("queue:e", over).violations.first)
+      .to start_with("job limit queue:e: 4 jobs ran at once, limit 3 (j1 in w1")
+    expect(of("key:FairQueueChaosJob#big", [*over, fair.call("j7", "w3", 5, 6, "big")]).violations.first)
+      .to start_with("job limit key:FairQueueChaosJob#big: 3 jobs ran at once, limit 2")
   end
 
   it "tells what each fair class's tenant got: waits, starts behind another's backlog and while all had work" do
@@ -366,6 +384,15 @@ RSpec.describe "bin/chaos's accounting" do
       expect((originals + others).select { frozen.with(to: 15 * second).original?(_1) }).to eq([])
     end
 
+    it "counts for a fair tenant's waiting jobs the runs of its group, whose slots they wait for" do
+      tenant = LimitFetchChaos::WatchedLimit.all.find { _1.id == "key:FairQueueChaosJob#big" }
+      other = run("t2", "w1", 0, second, queue: FairQueueChaosJob::QUEUE, tenant: "t2")
+      expect(tenant.runs_of([other])).to eq([])
+      expect(tenant.awaited_runs([other])).to eq([other])
+      expect(LimitFetchChaos::Stalls.lines([FairQueueChaosJob::QUEUE]).map { _1.runs.call([other]).size })
+        .to all(eq(1))
+    end
+
     it "finds jobs waiting while none of theirs ran for longer than its limit, a gap in the samples ending a stretch" do
       line = LimitFetchChaos::Stalls::Line.new(name: "queue a", keys: ["queue:a"], runs: ->(runs) { runs })
       stalls = LimitFetchChaos::Stalls.new([line], limit: 6)
@@ -385,9 +412,11 @@ RSpec.describe "bin/chaos's leftovers" do
   it "accepts the gem's keys kept by design, and the outage key only while a TTL it set runs" do
     prefix = LimitFetchChaos::PREFIX
     redis.call("SET", "#{prefix}queue:a:limit", "2")
+    redis.call("SET", Sidekiq::LimitFetch::Keys.job_limit("queue:e"), "3")
     redis.call("HSET", "#{prefix}recoveries", "digest", "1")
     redis.call("SET", "#{prefix}recovered", "3")
     redis.call("SET", "#{prefix}outage", "1", "EX", LimitFetchChaos::Plan::EXPIRY)
+    redis.call("SET", LimitFetchChaos::KEYS::CENSUS, "uuid", "PX", 400) # its TTL reads 0
     expect(LimitFetchChaos::Leftovers.read(redis, %w[a]).problems).to eq([])
 
     redis.call("PERSIST", "#{prefix}outage")
@@ -395,6 +424,12 @@ RSpec.describe "bin/chaos's leftovers" do
     left = LimitFetchChaos::Leftovers.read(redis, %w[a])
     expect(left.strays).to eq("#{prefix}outage" => "TTL -1", "#{prefix}unregistered" => "hash")
     expect(left.problems).to eq(["other keys of the gem's left: #{left.strays}"])
+  end
+
+  it "counts a capsule's entry left in the beats' sorted set as a capsule left" do
+    redis.call("ZADD", LimitFetchChaos::KEYS::BEATS, 0, "uuid")
+    left = LimitFetchChaos::Leftovers.read(redis, %w[a])
+    expect([left.capsules, left.strays]).to eq([["uuid"], {}])
   end
 
   it "finds slots still booked once the jobs have ended" do

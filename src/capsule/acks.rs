@@ -86,7 +86,7 @@ impl Inner {
             Ok(look) => {
                 for ack in acks {
                     ledger.forget(&ack.queue, &ack.digest);
-                    ledger.finished(ack.queue, ack.digest);
+                    ledger.finished(&ack.queue, ack.digest);
                 }
                 if let Some(f) = &look.fetched {
                     ledger.hold(&f.queue, &f.job);

@@ -54,9 +54,12 @@ pub struct BeatReport {
 
 impl Capsule {
     /// Proves this capsule alive, heals its busy and in-progress lists,
-    /// reaps capsules whose heartbeat expired, on every queue, and those
-    /// that hold slots in the queues it serves (see [`Capsule::serve`])
-    /// while neither registered nor beating for [`Capsule::grace`] seconds.
+    /// reaps capsules whose heartbeat expired, on every queue (found by
+    /// their entry in [`keys::BEATS`](crate::keys::BEATS), and once a
+    /// period across the fleet by the census, [`keys::CENSUS`](crate::keys::CENSUS)),
+    /// and those that hold slots in the queues it serves (see
+    /// [`Capsule::serve`]) while neither registered nor beating for
+    /// [`Capsule::grace`] seconds.
     ///
     /// After a break in its own beats (see `Continuity`), it first sends
     /// its pending acknowledgements, sets [`keys::OUTAGE`](crate::keys::OUTAGE)
@@ -98,7 +101,18 @@ impl Capsule {
             let healed = inner.reconcile(&mut conn, broken).await?;
             let mut reaped = Vec::new();
             if !held_off {
-                reaped = inner.reaper.reap_dead(&mut conn, &inner.uuid).await?;
+                let (dead, census) = inner
+                    .reaper
+                    .reap_dead(&mut conn, &inner.uuid, registered.now_ms, inner.period)
+                    .await?;
+                reaped = dead;
+                if census {
+                    let cursor = *inner.strays.lock();
+                    let strays = inner
+                        .reaper
+                        .sweep_stray_queues(&mut conn, &inner.uuid, cursor);
+                    *inner.strays.lock() = strays.await?;
+                }
                 let served = inner.served.lock().clone();
                 if !served.is_empty() {
                     let grace = inner.grace();

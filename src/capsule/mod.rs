@@ -125,6 +125,14 @@ struct Inner {
     /// Where the next beat goes on with its sweep of parked jobs' limits
     /// (`SSCAN` cursor).
     sweep: Mutex<u64>,
+    /// Redis's clock less this process's, in milliseconds, as the last
+    /// registration's `TIME` showed it: what a registration adds to its
+    /// own clock to score its entry in `keys::BEATS` by Redis's (none
+    /// before the first registration: its own clock then).
+    clock_offset_ms: Mutex<Option<i64>>,
+    /// Where this capsule's next census goes on with its walk over
+    /// capsules' queue sets (`SCAN` cursor; see `Reaper::sweep_stray_queues`).
+    strays: Mutex<u64>,
     /// Hand-overs sent (see hand_over/).
     hand_overs: RoundTrips,
 }
@@ -191,6 +199,8 @@ impl Capsule {
                 reaper: Reaper::new(options.max_recoveries),
                 discarded: Mutex::default(),
                 sweep: Mutex::default(),
+                clock_offset_ms: Mutex::default(),
+                strays: Mutex::default(),
                 hand_overs: RoundTrips::default(),
             }
         });

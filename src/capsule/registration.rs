@@ -12,7 +12,7 @@ use crate::reaper::Reap;
 use crate::runtime::wait_for;
 use crate::{Interrupt, Result};
 
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::continuity::Stretch;
 use super::{Capsule, Inner};
@@ -28,6 +28,9 @@ pub(super) struct Registered {
     /// Another capsule had registered (beaten) within an expiry before (see
     /// `keys::LAST_BEAT`).
     pub(super) vouched: bool,
+    /// Redis's clock when it ran the registration, in milliseconds: the
+    /// reaper's now for `keys::BEATS`.
+    pub(super) now_ms: i64,
 }
 
 impl Capsule {
@@ -117,7 +120,13 @@ impl Inner {
     /// The heartbeat holds what v5's reaper takes for alive (`"1"`), so
     /// that its processes, sharing the Redis during a migration, leave this
     /// capsule be. Registering also ends a note that the capsule was found
-    /// unregistered (see src/lua/orphans.lua): it is alive.
+    /// unregistered (see src/lua/orphans.lua): it is alive. Its entry in
+    /// `keys::BEATS` is scored by when the heartbeat expires, by Redis's
+    /// clock as the last registration's `TIME` showed it (by this
+    /// process's own at the first: a clock ahead of Redis's by more than a
+    /// period delays, until the next beat, the reaping of a capsule killed
+    /// right after it started; one behind makes the reapers ask after its
+    /// heartbeat, which still decides).
     pub(super) async fn register(
         &self,
         conn: &mut Conn,
@@ -154,6 +163,11 @@ impl Inner {
             .arg(keys::REGISTERED)
             .arg(&self.uuid)
             .ignore()
+            .cmd("ZADD")
+            .arg(keys::BEATS)
+            .arg(self.expires_at_ms())
+            .arg(&self.uuid)
+            .ignore()
             .cmd("HDEL")
             .arg(keys::UNREGISTERED)
             .arg(&self.uuid)
@@ -170,8 +184,13 @@ impl Inner {
                 .arg(self.heartbeat_ttl + INFO_TTL_SECS)
                 .ignore();
         }
-        let (existed, last_beat, held_off): (bool, Option<String>, bool) =
-            pipe.query_async(conn).await?;
+        pipe.cmd("TIME");
+        let sent = local_ms();
+        let (existed, last_beat, held_off, (secs, micros)): Reply = pipe.query_async(conn).await?;
+        let now_ms = secs * 1000 + micros / 1000;
+        // Redis ran it between the sending and the reply: the middle.
+        let here = sent + (local_ms() - sent) / 2;
+        *self.clock_offset_ms.lock() = Some(now_ms - here);
         let mut lost_data = false;
         if !existed {
             let mut defaults = self.defaults.lock().clone();
@@ -184,7 +203,15 @@ impl Inner {
             lost_data,
             held_off,
             vouched: last_beat.is_some_and(|uuid| uuid != self.uuid),
+            now_ms,
         })
+    }
+
+    /// When a heartbeat written now expires, in milliseconds of Redis's
+    /// clock as this capsule reckons it (see `Inner::register`).
+    fn expires_at_ms(&self) -> i64 {
+        let offset = self.clock_offset_ms.lock().unwrap_or(0);
+        local_ms() + offset + self.heartbeat_ttl as i64 * 1000
     }
 
     /// Sets the outage key: nobody reaps for a heartbeat's expiry.
@@ -194,6 +221,17 @@ impl Inner {
         pipe.query_async::<()>(conn).await?;
         Ok(())
     }
+}
+
+/// A registration's replies: the heartbeat key existed, the last beat's
+/// UUID, the outage key exists, Redis's `TIME` (seconds, microseconds).
+type Reply = (bool, Option<String>, bool, (i64, i64));
+
+/// This process's clock, in milliseconds since the epoch.
+fn local_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
 }
 
 /// `SET` of the outage key for a heartbeat's expiry (`ttl` seconds).

@@ -31,13 +31,14 @@ const FETCH_PARTS: [&str; 13] = include!("../lua/fetch/parts.rs");
 /// into a chunk that runs once, when the library loads, and returns the
 /// function of `(KEYS, ARGV)` that Redis calls (what it defines before, it
 /// defines once).
-const SCRIPTS: [(&str, &[&str]); 13] = [
+const SCRIPTS: [(&str, &[&str]); 14] = [
     (FETCH, &FETCH_PARTS),
     (REAP, &[include_str!("../lua/reap.lua")]),
     (RECONCILE, &[include_str!("../lua/reconcile.lua")]),
     (REQUEUE, &[include_str!("../lua/requeue.lua")]),
     (RELEASE, &[include_str!("../lua/release.lua")]),
     (ORPHANS, &[include_str!("../lua/orphans.lua")]),
+    (STRAY_QUEUES, &[include_str!("../lua/stray_queues.lua")]),
     (ACTIVE, &[include_str!("../lua/active.lua")]),
     (UNPARK, &[include_str!("../lua/unpark.lua")]),
     (ACL_CHECK, &[include_str!("../lua/acl_check.lua")]),
@@ -53,6 +54,7 @@ pub(crate) const RECONCILE: &str = "reconcile";
 pub(crate) const REQUEUE: &str = "requeue";
 pub(crate) const RELEASE: &str = "release";
 pub(crate) const ORPHANS: &str = "orphans";
+pub(crate) const STRAY_QUEUES: &str = "stray_queues";
 pub(crate) const ACTIVE: &str = "active";
 pub(crate) const UNPARK: &str = "unpark";
 pub(crate) const ACL_CHECK: &str = "acl_check";

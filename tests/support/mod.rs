@@ -118,6 +118,33 @@ pub fn redis() -> redis::Connection {
         .unwrap()
 }
 
+/// What the expiry of capsule `uuid`'s heartbeat leaves: its heartbeat key
+/// gone, and its entry in `keys::BEATS` (if it has one) past, so that the
+/// next beat of another capsule finds it dead.
+pub fn expire(uuid: &str) {
+    let mut conn = redis();
+    let _: () = redis::cmd("DEL")
+        .arg(limit_fetch_core::keys::heartbeat(uuid))
+        .query(&mut conn)
+        .unwrap();
+    let _: () = redis::cmd("ZADD")
+        .arg(limit_fetch_core::keys::BEATS)
+        .arg("XX")
+        .arg(0)
+        .arg(uuid)
+        .query(&mut conn)
+        .unwrap();
+}
+
+/// A heartbeat period after the last census: the next beat takes it (see
+/// `keys::CENSUS`).
+pub fn census_due() {
+    let _: () = redis::cmd("DEL")
+        .arg(limit_fetch_core::keys::CENSUS)
+        .query(&mut redis())
+        .unwrap();
+}
+
 /// Test capsules join a fleet that beats (see `keys::LAST_BEAT`): each may
 /// reap at once, unless a test removes the key first.
 fn join_a_beating_fleet() {

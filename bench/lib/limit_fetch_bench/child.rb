@@ -38,6 +38,7 @@ require "limit_fetch_bench/rate_hot_run"
 require "limit_fetch_bench/rate_idle_run"
 require "limit_fetch_bench/back_off_run"
 require "limit_fetch_bench/fair_run"
+require "limit_fetch_bench/memory_run"
 
 module LimitFetchBench
   # A measuring process (bench/run_one.rb): runs the one measurement its spec
@@ -53,7 +54,7 @@ module LimitFetchBench
     RUNS = {"throughput" => ThroughputRun, "idle" => IdleRun, "fetch" => FetchCostRun,
             "distinct" => KeyedThroughputRun, "hot" => HotKeyRun, "keys" => KeysRun,
             "rate_throughput" => RateThroughputRun, "rate_hot" => RateHotRun, "rate_idle" => RateIdleRun,
-            "back_off" => BackOffRun, "fair" => FairRun}.freeze
+            "back_off" => BackOffRun, "fair" => FairRun, "memory" => MemoryRun}.freeze
     KEYED = %w[distinct hot keys].freeze
 
     class << self

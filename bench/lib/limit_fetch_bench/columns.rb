@@ -117,7 +117,8 @@ module LimitFetchBench
     # Each header gives the issue's target.
     FAIR = [
       ["declaration", lambda { |row|
-        "`#{row["declarations"]["FairJob"]}`#{" (stand-in: fair: not accepted)" unless row["fair_accepted"]}"
+        "`#{row["declarations"]["FairJob"]}`#{" (stand-in: fair: not accepted)" unless row["fair_accepted"]}" \
+          "#{" in `#{row["queue_config"]}`" if row["queue_config"]}"
       }],
       ["a: slots busy, A alone (≥ 9.5)", %w[arrivals alone], :num, "%.2f"],
       ["b: A / B / C over the window (5 s); while all had work (3–4 each)", -> { fair_shares(_1["arrivals"]) }],
@@ -136,9 +137,15 @@ module LimitFetchBench
         "#{tallies.map { _1["max_running"] }.max} / #{row["sizes"]["slots"]}; " \
           "#{tallies.all? { _1["done_once"] } ? "yes" : "**no**"} (#{tallies.sum { _1["jobs"] }} jobs)"
       }],
-      ["Redis CPU µs/job: fair / plain key (× ≤ 1.5)", lambda { |row|
+      ["Redis CPU µs/job: fair / plain (× ≤ 1.5)", lambda { |row|
         "#{num(row["cost"]["fair"], "%.1f")} / #{num(row["cost"]["plain"], "%.1f")} (#{ratio(row["cost"]["ratio"])})"
       }]
+    ].freeze
+    MEMORY = [
+      %w[variant label], %w[jobs jobs], ["RSS MB", "VmRSS", :spread, "%.1f"],
+      ["RSS − BasicFetch's, MB (×)", -> { "#{num(_1["vs_basic_mb"], "%+.1f")} (#{ratio(_1["ratio"])})" }],
+      ["peak RSS MB", "VmHWM", :spread, "%.1f"], ["anonymous MB", "RssAnon", :spread, "%.1f"],
+      ["file-backed MB", "RssFile", :spread, "%.1f"], ["PSS MB", "Pss", :spread, "%.1f"], %w[threads threads]
     ].freeze
 
     # "3.40 / 3.31 / 3.29 (5.0 s); 3.41 / 3.30 / 3.29 (3.5 s)": each

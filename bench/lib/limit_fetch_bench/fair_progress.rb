@@ -9,7 +9,8 @@ module LimitFetchBench
     module_function
 
     def line(run)
-      head = format("%-10<s>s r%<r>d %-52<v>s", s: "fair", r: run["round"], v: Variant[run["variant"]].label)
+      label = run["label"] || Variant[run["variant"]].label
+      head = format("%-10<s>s r%<r>d %-52<v>s", s: "fair", r: run["round"], v: label)
       return format("%<head>s %<us>.1f Redis CPU µs/job", head:, us: run["cost"]["redis_cpu_us_per_job"]) if
         run["cost"]
 

@@ -16,8 +16,10 @@ module LimitFetchBench
   # processes (CliFleet) started and registered with the same classes, then
   # the variant's scenarios (FairScenarios). The spec's "declaration" and
   # "weighted_declaration" (Ruby source) win over the defaults; "sizes" over
-  # the scenarios' own. spec/integration/fair_share_processes_spec.rb runs
-  # it too, on smaller sizes.
+  # the scenarios' own; "form" "queue" runs the queue form (FairVariants),
+  # its processes given a sidekiq.yml of its own (#queue_config).
+  # spec/integration/fair_share_processes_spec.rb runs it too, on smaller
+  # sizes.
   class FairRun
     # Whether the loaded gem accepts `fair:` in a declaration.
     def self.fair_accepted?
@@ -40,7 +42,7 @@ module LimitFetchBench
       sizes = FairScenarios.sizes(@spec["sizes"])
       driver = FairDriver.new(redis: @redis, pusher: @pusher, fleet: @fleet, sizes:)
       {"declarations" => declarations, "fair_accepted" => FairRun.fair_accepted?, "sizes" => sizes,
-       **measure(FairScenarios.new(driver, sizes))}
+       **queue_form, **measure(FairScenarios.new(driver, sizes))}
     ensure
       @fleet&.stop
       @pusher&.close
@@ -53,21 +55,44 @@ module LimitFetchBench
         case @variant
         when "fair_share" then {"FairJob" => fair, "WeightedJob" => weighted}
         when "fair_cost" then {"CostJob" => fair}
-        else {"CostJob" => FairVariants::PLAIN_KEY}
+        else {"CostJob" => queue? ? FairVariants::QUEUE_KEY : FairVariants::PLAIN_KEY}
         end
+    end
+
+    # The queue form's sidekiq.yml: FairJobs::QUEUE's slots fair, or, for
+    # fair_cost_plain, the queue limited to as many; nil in the class form.
+    def queue_config
+      return unless queue?
+
+      option = @variant == "fair_cost_plain" ? "limits" : "fair_limits"
+      "#{option}: {#{FairJobs::QUEUE}: #{FairScenarios.sizes(@spec["sizes"]).fetch("slots")}}"
     end
 
     private
 
-    def fair = @spec["declaration"] || (FairRun.fair_accepted? ? FairVariants::FAIR : FairVariants::STAND_IN)
+    def queue? = @spec["form"] == "queue"
+
+    # What the queue form adds to the run's figures: its sidekiq.yml and its label.
+    def queue_form = queue? ? {"queue_config" => queue_config, "label" => FairVariants::QUEUE_LABELS[@variant]} : {}
+
+    def fair
+      @spec["declaration"] || if queue? then FairVariants::QUEUE_KEY
+                              elsif FairRun.fair_accepted? then FairVariants::FAIR
+                              else FairVariants::STAND_IN
+                              end
+    end
 
     def weighted
-      @spec["weighted_declaration"] || (FairRun.fair_accepted? ? FairVariants::WEIGHTED : FairVariants::STAND_IN)
+      @spec["weighted_declaration"] || if !FairRun.fair_accepted? then FairVariants::STAND_IN
+                                       elsif queue? then FairVariants::QUEUE_WEIGHTED
+                                       else FairVariants::WEIGHTED
+                                       end
     end
 
     def start
       app = CliApp.new(File.join(@dir, "fair_app"), jobs: File.join(__dir__, "fair_jobs"), queue: FairJobs::QUEUE)
-      @fleet = CliFleet.new(app.create, @spec, env: {FairJobs::ENV_NAME => JSON.generate(declarations)})
+      @fleet = CliFleet.new(app.create, @spec, env: {FairJobs::ENV_NAME => JSON.generate(declarations)},
+        config: queue_config && app.config(@variant, queue_config))
       @fleet.start(@redis)
       @pusher = FairPusher.new(@spec["redis_url"])
     end

@@ -28,7 +28,8 @@ module LimitFetchBench
   #   (their first jobs are its first), waited for `first_start_wait` s (a
   #   tenant that started only after is not counted as started).
   # - cost: `cost_jobs` not recorded, a's half then b's and c's quarter each;
-  #   Redis's CPU per job (RedisProbe) from the push until all are done.
+  #   Redis's CPU and commands per job (RedisProbe; by command too) from
+  #   the push until all are done.
   class FairScenarios
     # fair_share's scenarios (a run spec's "scenarios": some of them), each
     # with its class (FairJobs).
@@ -94,7 +95,8 @@ module LimitFetchBench
 
     def cost_figures(used, jobs, seconds)
       {"jobs" => jobs, "seconds" => seconds.round(3), "redis_cpu_us_per_job" => used["cpu"] * 1e6 / jobs,
-       "commands_per_job" => used["calls"].values.sum.fdiv(jobs)}
+       "commands_per_job" => used["calls"].values.sum.fdiv(jobs),
+       "by_command" => used["calls"].to_h { |name, calls| [name, calls.fdiv(jobs).round(2)] }}
     end
   end
 end

@@ -15,6 +15,14 @@ module LimitFetchBench
   # gives show the scenarios measure, not what fair: will). Not twinned
   # with --baseline; fair_share runs in the first round, the cost variants
   # in the first --fair-runs rounds.
+  #
+  # --fair-form queue runs the same variants on the queue form: the
+  # queue's 10 slots (`fair_limits:` in the processes' sidekiq.yml,
+  # FairRun#queue_config) shared among its jobs' tenants, each job's tenant
+  # its key, whose limit (QUEUE_KEY: 100) never binds; the weighted
+  # scenario's class declares its weights as `fair:` under a class limit
+  # that never binds (QUEUE_WEIGHTED); fair_cost_plain: the same jobs as
+  # fair_cost's, the queue limited to 10 (`limits:`) instead.
   module FairVariants
     PROCESSES = 2
     THREADS = 10
@@ -24,6 +32,13 @@ module LimitFetchBench
                "weight: ->(tenant, *) { tenant.start_with?(\"gold\") ? 3 : 1 }}}"
     STAND_IN = "{key: ->(tenant, *) { tenant }, concurrency: 4, class_concurrency: 10}"
     PLAIN_KEY = "{key: ->(tenant, *) { tenant }, concurrency: 10, class_concurrency: 10}"
+    QUEUE_KEY = "{key: ->(tenant, *) { tenant }, concurrency: 100}"
+    QUEUE_WEIGHTED = WEIGHTED.sub("concurrency: 10,", "concurrency: 100,")
+    FORMS = %w[class queue].freeze
+    # The variants' labels in the queue form.
+    QUEUE_LABELS = {"fair_share" => "LimitFetch, fair queue (scenarios a-e)",
+                    "fair_cost" => "LimitFetch, fair queue (Redis CPU)",
+                    "fair_cost_plain" => "LimitFetch, queue limit 10, key: 100 (Redis CPU)"}.freeze
 
     # bin/bench --quick's smaller scenarios.
     QUICK = {"alone_jobs" => 2_000, "hot_jobs" => 5_000, "cost_jobs" => 1_000}.freeze
@@ -66,7 +81,8 @@ module LimitFetchBench
     def spec(options)
       # "jobs": each scenario's own (FairScenarios).
       {"processes" => PROCESSES, "threads" => THREADS, "timeout" => 900, "jobs" => 0,
-       "declaration" => options.fair_declaration, "weighted_declaration" => options.fair_weighted_declaration,
+       "form" => options.fair_form, "declaration" => options.fair_declaration,
+       "weighted_declaration" => options.fair_weighted_declaration,
        "sizes" => (options.quick ? QUICK : {}).merge(parse_sizes(options.fair_sizes || []))}
     end
   end

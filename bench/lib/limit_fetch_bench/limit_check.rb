@@ -17,13 +17,15 @@ module LimitFetchBench
 
     def all(runs) = queues(runs) + hot_keys(runs) + rates(runs) + fair(runs)
 
-    # The fair section's scenarios: the most of the class running at once
-    # (from inside its jobs) against its slots.
+    # The fair section's scenarios: the most of the class (of the fair
+    # queue, in its queue form) running at once (from inside its jobs)
+    # against its slots.
     def fair(runs)
       runs.select { _1["variant"] == "fair_share" }.flat_map do |run|
         FairScenarios::SCENARIOS.keys.filter_map do |scenario|
           tally = run.dig(scenario, "tally") or next
-          {"section" => "fair", "variant" => run["variant"], "round" => run["round"], "queue" => "class (#{scenario})",
+          what = "#{run["queue_config"] ? "fair queue" : "class"} (#{scenario})"
+          {"section" => "fair", "variant" => run["variant"], "round" => run["round"], "queue" => what,
            "max_in_flight" => nil, "max_running" => tally["max_running"], "limit" => run["sizes"]["slots"],
            "ok" => tally["max_running"] <= run["sizes"]["slots"]}
         end

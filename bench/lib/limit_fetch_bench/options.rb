@@ -6,11 +6,11 @@ module LimitFetchBench
     :deep_queue, :wide_queues, :delay_us, :hot_jobs, :keys, :rate_jobs, :rate_hot_jobs, :rate_openings,
     :rate_idle_seconds, :back_off_jobs, :back_off_job_ms, :back_off_capacity, :back_off_retry_after,
     :back_off_phases, :back_off_runs, :back_off_timeout, :fair_runs, :fair_declaration, :fair_weighted_declaration,
-    :fair_sizes,
+    :fair_sizes, :memory_jobs, :fair_form,
     :sections, :output, :quick, :baseline)
 
   class Options
-    SECTIONS = %w[throughput delayed idle fetch keyed rate back_off fair].freeze
+    SECTIONS = %w[throughput delayed idle fetch keyed rate back_off fair memory].freeze
 
     DEFAULTS = {jobs: 50_000, delayed_jobs: nil, slow_jobs: 1_500, runs: 5, idle_seconds: 10.0,
                 fetch_iterations: 2_000, deep_queue: 1_000_000, wide_queues: 200, delay_us: 500,
@@ -18,6 +18,7 @@ module LimitFetchBench
                 rate_idle_seconds: 4.0, back_off_jobs: 400, back_off_job_ms: 50, back_off_capacity: 4,
                 back_off_retry_after: 0.2, back_off_phases: nil, back_off_runs: 1, back_off_timeout: 60.0,
                 fair_runs: 1, fair_declaration: nil, fair_weighted_declaration: nil, fair_sizes: nil,
+                memory_jobs: [20_000], fair_form: "class",
                 sections: SECTIONS, output: RESULTS, quick: false, baseline: nil}.freeze
 
     QUICK = {jobs: 5_000, slow_jobs: 500, runs: 3, idle_seconds: 3.0, fetch_iterations: 500, hot_jobs: 10_000,
@@ -63,6 +64,10 @@ module LimitFetchBench
        "declaration (default: fair: with gold tenants weighing 3, else as --fair-declaration's default)"],
       [:fair_sizes, "--fair-sizes LIST", Array, "fair: the scenarios' sizes NAME=NUMBER,... (tenants=20,hot_jobs=2000;",
        "names: FairScenarios::SIZES)"],
+      [:memory_jobs, "--memory-jobs LIST", Array, "memory: the jobs run when RSS is read, ascending N,N,...",
+       "(default 20000; 300000,1000000: whether it stays flat)"],
+      [:fair_form, "--fair-form FORM", FairVariants::FORMS, "fair: class (a class's slots, fair:; default) or queue",
+       "(a queue's, fair_limits:, its jobs' tenants their keys; its plain twin a queue limit)"],
       [:output, "--output DIR", String, "where to write latest.{json,md,png} (default bench/results)"],
       [:baseline, "--baseline REV", String, "also every LimitFetch variant with the gem of git revision REV",
        "(built in tmp/bench-baseline), alternated with this checkout's; ratios to it"]
@@ -74,6 +79,7 @@ module LimitFetchBench
       parser(values, explicit).parse!(argv)
       values.merge!(QUICK.except(*explicit.keys)) if values[:quick]
       values[:delayed_jobs] ||= [values[:jobs] / 5, 1_000].max
+      values[:memory_jobs] = memory_jobs(values[:memory_jobs])
       validate(values)
       new(**values)
     end
@@ -87,6 +93,13 @@ module LimitFetchBench
                                                    fair_runs])
       LimitFetchTools::Options.positive(values, %i[idle_seconds rate_idle_seconds back_off_retry_after
                                                    back_off_timeout])
+    end
+
+    def self.memory_jobs(list)
+      jobs = list.map { Integer(_1, exception: false) }
+      return jobs if jobs.all? { _1&.positive? } && jobs == jobs.sort.uniq
+
+      raise OptionParser::InvalidArgument, "--memory-jobs: #{list.join(",")} is not ascending positive numbers"
     end
 
     def self.parser(values, explicit)

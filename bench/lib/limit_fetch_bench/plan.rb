@@ -18,7 +18,8 @@ module LimitFetchBench
   # first round only (RateVariants::ONCE).
   # The back_off section's variants have no twins and run in the first
   # --back-off-runs rounds only (BackOffVariants.of_round); the fair
-  # section's likewise (FairVariants.of_round).
+  # section's likewise (FairVariants.of_round). The memory section's
+  # LimitFetch variant has a twin, as the throughput section's.
   class Plan
     Step = Data.define(:section, :variant, :round, :build)
 
@@ -32,7 +33,7 @@ module LimitFetchBench
 
     def steps
       rounds = (1..@options.runs).flat_map do |round|
-        %w[throughput delayed idle keyed rate back_off fair].select { @options.section?(_1) }.flat_map do |section|
+        (Options::SECTIONS - ["fetch"]).select { @options.section?(_1) }.flat_map do |section|
           of_section(section, round).map { Step.new(section, _1, round, Variant[_1].build) }
         end
       end
@@ -49,7 +50,7 @@ module LimitFetchBench
       return keyed(round) if section == "keyed"
       return rate(round) if section == "rate"
 
-      keys = section == "idle" ? Variant::IDLE : Variant::THROUGHPUT
+      keys = {"idle" => Variant::IDLE, "memory" => MemoryVariants::KEYS}.fetch(section, Variant::THROUGHPUT)
       return keys unless @rev
 
       keys.flat_map { |key| Variant[key].limit_fetch? ? twinned(key, round) : [key] }

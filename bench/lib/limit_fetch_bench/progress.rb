@@ -14,7 +14,7 @@ module LimitFetchBench
       when "fetch" then "fetch cost#{" @#{run["build"]}" if run["build"]}: #{run["runs"].size} measurements"
       when "keyed" then keyed(run)
       when "rate", "fair" then OWN_LINES.fetch(run["section"]).line(run)
-      when "back_off" then back_off(run)
+      when "back_off", "memory" then send(run["section"], run)
       else throughput(run)
       end
     end
@@ -63,6 +63,12 @@ module LimitFetchBench
       format("%<head>s %<time>s (ideal %<i>.2f s)  %<c>d calls, %<p>.1f%% 429  %<rj>d jobs retried  " \
              "done once: %<once>s", head:, time: done_in(run), i: run["ideal_seconds"], c: run["calls"],
         p: run["too_many_share"] * 100, rj: run["retried_jobs"], once: done_once(run))
+    end
+
+    def memory(run)
+      rss = run["checkpoints"].map { format("%<mb>.1f MB after %<n>d jobs", mb: _1["VmRSS"] / 1024.0, n: _1["jobs"]) }
+      format("%-10<s>s r%<r>d %-52<v>s RSS %<rss>s, %<t>d threads", s: "memory", r: run["round"],
+        v: Variant[run["variant"]].label, rss: rss.join(", "), t: run["checkpoints"].last["Threads"])
     end
 
     def done_in(run) = run["seconds"] ? format("%.2f s", run["seconds"]) : "not done"

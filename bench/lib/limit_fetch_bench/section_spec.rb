@@ -3,7 +3,8 @@
 module LimitFetchBench
   # What a measuring process of a section needs beside the usual (Runner):
   # the rate section's (RateVariants.spec), the back_off section's
-  # (BackOffVariants.spec), the fair section's (FairVariants.spec); nothing
+  # (BackOffVariants.spec), the fair section's (FairVariants.spec), the
+  # memory section's (MemoryVariants.spec); nothing
   # for the others.
   module SectionSpec
     module_function
@@ -13,6 +14,7 @@ module LimitFetchBench
       when "rate" then RateVariants.spec(options, Variant[step.variant], jobs)
       when "back_off" then BackOffVariants.spec(options, jobs)
       when "fair" then FairVariants.spec(options)
+      when "memory" then MemoryVariants.spec(options)
       else {}
       end
     end

@@ -119,13 +119,14 @@ module LimitFetchBench
       (other = twin(groups, key)) ? row.merge(hot_rev_ratios(runs, other)) : row
     end
 
-    # A row per back_off run, in the order they ran, and per fair_share run;
+    # A row per back_off run, in the order they ran, per fair_share run, and
+    # per memory variant and count of jobs (SummaryFigures#memory_row);
     # no key where the section did not run, so that the summary of the
     # other sections reads as it did before them.
     def per_run
       back_off = @runs.select { _1["section"] == "back_off" }
       fair = group("fair")
-      {"back_off" => (back_off.map { back_off_row(_1) } if back_off.any?),
+      {"back_off" => (back_off.map { back_off_row(_1) } if back_off.any?), "memory" => memory_rows,
        "fair" => (fair.fetch("fair_share", []).map { fair_row(_1, fair) } if fair.any?)}.compact
     end
 

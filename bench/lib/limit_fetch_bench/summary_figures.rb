@@ -12,6 +12,7 @@ module LimitFetchBench
     IDLE_COSTS = %w[commands_per_s process_cpu_percent redis_cpu_percent].freeze
     LATENCY = %w[p50 p95 p99].freeze
     FETCH_MEDIANS = %w[mean_us p99_us commands_per_call redis_us_per_call].freeze
+    MEMORY = %w[VmRSS VmHWM RssAnon RssFile Pss].freeze
 
     # "process_cpu" => "process_cpu_us_per_job".
     def cost(name, per = "per_job") = "#{name}#{"_us" if name.end_with?("cpu")}_#{per}"
@@ -122,6 +123,32 @@ module LimitFetchBench
     # ratio to the ideal, and whether every job was done exactly once, with
     # no retry, no job in the retry or dead set and no failure (`clean`); a
     # skipped run (the adaptive variant without BackOff) keeps only why.
+    # A row per memory variant (twins too) and count of jobs; nil without the section.
+    def memory_rows
+      groups = group("memory")
+      rows = present(groups, MemoryVariants::KEYS).flat_map do |key|
+        groups[key].first["checkpoints"].each_index.map { memory_row(key, groups[key], groups["memory_basic"], _1) }
+      end
+      rows unless rows.empty?
+    end
+
+    # A memory run's figures after `index`'s count of jobs, in MB, and its
+    # RSS against BasicFetch's (medians): the difference and the ratio.
+    def memory_row(key, runs, basic, index)
+      {"label" => Variant[key].label, "jobs" => runs.first["checkpoints"][index]["jobs"], "runs" => runs.size,
+       **MEMORY.to_h { [_1, Stats.spread(megabytes(runs, index, _1))] }, "threads" => threads(runs, index),
+       **versus_basic(runs, basic, index)}
+    end
+
+    def versus_basic(runs, basic, index)
+      rss = [runs, basic].map { _1 && Stats.median(megabytes(_1, index, "VmRSS")) }
+      {"vs_basic_mb" => rss[1] && (rss[0] - rss[1]), "ratio" => Stats.ratio(*rss)}
+    end
+
+    def threads(runs, index) = Stats.of(runs, ["checkpoints", index, "Threads"]).max
+
+    def megabytes(runs, index, name) = Stats.of(runs, ["checkpoints", index, name]).map { _1 / 1024.0 }
+
     def back_off_row(run)
       row = run.slice("variant", "round").merge("label" => Variant[run["variant"]].label)
       return row.merge("skipped" => run["skipped"]) if run["skipped"]

@@ -19,11 +19,9 @@ module LimitFetchBench
 
     def self.[](key)
       key, rev = Twin.split(key)
-      variant = ALL.fetch(key) do
-        KeyedVariants::ALL.fetch(key) do
-          RateVariants::ALL.fetch(key) { BackOffVariants::ALL.fetch(key) { FairVariants::ALL.fetch(key) } }
-        end
-      end
+      sections = [ALL, KeyedVariants::ALL, RateVariants::ALL, BackOffVariants::ALL, FairVariants::ALL,
+                  MemoryVariants::ALL]
+      variant = sections.find { _1.key?(key) }&.fetch(key) or raise KeyError, "no variant #{key.inspect}"
       rev ? variant.twin(rev) : variant
     end
 

@@ -2,9 +2,10 @@
 
 module LimitFetchChaos
   # What bin/chaos --fault KIND:SECONDS does: two Sidekiq processes
-  # (chaos/app with config/faults.yml: 5 threads each, queue a limited to 2,
-  # KeyedChaosJob's queue k at 1 per tenant and 3 of the class, the FAIR
-  # classes' queue f, their slots shared among their tenants), a heartbeat
+  # (chaos/app with config/faults.yml: 6 threads each, queue a limited to 2,
+  # KeyedChaosJob's queue k at 1 per tenant and 3 of the class, the fair
+  # queue e, the FAIR classes' queue f, their slots shared among their
+  # tenants), a heartbeat
   # period of 2 s (a capsule's heartbeat expires 8 s after its last beat),
   # jobs of 3-5 s kept BACKLOG waiting per queue, and one fault (FaultSpec,
   # Fault) while jobs run: Redis restarted (SHUTDOWN, AOF) or stopped
@@ -48,7 +49,7 @@ module LimitFetchChaos
       "--fault #{fault}: #{PROCESSES} Sidekiq processes x #{concurrency} threads, jobs of " \
         "#{JOB_MILLIS.min / 1000}-#{JOB_MILLIS.max / 1000} s on queues #{queues.join(", ")} (#{BACKLOG} waiting " \
         "in each), limits #{limits}, KeyedChaosJob on k (1 per tenant, #{KeyedChaosJob::CLASS_LIMIT} of the " \
-        "class), #{fair_classes} on f; heartbeat period #{HEARTBEAT_PERIOD} s (expiry #{EXPIRY} s); " \
+        "class), #{fair_queue}, #{fair_classes} on f; heartbeat period #{HEARTBEAT_PERIOD} s (expiry #{EXPIRY} s); " \
         "seed #{options.seed}"
     end
   end

@@ -3,7 +3,8 @@
 module LimitFetchChaos
   # What the gem (and the run) left in Redis once every process has stopped;
   # all of it should be empty: busy lists and in-progress lists (key =>
-  # length), any key of a capsule, the registered capsules, any key of a job
+  # length), any key of a capsule, the registered capsules (and those with an
+  # entry in the beats' sorted set), any key of a job
   # limit (busy and parked lists: key => length), the set of job limits with
   # parked jobs, the fair classes' tenants waiting their turn
   # (`fair_waiting`: key => members), what the rates keep (`rate_keys`:
@@ -39,8 +40,10 @@ module LimitFetchChaos
     # key without a TTL, or a longer one, would stop reaping for good.
     OUTAGE = KEYS::OUTAGE
     # Likewise the last beat's key (see src/keys.rs): a capsule killed
-    # while it was the last to beat leaves it until its TTL runs out.
-    EXPIRING = [OUTAGE, KEYS::LAST_BEAT].freeze
+    # while it was the last to beat leaves it until its TTL runs out; and
+    # the census's, set for a heartbeat period by the beat that took it. A
+    # TTL reads 0 in its last half second (TTL rounds to seconds).
+    EXPIRING = [OUTAGE, KEYS::LAST_BEAT, KEYS::CENSUS].freeze
     # What the rates keep while they work, none of it once their windows
     # have passed: a window's starts (a job limit's, a queue's; they expire
     # a period after the last), a job limit's count of jobs released for
@@ -55,18 +58,24 @@ module LimitFetchChaos
     TIMED = /\Alimit:.+:(back_off|back_off_streak|adaptive)\z/
 
     # The other kinds of keys, each checked as its own field above.
-    CHECKED = [/\Aqueue:[^:]+:busy\z/, /\Acapsule:/, /\Acapsules\z/, /\Aregistered\z/, /\Alimit:/, /\Aparked\z/,
+    CHECKED = [/\Aqueue:[^:]+:busy\z/, /\Acapsule:/, /\Acapsules\z/, /\Aregistered\z/, /\Abeats\z/, /\Alimit:/,
+               /\Aparked\z/,
                *RATES].freeze
 
     # `expiry`: a heartbeat's, in seconds (the outage key's longest TTL).
     def self.read(conn, queues, expiry: Plan::EXPIRY)
       new(busy: lengths(conn, KEYS::BUSY_PATTERN), in_progress: lengths(conn, KEYS.in_progress("*", "*")),
         capsule_keys: conn.call("KEYS", "#{PREFIX}capsule:*").sort,
-        capsules: conn.call("SUNION", KEYS::CAPSULES, KEYS::REGISTERED).sort,
+        capsules: capsules(conn),
         job_limit_keys: job_limit_keys(conn),
         parked: conn.call("SMEMBERS", KEYS::PARKED).sort, fair_waiting: fair_waiting(conn), rate_keys: rate_keys(conn),
         queued: queued(conn, queues),
         dead: conn.call("ZCARD", "dead"), strays: strays(conn, expiry))
+    end
+
+    # The capsules still registered, or with an entry in the beats' set.
+    def self.capsules(conn)
+      (conn.call("SUNION", KEYS::CAPSULES, KEYS::REGISTERED) | conn.call("ZRANGE", KEYS::BEATS, 0, -1)).sort
     end
 
     # queue => jobs still in it, of those that have any.
@@ -96,10 +105,17 @@ module LimitFetchChaos
 
     def self.fair_waiting?(key) = File.fnmatch?(FAIR_WAITING, key)
 
+    # A fair queue's limit (`fair_limits:`), the stored value of its job
+    # limit: configured, kept as a queue's limit is (KEPT).
+    FAIR_QUEUE_LIMIT = /\Alimit:queue:[^:]+:limit\z/
+
     # key => length or type of a job limit's keys, but those of its rate,
-    # the fair waiting sets and those TIMED with a TTL still running.
+    # the fair waiting sets, the fair queues' limits and those TIMED with a
+    # TTL still running.
     def self.job_limit_keys(conn)
-      sizes(conn, "#{PREFIX}limit:*").reject { rate_key?(_1) || fair_waiting?(_1) || timed?(conn, _1) }
+      sizes(conn, "#{PREFIX}limit:*").reject do |key|
+        rate_key?(key) || fair_waiting?(key) || key.delete_prefix(PREFIX).match?(FAIR_QUEUE_LIMIT) || timed?(conn, key)
+      end
     end
 
     def self.timed?(conn, key) = key.delete_prefix(PREFIX).match?(TIMED) && conn.call("PTTL", key).positive?
@@ -120,7 +136,7 @@ module LimitFetchChaos
       keys = conn.call("KEYS", "#{PREFIX}*").sort.reject do |key|
         name = key.delete_prefix(PREFIX)
         (CHECKED + KEPT).any? { name.match?(_1) } ||
-          (EXPIRING.include?(key) && conn.call("TTL", key).between?(1, expiry))
+          (EXPIRING.include?(key) && conn.call("TTL", key).between?(0, expiry))
       end
       keys.to_h { [_1, EXPIRING.include?(_1) ? "TTL #{conn.call("TTL", _1)}" : conn.call("TYPE", _1)] }
     end

@@ -26,10 +26,12 @@ module LimitFetchChaos
 
     private
 
+    # Each class pushed, carrying its job limits (CARRY_NONE's: none).
     def class_problems
       @feeder.limited_h[:classes].flat_map do |name, tally|
+        wrong, what = CARRY_NONE.include?(name) ? [:carried, "job limits"] : [:not_carried, "no job limits"]
         [("no #{name} was pushed" if @feeder.limited_jids.fetch(name).empty?),
-         ("#{tally[:not_carried]} #{name} pushes carried no job limits" if tally[:not_carried].positive?)]
+         ("#{tally[wrong]} #{name} pushes carried #{what}" if tally[wrong].positive?)]
       end
     end
 

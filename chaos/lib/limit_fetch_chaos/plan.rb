@@ -152,7 +152,13 @@ module LimitFetchChaos
         "seed #{options.seed}"
     end
 
-    def fair_and_rates = "#{fair}; #{rates}"
+    def fair_and_rates = "#{fair}; #{fair_queue}; #{rates}"
+
+    def fair_queue
+      "a fair queue on e: its #{FairQueueChaosJob::FAIR_LIMIT} slots among FairQueueChaosJob's " \
+        "#{FairQueueChaosJob::TENANTS.size} keys pushed #{FairQueueChaosJob::PUSHES.values.join(":")} " \
+        "(#{FairQueueChaosJob::TENANT_LIMIT} each at most) and KeylessFairQueueChaosJob (no key: its class)"
+    end
 
     def fair
       weights = WeightedFairChaosJob::WEIGHTS.map { _1.join(" ") }.join(", ")

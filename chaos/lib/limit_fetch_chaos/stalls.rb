@@ -4,7 +4,7 @@ module LimitFetchChaos
   # Stretches of time when jobs waited while none of theirs ran: a queue's
   # (queued, or parked at one of its job limits) with no run of the queue in
   # progress, a job limit's (parked) with no run that counts for it in
-  # progress. A slot leaked (booked for a job that no longer runs) does
+  # progress (a fair tenant's: none of its group's either). A slot leaked (booked for a job that no longer runs) does
   # that: the limit looks full, and what waits never runs. And a rate's
   # (RatedLimit: its parked jobs) with no run of it begun within its last
   # period: a rate lets some start every period, so parked jobs that wait
@@ -39,7 +39,7 @@ module LimitFetchChaos
         limits = WatchedLimit.parking.select { _1.queues.include?(queue) }
         [Line.new(name: "queue #{queue}", keys: ["queue:#{queue}", *limits.map(&:parked_key)],
           runs: ->(runs) { runs.select { _1.queue == queue } }),
-         *limits.map { Line.new(name: "job limit #{_1.id}", keys: [_1.parked_key], runs: _1.method(:runs_of)) }]
+         *limits.map { Line.new(name: "job limit #{_1.id}", keys: [_1.parked_key], runs: _1.method(:awaited_runs)) }]
       end
     end
 

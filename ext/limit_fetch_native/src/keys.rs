@@ -41,6 +41,8 @@ fn constants(ruby: &Ruby, module: RModule) -> Result<(), Error> {
         ("PREFIX", keys::PREFIX),
         ("CAPSULES", keys::CAPSULES),
         ("REGISTERED", keys::REGISTERED),
+        ("BEATS", keys::BEATS),
+        ("CENSUS", keys::CENSUS),
         ("UNREGISTERED", keys::UNREGISTERED),
         ("OUTAGE", keys::OUTAGE),
         ("LAST_BEAT", keys::LAST_BEAT),

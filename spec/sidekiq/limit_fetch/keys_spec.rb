@@ -41,8 +41,9 @@ RSpec.describe Sidekiq::LimitFetch::Keys, :binding do
     constants = described_class.constants.sort.to_h { [_1, described_class.const_get(_1)] }
 
     expect(constants).to eq(
-      ALIVE: "1", BUSY_PATTERN: "sidekiq:limit_fetch:queue:*:busy", CAPSULES: "sidekiq:limit_fetch:capsules",
-      DEAD: "dead", DISCARDED: "sidekiq:limit_fetch:discarded", LAST_BEAT: "sidekiq:limit_fetch:last_beat",
+      ALIVE: "1", BEATS: "sidekiq:limit_fetch:beats", BUSY_PATTERN: "sidekiq:limit_fetch:queue:*:busy",
+      CAPSULES: "sidekiq:limit_fetch:capsules", CENSUS: "sidekiq:limit_fetch:census", DEAD: "dead",
+      DISCARDED: "sidekiq:limit_fetch:discarded", LAST_BEAT: "sidekiq:limit_fetch:last_beat",
       OUTAGE: "sidekiq:limit_fetch:outage",
       PARKED: "sidekiq:limit_fetch:parked", PREFIX: "sidekiq:limit_fetch:",
       QUEUE_PATTERN: "sidekiq:limit_fetch:queue:*", QUEUE_PREFIX: "queue:", RATE_DUE: "sidekiq:limit_fetch:rate_due",

@@ -18,6 +18,9 @@ local RECOVERED_KEY = 'sidekiq:limit_fetch:recovered'
 local DEAD_KEY = 'dead'
 local CAPSULES_KEY = 'sidekiq:limit_fetch:capsules'
 local REGISTERED_KEY = 'sidekiq:limit_fetch:registered'
+-- This gem's registered capsules scored by when their heartbeat expires
+-- (src/keys.rs's BEATS): a reaped capsule leaves it.
+local BEATS_KEY = 'sidekiq:limit_fetch:beats'
 local UNREGISTERED_KEY = 'sidekiq:limit_fetch:unregistered'
 local OUTAGE_KEY = 'sidekiq:limit_fetch:outage'
 local LAST_BEAT_KEY = 'sidekiq:limit_fetch:last_beat'
