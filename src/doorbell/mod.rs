@@ -65,13 +65,8 @@ pub(crate) fn queue_set<S: AsRef<str>>(queues: &[S]) -> QueueSet {
 }
 
 /// Taken while the bell is armed: any change after it wakes the holder.
-/// `timed`: the timed rings before it, which wake one holder only (see
-/// [`Doorbell::ring_at`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Ticket {
-    changes: u64,
-    timed: u64,
-}
+pub(crate) struct Ticket(u64);
 
 /// How a wait for the bell ended.
 #[derive(Debug, PartialEq, Eq)]
@@ -92,17 +87,18 @@ struct State {
     armed_at: Option<u64>,
     queues: BTreeSet<String>,
     sets: HashSet<QueueSet>,
-    /// A look that started under this ticket found nothing for this set.
-    empty: Option<(Ticket, QueueSet, Instant)>,
+    /// A look that started at this change count found nothing for this set.
+    empty: Option<(u64, QueueSet, Instant)>,
     retry_at: Option<Instant>,
     /// The connection has tracking on (it was armed, and not lost since).
     tracking: bool,
     waiters: usize,
     closed: bool,
-    /// When timed rings are due (see [`Doorbell::ring_at`]), and how many
-    /// rang.
+    /// When timed rings are due (see [`Doorbell::ring_at`]), how many
+    /// rang, and how many of those no look has started after yet.
     alarms: Vec<Instant>,
     timed: u64,
+    due_looks: u64,
 }
 
 pub(crate) struct Doorbell {
@@ -176,20 +172,19 @@ impl Doorbell {
     /// `set` is worked out only if the bell is armed at all.
     pub(crate) fn ticket(&self, set: impl FnOnce() -> QueueSet) -> Option<Ticket> {
         let state = self.state();
-        (state.armed_at == Some(state.rings) && state.sets.contains(&set())).then_some(Ticket {
-            changes: state.changes,
-            timed: state.timed,
-        })
+        (state.armed_at == Some(state.rings) && state.sets.contains(&set()))
+            .then_some(Ticket(state.changes))
     }
 
     /// True if a look for `set` that started under `ticket` found nothing,
-    /// recently: nothing it depends on has changed since. Once that is no
+    /// recently: nothing it depends on has changed since (a rate's window
+    /// opening aside: see [`Doorbell::look_due`]). Once that is no
     /// longer recent, one caller gets `false` and looks again while the
     /// others keep trusting it.
     pub(crate) fn known_empty(&self, ticket: Ticket, set: QueueSet) -> bool {
         let mut state = self.state();
         match state.empty.as_mut() {
-            Some((at, s, when)) if *at == ticket && *s == set => {
+            Some((at, s, when)) if *at == ticket.0 && *s == set => {
                 if when.elapsed() < TRUST_EMPTY {
                     return true;
                 }
@@ -201,18 +196,31 @@ impl Doorbell {
     }
 
     pub(crate) fn found_empty(&self, ticket: Ticket, set: QueueSet) {
-        self.state().empty = Some((ticket, set, Instant::now()));
+        self.state().empty = Some((ticket.0, set, Instant::now()));
+    }
+
+    /// True once for each timed ring that no look has started after yet:
+    /// the look starting now is the one the ring is for, and is not skipped
+    /// (see [`Doorbell::ring_at`]).
+    pub(crate) fn look_due(&self) -> bool {
+        let mut state = self.state();
+        let due = state.due_looks > 0;
+        state.due_looks = state.due_looks.saturating_sub(1);
+        due
     }
 
     /// Rings at `at`: a rate's window opens then, which no write announces
     /// (the fetch script's "opens in"). It wakes one waiter, the one that
     /// looks and takes what the window lets go (and, if that leaves more,
     /// wakes the next, as any look does), not every one: the others'
-    /// tickets stand, and once a look after the ring found nothing they
-    /// trust it again (a look before the ring does not count: see
-    /// [`Doorbell::known_empty`]). One timer per moment: a ring set up to
-    /// [`ALARM_SLACK`] earlier stands for this one, and this one stands for
-    /// those set up to that much later (they ring no more).
+    /// tickets stand, and so does what a look before the ring found, which
+    /// the others go on trusting (a fetcher whose wait ended fetches again
+    /// without a look). One look after the ring is due, the next to start
+    /// ([`Doorbell::look_due`]): the woken waiter's, unless another
+    /// fetcher's starts first, which then stands for it. One timer per
+    /// moment: a ring set up to [`ALARM_SLACK`] earlier stands for this
+    /// one, and this one stands for those set up to that much later (they
+    /// ring no more).
     pub(crate) fn ring_at(self: &Arc<Self>, at: Instant) {
         {
             let mut state = self.state();
@@ -237,6 +245,7 @@ impl Doorbell {
             state.alarms.retain(|set| *set != at);
             if set {
                 state.timed += 1;
+                state.due_looks += 1;
             }
             drop(state);
             if set {
@@ -267,7 +276,7 @@ impl Doorbell {
             if state.closed {
                 return Woken::Closed;
             }
-            if state.changes != ticket.changes {
+            if state.changes != ticket.0 {
                 return Woken::Rang;
             }
             state.waiters += 1;

@@ -202,43 +202,40 @@ fn a_failed_arming_makes_fetchers_poll_for_a_while() {
 fn timed_rings_close_together_ring_once_at_the_earliest() {
     let bell = std::sync::Arc::new(Doorbell::default());
     let ticket = armed_on_a(&bell);
+    let timed = bell.state().timed;
     let start = std::time::Instant::now();
     bell.ring_at(start + Duration::from_millis(60));
     bell.ring_at(start + Duration::from_millis(62));
     bell.ring_at(start + Duration::from_millis(58));
     std::thread::sleep(Duration::from_millis(40));
-    assert_eq!(bell.state().timed, ticket.timed, "not before its time");
+    // (A loaded machine may have slept past it.)
+    if start.elapsed() < Duration::from_millis(55) {
+        assert_eq!(bell.state().timed, timed, "not before its time");
+    }
     std::thread::sleep(Duration::from_millis(80));
-    assert_eq!(
-        bell.state().timed,
-        ticket.timed + 1,
-        "one ring for the three"
-    );
+    assert_eq!(bell.state().timed, timed + 1, "one ring for the three");
     assert!(bell.state().alarms.is_empty());
     bell.ring_at(start + Duration::from_millis(200));
     bell.ring_at(start + Duration::from_millis(300));
     std::thread::sleep(
         (start + Duration::from_millis(250)).saturating_duration_since(std::time::Instant::now()),
     );
-    assert_eq!(
-        bell.state().timed,
-        ticket.timed + 2,
-        "the first of two apart"
-    );
+    assert_eq!(bell.state().timed, timed + 2, "the first of two apart");
     std::thread::sleep(Duration::from_millis(100));
-    assert_eq!(bell.state().timed, ticket.timed + 3, "then the second");
-    assert_eq!(bell.state().changes, ticket.changes, "no change for all");
+    assert_eq!(bell.state().timed, timed + 3, "then the second");
+    assert_eq!(bell.state().changes, ticket.0, "no change for all");
 }
 
 /// A window's opening wakes one waiter, not all: the others sleep on, and
-/// trust what a look after it found. What a look before it found is not
-/// trusted: it may have been just before the window opened.
+/// a fetcher that comes back with its ticket trusts what a look found
+/// before the ring; the one look after it is due once, whoever starts it.
 #[test]
 fn a_timed_ring_wakes_one_waiter_and_leaves_the_others_asleep() {
     let bell = std::sync::Arc::new(Doorbell::default());
     let ticket = armed_on_a(&bell);
     let set = queue_set(&["a"]);
     bell.found_empty(ticket, set);
+    assert!(!bell.look_due(), "no ring yet");
     let woken = block_on(async {
         let deadline = tokio::time::Instant::now() + Duration::from_millis(300);
         bell.ring_at(std::time::Instant::now() + Duration::from_millis(50));
@@ -258,8 +255,7 @@ fn a_timed_ring_wakes_one_waiter_and_leaves_the_others_asleep() {
         Woken::TimedOut,
         "its ticket stands"
     );
-    let after = bell.ticket(|| set).expect("still armed");
-    assert!(!bell.known_empty(after, set), "found before the ring");
-    bell.found_empty(after, set);
-    assert!(bell.known_empty(after, set), "found after it");
+    assert!(bell.known_empty(ticket, set), "the look before it stands");
+    assert!(bell.look_due(), "one look after the ring");
+    assert!(!bell.look_due(), "one only");
 }

@@ -1,21 +1,27 @@
 -- The end of a call: the writes left to its end (held jobs pushed, slots
 -- freed, limits leaving the parked set and the capsule's set, discarded
 -- jobs removed; push_held, done), and the reply without a job (none).
--- Reads: uuid, watch, freed, freed_limits, fair_freed, held, parked_into, ended,
+-- Reads: uuid, watch, freed, freed_limits, fair_freed, held, held_in, parked_into, ended,
 -- discarded_from, discarded, aside, opens, written, rate_emptied, the
--- prelude's emptied and rate_parked_written. Writes: held (each queue's jobs cleared), written.
+-- prelude's emptied and rate_parked_written. Writes: held (each queue's jobs cleared), held_in, written.
 
 -- Pushes the held jobs this fetch did not take to the front of their
--- queues, as release would have: the last held goes first.
+-- queues, as release would have: the last held goes first. A window's job
+-- (held_in) moves from the in-progress list, whose first it still is (only
+-- a take of its queue, which takes it first, writes there after it), in
+-- one command.
 local function push_held()
   for name, jobs in pairs(held) do
     if #jobs > 0 then
       local queue = queue_key(name)
-      for _, job in ipairs(jobs) do redis.call('RPUSH', queue, job) end
+      local last = held_in == name and #jobs - 1 or #jobs
+      for i = 1, last do redis.call('RPUSH', queue, jobs[i]) end
+      if last < #jobs then redis.call('LMOVE', in_progress_key(uuid, name), queue, 'LEFT', 'RIGHT') end
       wrote(queue)
     end
     held[name] = nil
   end
+  held_in = nil
 end
 
 local function done(reply)

@@ -1,8 +1,8 @@
 -- Taking a job: its queue's slot and rate start booked (book_queue), the
 -- job moved into the in-progress list (take, moved_from), and the reply
 -- with it (taken).
--- Reads: uuid, report, watch, seen, seen_rate, seen_adaptive, freed, held, moved,
--- discarded, took_held, opens. Writes: freed, held, moved, took_held,
+-- Reads: uuid, report, watch, seen, seen_rate, seen_adaptive, freed, held, held_in, moved,
+-- discarded, took_held, opens. Writes: freed, held, held_in, moved, took_held,
 -- written, and (taken, through more_from and done) what those write.
 
 -- Books the capsule a slot of queue `name`, whose busy list is `busy`, and
@@ -40,20 +40,27 @@ local function moved_from(name, queue)
 end
 
 -- The job at the front of queue `name`, moved into the capsule's
--- in-progress list `inprogress`: the last job held for it, else its queue's
--- own (whose key is then written); in a fair queue, carrying its share
--- (fair_queued).
+-- in-progress list `inprogress`: the last job held for it (already there
+-- if a window let it go: held_in), else its queue's own (whose key is
+-- then written); in a fair queue, carrying its share (fair_queued).
 local function take(name, queue, inprogress)
   local waiting = held[name]
+  local job
   if waiting and #waiting > 0 then
-    local job = fair_queued(table.remove(waiting), name)
-    redis.call('LPUSH', inprogress, job)
     took_held = true
-    return job
+    job = table.remove(waiting)
+    if held_in ~= name then
+      job = fair_queued(job, name)
+      redis.call('LPUSH', inprogress, job)
+      return job
+    end
+    -- A window's job, in the list already (lua/fetch/rates.lua).
+    held_in = nil
+  else
+    job = redis.call('LMOVE', queue, inprogress, 'RIGHT', 'LEFT')
+    if not job then return nil end
+    moved_from(name, queue)
   end
-  local job = redis.call('LMOVE', queue, inprogress, 'RIGHT', 'LEFT')
-  if not job then return nil end
-  moved_from(name, queue)
   local shared = fair_queued(job, name)
   if shared ~= job then
     -- In its place, first: the commands the documented ACL allows (no LSET).
