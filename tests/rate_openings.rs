@@ -38,10 +38,13 @@ fn turn() -> MutexGuard<'static, ()> {
 
 /// 16 windows open one after another (a rate of 1 per 0.25 s) while 10
 /// fetchers idle: every opening runs the look that takes its job and the
-/// look that carries its acknowledgement (and finds nothing). The bound,
-/// twice that, holds on a loaded machine (a look now and then from a ring
-/// set twice, its two looks' replies far apart); one opening that woke
-/// every fetcher runs 10 or more.
+/// look that carries its acknowledgement (and finds nothing), 2 scripts.
+/// Nothing else is tied to an opening: a fetcher whose wait ends trusts
+/// the look before the ring, the two looks that see the next opening set
+/// one timer however far apart their replies come, and the doorbell's
+/// backstop looks once per 5 s; 2.0 to 2.2 with the machine's load at 10
+/// on its 2 vCPUs. The bound leaves that room; an opening whose job wrote
+/// its queue, or whose ring woke every fetcher to look, runs 4 or more.
 #[test]
 fn a_windows_opening_wakes_one_of_ten_idle_fetchers() {
     let _turn = turn();
@@ -106,7 +109,7 @@ fn a_windows_opening_wakes_one_of_ten_idle_fetchers() {
     let per_opening = (last - first) as f64 / (OPENINGS - 1) as f64;
     eprintln!("{per_opening:.2} scripts per opening");
     assert!(
-        per_opening <= 4.0,
+        per_opening <= 3.0,
         "{per_opening:.1} scripts per opening ({} in all)",
         last - first
     );

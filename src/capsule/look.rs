@@ -61,7 +61,7 @@ impl Capsule {
         if let Some(after) = look.opens_in {
             self.inner
                 .doorbell
-                .ring_at(std::time::Instant::now() + after);
+                .ring_at(std::time::Instant::now() + after, look.opens_at);
         }
     }
 

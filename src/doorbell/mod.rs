@@ -94,9 +94,10 @@ struct State {
     tracking: bool,
     waiters: usize,
     closed: bool,
-    /// When timed rings are due (see [`Doorbell::ring_at`]), how many
-    /// rang, and how many of those no look has started after yet.
-    alarms: Vec<Instant>,
+    /// When timed rings are due, and for which opening, if known (see
+    /// [`Doorbell::ring_at`]); how many rang, and how many of those no look
+    /// has started after yet.
+    alarms: Vec<(Instant, Option<i64>)>,
     timed: u64,
     due_looks: u64,
 }
@@ -217,21 +218,43 @@ impl Doorbell {
     /// the others go on trusting (a fetcher whose wait ended fetches again
     /// without a look). One look after the ring is due, the next to start
     /// ([`Doorbell::look_due`]): the woken waiter's, unless another
-    /// fetcher's starts first, which then stands for it. One timer per
-    /// moment: a ring set up to [`ALARM_SLACK`] earlier stands for this
-    /// one, and this one stands for those set up to that much later (they
-    /// ring no more).
-    pub(crate) fn ring_at(self: &Arc<Self>, at: Instant) {
+    /// fetcher's starts first, which then stands for it.
+    ///
+    /// One timer per opening: `opening`, when the window opens by Redis's
+    /// clock (the script's "opens at"), is the same in every look that saw
+    /// it, while `at` is reckoned from when each reply came (late by its
+    /// way back, never early): the look that takes a window's job and the
+    /// one that carries its acknowledgement both see the next, and their
+    /// replies may come far apart on a loaded machine. The earliest `at`
+    /// stands. One timer per moment too: a ring set up to [`ALARM_SLACK`]
+    /// earlier stands for this one, and this one stands for those set up to
+    /// that much later (they ring no more; the look it wakes sees them).
+    pub(crate) fn ring_at(self: &Arc<Self>, at: Instant, opening: Option<i64>) {
         {
             let mut state = self.state();
-            let covered = |set: &Instant| *set <= at && at - *set <= ALARM_SLACK;
-            if state.closed || state.alarms.iter().any(covered) {
+            if state.closed {
+                return;
+            }
+            if let Some(i) = state
+                .alarms
+                .iter()
+                .position(|(_, o)| opening.is_some() && *o == opening)
+            {
+                if state.alarms[i].0 <= at {
+                    return;
+                }
+                // Its timer finds itself gone.
+                state.alarms.remove(i);
+            }
+            let covered =
+                |(set, _): &(Instant, Option<i64>)| *set <= at && at - *set <= ALARM_SLACK;
+            if state.alarms.iter().any(covered) {
                 return;
             }
             state
                 .alarms
-                .retain(|set| !(*set > at && *set - at <= ALARM_SLACK));
-            state.alarms.push(at);
+                .retain(|(set, _)| !(*set > at && *set - at <= ALARM_SLACK));
+            state.alarms.push((at, opening));
         }
         let Ok(handle) = crate::runtime::handle() else {
             return;
@@ -241,8 +264,8 @@ impl Doorbell {
             tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await;
             let mut state = bell.state();
             // Gone: an earlier one stood for it.
-            let set = state.alarms.contains(&at);
-            state.alarms.retain(|set| *set != at);
+            let set = state.alarms.contains(&(at, opening));
+            state.alarms.retain(|alarm| *alarm != (at, opening));
             if set {
                 state.timed += 1;
                 state.due_looks += 1;

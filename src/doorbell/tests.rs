@@ -204,9 +204,9 @@ fn timed_rings_close_together_ring_once_at_the_earliest() {
     let ticket = armed_on_a(&bell);
     let timed = bell.state().timed;
     let start = std::time::Instant::now();
-    bell.ring_at(start + Duration::from_millis(60));
-    bell.ring_at(start + Duration::from_millis(62));
-    bell.ring_at(start + Duration::from_millis(58));
+    bell.ring_at(start + Duration::from_millis(60), None);
+    bell.ring_at(start + Duration::from_millis(62), None);
+    bell.ring_at(start + Duration::from_millis(58), None);
     std::thread::sleep(Duration::from_millis(40));
     // (A loaded machine may have slept past it.)
     if start.elapsed() < Duration::from_millis(55) {
@@ -215,8 +215,8 @@ fn timed_rings_close_together_ring_once_at_the_earliest() {
     std::thread::sleep(Duration::from_millis(80));
     assert_eq!(bell.state().timed, timed + 1, "one ring for the three");
     assert!(bell.state().alarms.is_empty());
-    bell.ring_at(start + Duration::from_millis(200));
-    bell.ring_at(start + Duration::from_millis(300));
+    bell.ring_at(start + Duration::from_millis(200), None);
+    bell.ring_at(start + Duration::from_millis(300), None);
     std::thread::sleep(
         (start + Duration::from_millis(250)).saturating_duration_since(std::time::Instant::now()),
     );
@@ -238,7 +238,7 @@ fn a_timed_ring_wakes_one_waiter_and_leaves_the_others_asleep() {
     assert!(!bell.look_due(), "no ring yet");
     let woken = block_on(async {
         let deadline = tokio::time::Instant::now() + Duration::from_millis(300);
-        bell.ring_at(std::time::Instant::now() + Duration::from_millis(50));
+        bell.ring_at(std::time::Instant::now() + Duration::from_millis(50), None);
         let (a, b, c) = tokio::join!(
             bell.wait(ticket, deadline),
             bell.wait(ticket, deadline),
@@ -258,4 +258,30 @@ fn a_timed_ring_wakes_one_waiter_and_leaves_the_others_asleep() {
     assert!(bell.known_empty(ticket, set), "the look before it stands");
     assert!(bell.look_due(), "one look after the ring");
     assert!(!bell.look_due(), "one only");
+}
+
+/// One window's opening, seen by two looks whose replies came 30 ms apart
+/// (more than the slack between moments): one ring, at the earlier time,
+/// whichever came first; another opening at the same moments rings apart.
+#[test]
+fn one_opening_seen_by_looks_far_apart_rings_once_at_the_earlier() {
+    let bell = std::sync::Arc::new(Doorbell::default());
+    let _ticket = armed_on_a(&bell);
+    let timed = bell.state().timed;
+    let start = std::time::Instant::now();
+    bell.ring_at(start + Duration::from_millis(80), Some(1_000));
+    bell.ring_at(start + Duration::from_millis(50), Some(1_000));
+    bell.ring_at(start + Duration::from_millis(90), Some(1_000));
+    assert_eq!(bell.state().alarms.len(), 1, "one timer");
+    std::thread::sleep(Duration::from_millis(70));
+    if start.elapsed() < Duration::from_millis(78) {
+        assert_eq!(bell.state().timed, timed + 1, "rang at the earlier");
+    }
+    std::thread::sleep(Duration::from_millis(60));
+    assert_eq!(bell.state().timed, timed + 1, "once");
+    let start = std::time::Instant::now();
+    bell.ring_at(start + Duration::from_millis(30), Some(2_000));
+    bell.ring_at(start + Duration::from_millis(60), Some(3_000));
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(bell.state().timed, timed + 3, "two openings, two rings");
 }

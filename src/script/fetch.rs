@@ -60,6 +60,9 @@ pub(crate) struct Look {
     /// A rate holds something back that it may let go this much later: a
     /// fetcher with nothing else to do sleeps no longer than that.
     pub(crate) opens_in: Option<Duration>,
+    /// With `opens_in`, when (Redis's clock, microseconds): the same for
+    /// every look that saw the same window.
+    pub(crate) opens_at: Option<i64>,
     /// The script took, parked or discarded a job, or sent parked jobs back.
     wrote: bool,
 }
@@ -89,6 +92,7 @@ type Reply = (
     Option<i64>,
     Option<i64>,
     Option<i64>,
+    Option<i64>,
 );
 
 /// A reply's "opens in" (microseconds, or nil) as a duration.
@@ -98,18 +102,27 @@ fn opens_in(micros: Option<i64>) -> Option<Duration> {
 
 impl Look {
     /// The script's reply: `{queue or false, job or false, more, discarded,
-    /// process limited or rated, queued, opens in, parked}` (the last four
-    /// may be missing) or nil (see lua/fetch/state.lua).
+    /// process limited or rated, queued, opens in, parked, opens at}` (the
+    /// last five may be missing) or nil (see lua/fetch/state.lua).
     pub(crate) fn from_value(value: Value) -> Result<Self> {
         let value = match value {
-            Value::Array(mut items) if items.len() < 8 => {
-                items.resize(8, Value::Nil);
+            Value::Array(mut items) if items.len() < 9 => {
+                items.resize(9, Value::Nil);
                 Value::Array(items)
             }
             other => other,
         };
-        let Some((queue, job, more, discarded, left_to_script, queued, opens, was_parked)) =
-            decode::<Option<Reply>>(value)?
+        let Some((
+            queue,
+            job,
+            more,
+            discarded,
+            left_to_script,
+            queued,
+            opens,
+            was_parked,
+            opens_at,
+        )) = decode::<Option<Reply>>(value)?
         else {
             return Ok(Look::default());
         };
@@ -119,6 +132,7 @@ impl Look {
             was_parked: was_parked == Some(1),
             queued,
             opens_in: opens_in(opens),
+            opens_at: opens.and(opens_at),
             fetched,
             more: more == 1,
             discarded: discarded
@@ -305,13 +319,14 @@ impl FetchScript {
                 decode::<()>(reply)?;
             }
             // `more`: an eligible queue holds a job.
-            let (queued, opens) = match reply {
-                Value::Array(_) => decode::<(i64, Option<i64>)>(reply)?,
-                other => (decode::<Option<i64>>(other)?.unwrap_or(0), None),
+            let (queued, opens, opens_at) = match reply {
+                Value::Array(_) => decode::<(i64, Option<i64>, Option<i64>)>(reply)?,
+                other => (decode::<Option<i64>>(other)?.unwrap_or(0), None, None),
             };
             return Ok(Look {
                 more: queued == 1,
                 opens_in: opens_in(opens),
+                opens_at: opens.and(opens_at),
                 ..Look::default()
             });
         }

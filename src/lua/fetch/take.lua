@@ -28,7 +28,7 @@ local function taken(name, job, i)
   -- An adaptive limit grows at the fetch that finds it reached, which a
   -- hand-over never is (src/capsule/hand_over/): its queue's jobs come here.
   return done({name, job, more, discarded, (state[2] or state[4] or state[5] or adaptive) and 1 or false, queued,
-    opens_in(), took_held and 1 or false})
+    opens_in(), took_held and 1 or false, opens})
 end
 
 -- A queue's key, written by this fetch: the doorbell's reads of it end.
