@@ -52,6 +52,13 @@ const RETRY_AFTER_REFUSAL: Duration = Duration::from_secs(60);
 /// that set them saw the same window from different moments.
 const ALARM_SLACK: Duration = Duration::from_millis(5);
 
+/// A timed ring wakes one waiter; if no look has started this long after
+/// (the woken thread not run yet, on a loaded machine), it wakes another,
+/// up to [`NUDGES`] more: whichever starts first looks, and the others,
+/// finding no look due, sleep again without one.
+const NUDGE_AFTER: Duration = Duration::from_millis(3);
+const NUDGES: usize = 9;
+
 /// A set of queue names, order ignored: fetchers of one capsule list the
 /// same queues in different orders (weighted and random ordering).
 pub(crate) type QueueSet = u64;
@@ -200,6 +207,25 @@ impl Doorbell {
         self.state().empty = Some((ticket.0, set, Instant::now()));
     }
 
+    /// The alarm set for `at` and `opening` is due: false if it is gone (an
+    /// earlier one stood for it), else counted as rung, with its look due.
+    fn rings_for(&self, at: Instant, opening: Option<i64>) -> bool {
+        let mut state = self.state();
+        let set = state.alarms.contains(&(at, opening));
+        state.alarms.retain(|alarm| *alarm != (at, opening));
+        if set {
+            state.timed += 1;
+            state.due_looks += 1;
+        }
+        set
+    }
+
+    /// A timed ring's look has not started yet, and the bell is open.
+    fn a_look_waits(&self) -> bool {
+        let state = self.state();
+        state.due_looks > 0 && !state.closed
+    }
+
     /// True once for each timed ring that no look has started after yet:
     /// the look starting now is the one the ring is for, and is not skipped
     /// (see [`Doorbell::ring_at`]).
@@ -218,7 +244,8 @@ impl Doorbell {
     /// the others go on trusting (a fetcher whose wait ended fetches again
     /// without a look). One look after the ring is due, the next to start
     /// ([`Doorbell::look_due`]): the woken waiter's, unless another
-    /// fetcher's starts first, which then stands for it.
+    /// fetcher's starts first, which then stands for it; a waiter slow to
+    /// start it is not waited for alone (see [`NUDGE_AFTER`]).
     ///
     /// One timer per opening: `opening`, when the window opens by Redis's
     /// clock (the script's "opens at"), is the same in every look that saw
@@ -262,16 +289,15 @@ impl Doorbell {
         let bell = self.clone();
         handle.spawn(async move {
             tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await;
-            let mut state = bell.state();
-            // Gone: an earlier one stood for it.
-            let set = state.alarms.contains(&(at, opening));
-            state.alarms.retain(|alarm| *alarm != (at, opening));
-            if set {
-                state.timed += 1;
-                state.due_looks += 1;
+            if !bell.rings_for(at, opening) {
+                return;
             }
-            drop(state);
-            if set {
+            bell.notify.notify_one();
+            for _ in 0..NUDGES {
+                tokio::time::sleep(NUDGE_AFTER).await;
+                if !bell.a_look_waits() {
+                    break;
+                }
                 bell.notify.notify_one();
             }
         });

@@ -236,14 +236,21 @@ fn a_timed_ring_wakes_one_waiter_and_leaves_the_others_asleep() {
     let set = queue_set(&["a"]);
     bell.found_empty(ticket, set);
     assert!(!bell.look_due(), "no ring yet");
+    // A woken waiter starts its look at once.
+    let waiter = |deadline| {
+        let bell = bell.clone();
+        async move {
+            let woken = bell.wait(ticket, deadline).await;
+            if woken == Woken::Rang {
+                assert!(bell.look_due(), "its look is due");
+            }
+            woken
+        }
+    };
     let woken = block_on(async {
         let deadline = tokio::time::Instant::now() + Duration::from_millis(300);
         bell.ring_at(std::time::Instant::now() + Duration::from_millis(50), None);
-        let (a, b, c) = tokio::join!(
-            bell.wait(ticket, deadline),
-            bell.wait(ticket, deadline),
-            bell.wait(ticket, deadline)
-        );
+        let (a, b, c) = tokio::join!(waiter(deadline), waiter(deadline), waiter(deadline));
         [a, b, c]
     });
     let rang = woken.iter().filter(|w| **w == Woken::Rang).count();
@@ -256,8 +263,27 @@ fn a_timed_ring_wakes_one_waiter_and_leaves_the_others_asleep() {
         "its ticket stands"
     );
     assert!(bell.known_empty(ticket, set), "the look before it stands");
-    assert!(bell.look_due(), "one look after the ring");
-    assert!(!bell.look_due(), "one only");
+    assert!(!bell.look_due(), "one look only");
+}
+
+/// A woken waiter that does not start its look (its thread not run yet) is
+/// not waited for alone: a few milliseconds on, another wakes, and another.
+#[test]
+fn a_timed_ring_wakes_another_waiter_while_no_look_started() {
+    let bell = std::sync::Arc::new(Doorbell::default());
+    let ticket = armed_on_a(&bell);
+    let woken = block_on(async {
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(200);
+        bell.ring_at(std::time::Instant::now() + Duration::from_millis(20), None);
+        let (a, b, c) = tokio::join!(
+            bell.wait(ticket, deadline),
+            bell.wait(ticket, deadline),
+            bell.wait(ticket, deadline)
+        );
+        [a, b, c]
+    });
+    assert_eq!(woken, [Woken::Rang, Woken::Rang, Woken::Rang]);
+    assert!(bell.look_due(), "still due");
 }
 
 /// One window's opening, seen by two looks whose replies came 30 ms apart
