@@ -1,7 +1,7 @@
 //! The fetch script's protocol, the Rust side of the contract at the head of lua/fetch/: its
 //! arguments, the modes the doorbell needs (ARGV[2]) and its reply.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use redis::{Cmd, Value};
 
@@ -63,6 +63,8 @@ pub(crate) struct Look {
     /// With `opens_in`, when (Redis's clock, microseconds): the same for
     /// every look that saw the same window.
     pub(crate) opens_at: Option<i64>,
+    /// When its request was sent, if known: the script ran soon after.
+    pub(crate) sent: Option<Instant>,
     /// The script took, parked or discarded a job, or sent parked jobs back.
     wrote: bool,
 }
@@ -101,6 +103,12 @@ fn opens_in(micros: Option<i64>) -> Option<Duration> {
 }
 
 impl Look {
+    /// This look, its request sent at `sent`, if known.
+    pub(crate) fn sent_at(mut self, sent: Option<Instant>) -> Self {
+        self.sent = sent;
+        self
+    }
+
     /// The script's reply: `{queue or false, job or false, more, discarded,
     /// process limited or rated, queued, opens in, parked, opens at}` (the
     /// last five may be missing) or nil (see lua/fetch/state.lua).
@@ -133,6 +141,7 @@ impl Look {
             queued,
             opens_in: opens_in(opens),
             opens_at: opens.and(opens_at),
+            sent: None,
             fetched,
             more: more == 1,
             discarded: discarded
@@ -309,6 +318,7 @@ impl FetchScript {
             conn.wrote_nothing();
         }
         let keys: &[&str] = &[];
+        let sent = Instant::now();
         let mut replies = self
             .script
             .call_after(&mut conn, &mode.before(), keys, &args[..])
@@ -327,10 +337,11 @@ impl FetchScript {
                 more: queued == 1,
                 opens_in: opens_in(opens),
                 opens_at: opens.and(opens_at),
+                sent: Some(sent),
                 ..Look::default()
             });
         }
-        let look = Look::from_value(reply)?;
+        let look = Look::from_value(reply)?.sent_at(Some(sent));
         if look.wrote_nothing(acks) {
             conn.wrote_nothing();
         }
