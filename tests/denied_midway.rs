@@ -238,7 +238,7 @@ fn lpush(key: &str, values: &[String]) {
 fn fetch_args(uuid: &str, acks: &[(&str, &str)], queues: &[&str]) -> Vec<String> {
     let mut args: Vec<String> = vec![uuid.into(), "0".into(), "100".into()];
     args.push(acks.len().to_string());
-    args.extend(["", "0", "", "", ""].map(String::from));
+    args.extend(["", "0", "", "", "", "0"].map(String::from));
     for (q, j) in acks {
         args.extend([q.to_string(), j.to_string(), "0".repeat(40)]);
     }

@@ -11,7 +11,7 @@ use super::hand_over::{self, HandOver, Outcome};
 use super::Inner;
 use crate::direct::{self, Direct, Flight};
 use crate::ledger::Ack;
-use crate::script::fetch::{Handed, Look, Mode};
+use crate::script::fetch::{Fetched, Handed, Look, Mode};
 use crate::script::{lost_script, Send};
 use crate::sentinel::moved_reply;
 use crate::{Error, Interrupt, Result};
@@ -95,9 +95,9 @@ impl DirectLook {
 
     /// The fetch script's request, sent as `self.send` says.
     fn script_request(&self) -> Vec<u8> {
-        let acks = match self.handed {
-            Some(_) => &[][..],
-            None => &self.acks[..],
+        let acks = match &self.handed {
+            Some(handed) if !handed.acks_ride => &[][..],
+            _ => &self.acks[..],
         };
         let inner = &self.inner;
         inner.fetch.packed(
@@ -151,6 +151,10 @@ impl DirectLook {
                     self.flight = Some(Flight::start(conn, request, self.send.replies()));
                     self.inner.redis.trips.add(1);
                 }
+                Step::Book(conn, request, replies) => {
+                    self.flight = Some(Flight::start_all(conn, request, replies));
+                    self.inner.redis.trips.add(1);
+                }
             }
         }
     }
@@ -186,6 +190,15 @@ impl DirectLook {
                         self.handed = Some(Box::new(handed));
                         self.send = Send::Call;
                         Step::again(flight)
+                    }
+                    // A keyed hand-over's second round trip, likewise.
+                    Outcome::Book(hand_over, request) => {
+                        let replies = hand_over.replies();
+                        self.hand_over = Some(hand_over);
+                        match flight.and_then(Flight::into_conn) {
+                            Some(conn) => Step::Book(conn, request, replies),
+                            None => Step::Answer(Err(Error::Connection("lost".into()))),
+                        }
                     }
                 },
                 None => {
@@ -238,6 +251,9 @@ enum Step {
     /// and `handed` now say: again with its library after Redis had lost
     /// it, or to decide what a hand-over left.
     Script(Direct),
+    /// A keyed hand-over's second round trip on the same connection: its
+    /// request and how many replies it gets.
+    Book(Direct, Vec<u8>, usize),
 }
 
 impl Step {
@@ -306,21 +322,9 @@ fn abandon_hand_over(
                 Outcome::Taken(look, _) => {
                     inner.settle(acks, Ok(look)).ok().and_then(|l| l.fetched)
                 }
-                Outcome::Decide(handed) => {
-                    let none: &[String] = &[];
-                    let reply = inner
-                        .fetch
-                        .call(
-                            &inner.redis,
-                            &inner.uuid,
-                            Mode::Plain,
-                            &[],
-                            Some(&handed),
-                            none,
-                        )
-                        .await;
-                    inner.settle(acks, reply).ok().and_then(|l| l.fetched)
-                }
+                Outcome::Decide(handed) => decide(&inner, acks, handed).await,
+                // Never sent: the script decides as of the first round trip.
+                Outcome::Book(hand_over, _) => decide(&inner, acks, hand_over.unbooked()).await,
             },
         };
         drop(gate);
@@ -328,4 +332,24 @@ fn abandon_hand_over(
             let _ = inner.requeue(vec![(f.queue, f.job)]).await;
         }
     });
+}
+
+/// What a hand-over whose caller walked away left to decide, decided by the
+/// script on the runtime's connection (which takes no further job); the job
+/// it keeps, if any.
+async fn decide(inner: &Arc<Inner>, acks: Vec<Ack>, handed: Handed) -> Option<Fetched> {
+    let none: &[String] = &[];
+    let riding = if handed.acks_ride { &acks[..] } else { &[] };
+    let reply = inner
+        .fetch
+        .call(
+            &inner.redis,
+            &inner.uuid,
+            Mode::Plain,
+            riding,
+            Some(&handed),
+            none,
+        )
+        .await;
+    inner.settle(acks, reply).ok().and_then(|l| l.fetched)
 }

@@ -11,7 +11,8 @@ pub(crate) const MODE_ARM: &str = "t";
 pub(crate) const REAP_DEAD: &str = "0";
 pub(crate) const REAP_CLEAN: &str = "1";
 pub(crate) const REAP_UNREGISTERED: &str = "o";
-/// A yes-or-no argument: the fetch's ARGV[6], waiting.lua's ARGV[2].
+/// A yes-or-no argument: the fetch's ARGV[6] and ARGV[10], waiting.lua's
+/// ARGV[2].
 pub(crate) const YES: &str = "1";
 pub(crate) const NO: &str = "0";
 

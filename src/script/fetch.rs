@@ -70,7 +70,7 @@ pub(crate) struct Look {
 }
 
 /// What a hand-over left the fetch script to decide (lua/fetch/state.lua's
-/// ARGV[5..9]): the queue it took from, whether its acknowledgement freed a
+/// ARGV[5..10]): the queue it took from, whether its acknowledgement freed a
 /// slot of that queue, the job it moved unchecked, if any, and where from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Handed {
@@ -83,6 +83,11 @@ pub(crate) struct Handed {
     pub(crate) acked: Option<Vec<u8>>,
     /// The job limit whose parked jobs `job` was moved from, else its queue.
     pub(crate) from_limit: Option<String>,
+    /// A keyed hand-over booked a slot of each of `job`'s limits, and
+    /// freed those of `acked` itself (capsule/hand_over/keyed.rs).
+    pub(crate) keyed: bool,
+    /// The hand-over sent no acknowledgement: the look's ride on the script.
+    pub(crate) acks_ride: bool,
 }
 
 type Reply = (
@@ -251,7 +256,7 @@ impl FetchScript {
         handed: Option<&Handed>,
         queues: &[String],
     ) -> Vec<Vec<u8>> {
-        let mut args: Vec<Vec<u8>> = Vec::with_capacity(9 + acks.len() * 3 + queues.len());
+        let mut args: Vec<Vec<u8>> = Vec::with_capacity(10 + acks.len() * 3 + queues.len());
         args.push(uuid.as_bytes().to_vec());
         args.push(mode.as_arg().as_bytes().to_vec());
         args.push(self.lookahead.clone());
@@ -263,6 +268,7 @@ impl FetchScript {
                 args.push(handed.job.clone().unwrap_or_default());
                 args.push(handed.acked.clone().unwrap_or_default());
                 args.push(handed.from_limit.clone().unwrap_or_default().into_bytes());
+                args.push(codes::flag(handed.keyed).as_bytes().to_vec());
             }
             None => args.extend([
                 Vec::new(),
@@ -270,6 +276,7 @@ impl FetchScript {
                 Vec::new(),
                 Vec::new(),
                 Vec::new(),
+                codes::NO.as_bytes().to_vec(),
             ]),
         }
         for ack in acks {

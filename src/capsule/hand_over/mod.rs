@@ -51,6 +51,30 @@
 //! The script that ends the run takes them out once the capsule holds no
 //! slot of them.
 //!
+//! A keyed hand-over, in two round trips (keyed.rs), takes a next job whose
+//! job limits are not a run's: where the finished job's limits differ from
+//! the job's before it (a key of its own per job), or the finished job
+//! carries none and the moved one does. The first round trip is the
+//! pipeline above without job limits, and without the acknowledgement when
+//! the finished job carries limits: its job stays in the in-progress list,
+//! where a reaper finds its slots, until the second round trip frees them
+//! (an `LREM` of each busy list) and then acknowledges it; the `MGET` then
+//! reads the capsule's heartbeat key too, without which (a reaper may have
+//! freed the slots) the script acknowledges instead. The moved job's
+//! head read ([`Carried`]: a concurrency, no rate, share or range), the
+//! second books each of its limits as the script does, an `RPUSH` of the
+//! capsule on its busy list, whose reply is the count with it, and reads
+//! each one's stored value and back-off and whether any limit named there
+//! has parked jobs. A job whose limits [`Carried`] does not read, or a run's
+//! next job, is left to the script after the first round trip. It names
+//! nothing in the capsule's set of run limits: every slot it books or frees
+//! belongs to a job in the in-progress list as it does (the moved job, moved
+//! by the first round trip; the finished one, acknowledged after its slots
+//! are freed), where a reap finds it; and the finished job's slots were
+//! booked with it in the list (by the script or a keyed hand-over: a job
+//! that took a run's passed slot is acknowledged by the run's next
+//! hand-over, as the run goes on).
+//!
 //! Sidekiq Pro's super_fetch (LMOVE, LREM) and three reads, without the
 //! script's call: Redis spends about a third of what the script costs it
 //! (bench/results/profile.md).
@@ -63,13 +87,28 @@
 //! sends the job to the script, which counts), and the same of each job
 //! limit the job carries (no rate: [`Carried`] reads none). Then
 //! it starts within the limit: since the read, every other capsule booked
-//! a slot only below it. Anything else (a pause, a process limit, a queue
+//! a slot only below it. A keyed hand-over books first and checks after:
+//! its job is handed to Sidekiq only if, after its own push, each limit's
+//! busy list counts no more than the limit (stored, else declared), none
+//! backs off, none has parked jobs (which its job would overtake, or which
+//! the freed slots must send); and the acknowledgement found its job. A
+//! busy list's length counts every entry in it, those of jobs that run and
+//! those still to be undone; every booking is admitted only where that
+//! length, with it, is at most the limit (the script's: counted before
+//! its push, in one step; a keyed hand-over's: the push's reply). So, as
+//! before, the jobs admitted never outnumber the limit: an optimistic
+//! push followed by a count within the limit is a valid booking; a count
+//! over it sends the job to the script, which counts the entry as a slot
+//! freed (as an acknowledgement's), parks or takes the job as a fetch
+//! would, and removes the entry at its end if the job did not take it,
+//! sending a parked job if that leaves room (a fetch in between may have
+//! parked one behind it). Anything else (a pause, a process limit, a queue
 //! over a lowered limit, an empty queue, a finished job no longer in the
 //! in-progress list because it was reaped, a new job carrying job limits,
 //! an error reply, a job limit's parked jobs the job would overtake) is left
 //! to the fetch script on the same connection, which decides the moved job
 //! as a fetch would, and frees the job limits' slots the acknowledged job
-//! passed, sending their parked jobs first (lua/fetch/state.lua's ARGV[5..9]).
+//! passed, sending their parked jobs first (lua/fetch/state.lua's ARGV[5..10]).
 //!
 //! Jobs parked behind a rate go back only with a script (lua/fetch/rates.lua's
 //! `release_opened`): a hand-over leaves it to the script once their window
@@ -104,10 +143,13 @@
 //! Here, the decision ([`HandOver::of`]); in `memory.rs`, what the thread
 //! noted between fetches (hints, runs); in `pipeline.rs`, the commands
 //! above and where each reply is ([`Layout`]); in `verdict.rs`, what the
-//! replies say ([`Outcome`]).
+//! replies say ([`Outcome`]), read as `values.rs` reads a value; in
+//! `keyed.rs`, a keyed hand-over's second round trip and what it says.
 
+mod keyed;
 mod memory;
 mod pipeline;
+mod values;
 mod verdict;
 
 pub(super) use memory::{forget, note, note_more};
@@ -116,6 +158,7 @@ pub(super) use verdict::Outcome;
 use crate::carried::{Carried, CarriedLimit};
 use crate::ledger::Ack;
 use crate::script::fetch::{carries_job_limits, Mode};
+use keyed::Keyed;
 use memory::{continues_run, noted};
 use pipeline::{Layout, Sends};
 
@@ -124,9 +167,16 @@ pub(super) struct HandOver {
     /// The queue it takes from.
     queue: String,
     capsule: u64,
+    uuid: String,
     /// The job limits of the acknowledged job, whose slots pass too, and
     /// that job (for the script, if it decides).
     limits: Option<(Carried, Vec<u8>)>,
+    /// The job limits of the acknowledged job, when they differ from a
+    /// run's, and that job: its acknowledgement waits for the second round
+    /// trip, which frees their slots (keyed.rs).
+    deferred: Option<(Carried, Vec<u8>)>,
+    /// The second round trip, once built.
+    keyed: Option<Box<Keyed>>,
     /// The next job comes from the parked jobs of the one job limit.
     from_parked_list: bool,
     /// Where its pipeline's replies are.
@@ -160,13 +210,17 @@ impl HandOver {
         if ack.queue != *first {
             return None;
         }
-        let (limits, from_parked_list) = if carries_job_limits(&ack.job) {
+        let (limits, deferred, from_parked_list) = if carries_job_limits(&ack.job) {
             let carried = Carried::read(&ack.job)?;
-            let parked_left = continues_run(capsule, &carried)?;
-            let one = carried.limits.len() == 1;
-            (Some((carried, ack.job.clone())), parked_left && one)
+            match continues_run(capsule, &carried) {
+                Some(parked_left) => {
+                    let one = carried.limits.len() == 1;
+                    (Some((carried, ack.job.clone())), None, parked_left && one)
+                }
+                None => (None, Some((carried, ack.job.clone())), false),
+            }
         } else {
-            (None, false)
+            (None, None, false)
         };
         // Parked jobs are taken whether or not the queue holds any.
         let (count_busy, recoveries_counted) =
@@ -176,22 +230,29 @@ impl HandOver {
             count_busy,
             recoveries_counted,
             report,
+            defer_ack: deferred.is_some(),
         };
         let carried = limits.as_ref().map_or(&[][..], |(c, _)| &c.limits[..]);
         let (request, layout) = pipeline::build(first, uuid, ack, carried, &sends);
         let hand_over = HandOver {
             queue: first.clone(),
             capsule,
+            uuid: uuid.to_owned(),
             limits,
+            deferred,
+            keyed: None,
             from_parked_list,
             layout,
         };
         Some((hand_over, request))
     }
 
-    /// How many replies its pipeline gets.
-    pub(super) fn replies(&self) -> usize {
-        self.layout.replies
+    /// How many replies its pipeline gets (its second's, once built).
+    pub(in crate::capsule) fn replies(&self) -> usize {
+        match &self.keyed {
+            Some(keyed) => keyed.replies(),
+            None => self.layout.replies,
+        }
     }
 
     /// The job limits whose slots pass, if any.

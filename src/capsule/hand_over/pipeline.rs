@@ -22,6 +22,9 @@ pub(super) struct Sends {
     /// Fetchers sleep on the doorbell: the `LLEN` of the queue says whether
     /// more is eligible.
     pub(super) report: bool,
+    /// The acknowledgement's `LREM` waits for a keyed hand-over's second
+    /// round trip (keyed.rs), which frees its job's slots with it.
+    pub(super) defer_ack: bool,
 }
 
 /// Where each read reply is in the pipeline's replies (one a command, in
@@ -30,12 +33,13 @@ pub(super) struct Layout {
     /// How many replies the pipeline gets.
     pub(super) replies: usize,
     /// The `LREM`'s: 1 if the acknowledged job was there, and its slot
-    /// passes.
-    pub(super) acked: usize,
+    /// passes (none when deferred).
+    pub(super) acked: Option<usize>,
     /// The `LMOVE`'s: the next job.
     pub(super) moved: usize,
     /// The `MGET`'s: the queue's state, whether classes back off in it, then
-    /// each job limit's stored value and back-off.
+    /// each job limit's stored value and back-off, and with a deferred
+    /// acknowledgement, the capsule's heartbeat.
     pub(super) state: usize,
     /// The `LLEN` of the queue's busy list, when counted.
     pub(super) busy: Option<usize>,
@@ -89,8 +93,10 @@ pub(super) fn build(
         }
         next.one();
     }
-    pipe.cmd("LREM").arg(&in_progress).arg(1).arg(&ack.job);
-    let acked = next.one();
+    let acked = (!sends.defer_ack).then(|| {
+        pipe.cmd("LREM").arg(&in_progress).arg(1).arg(&ack.job);
+        next.one()
+    });
     if sends.recoveries_counted {
         pipe.cmd("HDEL").arg(keys::RECOVERIES).arg(ack.digest.hex());
         next.one();
@@ -119,6 +125,10 @@ pub(super) fn build(
         state
             .arg(keys::job_limit(&limit.id))
             .arg(keys::job_back_off(&limit.id));
+    }
+    if sends.defer_ack {
+        // Last: the second round trip frees slots only while it exists.
+        state.arg(keys::heartbeat(uuid));
     }
     let state = next.one();
     let busy = sends.count_busy.then(|| {
@@ -195,20 +205,27 @@ mod tests {
                 concurrency: 2,
             })
             .collect();
-        for bits in 0..16u8 {
+        for bits in 0..32u8 {
             for n in 0..=limits.len() {
                 let sends = Sends {
                     from_parked_list: bits & 1 != 0,
                     count_busy: bits & 2 != 0,
                     recoveries_counted: bits & 4 != 0,
                     report: bits & 8 != 0,
+                    defer_ack: bits & 16 != 0,
                 };
                 let (packed, at) = build("q", "u", &ack, &limits[..n], &sends);
                 let sent = names(&packed);
                 assert_eq!(sent.len(), at.replies, "{sent:?}");
                 let named = |i: Option<usize>| i.map(|i| sent[i].as_str());
-                assert_eq!(sent[0], if n > 0 { "SADD" } else { "LREM" });
-                assert_eq!(sent[at.acked], "LREM");
+                let first = match (n > 0, sends.defer_ack, sends.recoveries_counted) {
+                    (true, _, _) => "SADD",
+                    (false, false, _) => "LREM",
+                    (false, true, true) => "HDEL",
+                    (false, true, false) => "LMOVE",
+                };
+                assert_eq!(sent[0], first);
+                assert_eq!(named(at.acked), (!sends.defer_ack).then_some("LREM"));
                 assert_eq!(sent[at.moved], "LMOVE");
                 assert_eq!(sent[at.state], "MGET");
                 assert_eq!(named(at.busy), sends.count_busy.then_some("LLEN"));

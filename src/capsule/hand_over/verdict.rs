@@ -6,9 +6,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use redis::Value;
 
+use super::keyed::{Booking, Keyed};
 use super::memory::{note_parked_left, note_read};
+use super::values::{count, stored_limit};
 use super::HandOver;
-use crate::limits::parse_stored;
+use crate::carried::Carried;
 use crate::script::fetch::{carries_job_limits, Fetched, Handed, Look};
 
 /// How soon before jobs parked behind a rate may go (by Redis's clock, as
@@ -23,6 +25,23 @@ pub(in crate::capsule) enum Outcome {
     Taken(Look, bool),
     /// For the fetch script to decide.
     Decide(Handed),
+    /// A keyed hand-over's second round trip, to send on the same
+    /// connection (keyed.rs): the hand-over, and its request.
+    Book(Box<HandOver>, Vec<u8>),
+}
+
+/// What the first round trip read that lets the moved job start, but for
+/// job limits: the job, the job limits' values and the replies, whether
+/// another job may be eligible and whether the queue holds another.
+struct Read<'a> {
+    job: &'a Vec<u8>,
+    values: &'a [Value],
+    replies: &'a [Value],
+    more: bool,
+    queued: bool,
+    /// The capsule's heartbeat key existed (read with a deferred
+    /// acknowledgement only; else true).
+    alive: bool,
 }
 
 impl HandOver {
@@ -38,40 +57,15 @@ impl HandOver {
     /// say the slots passed to it and it may start; whether another may be
     /// eligible; whether the queue holds another.
     pub(in crate::capsule) fn taken(&self, replies: &Value) -> Option<(Vec<u8>, bool, bool)> {
-        let at = &self.layout;
-        let replies = self.read(replies)?;
-        let (Value::Int(1), Value::BulkString(job), Value::Array(state)) =
-            (&replies[at.acked], &replies[at.moved], &replies[at.state])
-        else {
-            return None;
-        };
-        // A class backing off in the queue, or a back-off of a job limit,
-        // sends the job to the script, which parks it; so does a fair
-        // queue's limit, set since this thread noted the queue: the script
-        // writes each job's share into it (lua/fetch/fair_queue.lua).
-        let [limit, Value::Nil, Value::Nil, Value::Nil, rate_due, _, Value::Nil, Value::Nil, values @ ..] =
-            state.as_slice()
-        else {
-            return None;
-        };
-        let limits = self.carried();
-        if values.len() != 2 * limits.len()
-            || rate_release_due(rate_due)
-            || values.chunks(2).any(|v| v[1] != Value::Nil)
-        {
+        if let Some(keyed) = &self.keyed {
+            let taken = keyed.taken(replies);
+            return taken.then(|| (keyed.job.clone(), keyed.more, keyed.queued));
+        }
+        if self.deferred.is_some() {
             return None;
         }
-        let stored: Vec<&Value> = values.iter().step_by(2).collect();
-        let limit = stored_limit(limit)?;
-        // Uncounted, a limit set since sends the job to the script.
-        let busy = match at.busy.map(|i| &replies[i]) {
-            Some(Value::Int(busy)) => count(*busy),
-            None if limit.is_none() => 0,
-            _ => return None,
-        };
-        if limit.is_some_and(|limit| busy > limit) {
-            return None;
-        }
+        let read = self.passes(replies)?;
+        let (job, replies, at) = (read.job, read.replies, &self.layout);
         let same = match &self.limits {
             Some((carried, _)) => job.starts_with(&carried.head),
             None => !carries_job_limits(job),
@@ -85,7 +79,8 @@ impl HandOver {
                 return None;
             }
             let counts = &replies[at.job_busy.clone()];
-            for ((carried, stored), busy) in limits.iter().zip(&stored).zip(counts) {
+            let stored = read.values.iter().step_by(2);
+            for ((carried, stored), busy) in self.carried().iter().zip(stored).zip(counts) {
                 let Value::Int(busy) = busy else {
                     return None;
                 };
@@ -95,6 +90,52 @@ impl HandOver {
                 }
             }
         }
+        Some((job.clone(), read.more, read.queued))
+    }
+
+    /// What the first round trip's replies say of the queue, if its moved
+    /// job may start but for job limits (see [`Read`]).
+    fn passes<'a>(&self, replies: &'a Value) -> Option<Read<'a>> {
+        let at = &self.layout;
+        let replies = self.read(replies)?;
+        let acked = at.acked.map_or(true, |i| replies[i] == Value::Int(1));
+        let (true, Value::BulkString(job), Value::Array(state)) =
+            (acked, &replies[at.moved], &replies[at.state])
+        else {
+            return None;
+        };
+        // A class backing off in the queue, or a back-off of a job limit,
+        // sends the job to the script, which parks it; so does a fair
+        // queue's limit, set since this thread noted the queue: the script
+        // writes each job's share into it (lua/fetch/fair_queue.lua).
+        let [limit, Value::Nil, Value::Nil, Value::Nil, rate_due, _, Value::Nil, Value::Nil, values @ ..] =
+            state.as_slice()
+        else {
+            return None;
+        };
+        // A deferred acknowledgement's heartbeat, last (see `booking`).
+        let (values, alive) = match values {
+            [values @ .., heartbeat] if self.deferred.is_some() => {
+                (values, *heartbeat != Value::Nil)
+            }
+            _ => (values, true),
+        };
+        if values.len() != 2 * self.carried().len()
+            || rate_release_due(rate_due)
+            || values.chunks(2).any(|v| v[1] != Value::Nil)
+        {
+            return None;
+        }
+        let limit = stored_limit(limit)?;
+        // Uncounted, a limit set since sends the job to the script.
+        let busy = match at.busy.map(|i| &replies[i]) {
+            Some(Value::Int(busy)) => count(*busy),
+            None if limit.is_none() => 0,
+            _ => return None,
+        };
+        if limit.is_some_and(|limit| busy > limit) {
+            return None;
+        }
         let (more, queued) = match at.queued.map(|i| &replies[i]) {
             Some(Value::Int(queued)) => (
                 *queued > 0 && limit.map_or(true, |limit| busy < limit),
@@ -102,7 +143,44 @@ impl HandOver {
             ),
             _ => (false, true),
         };
-        Some((job.clone(), more, queued))
+        Some(Read {
+            job,
+            values,
+            replies,
+            more,
+            queued,
+            alive,
+        })
+    }
+
+    /// A keyed hand-over's booking, if the first round trip says the moved
+    /// job may start but for its job limits, which differ from a run's (no
+    /// slot of them passed), and which [`Carried`] reads; or it carries none
+    /// and the acknowledgement waits (its slots to free). A deferred
+    /// acknowledgement frees its job's slots only if the capsule's
+    /// heartbeat key existed: a reaper takes only capsules without one, and
+    /// frees their slots itself (the script, deciding instead, frees a
+    /// job's slots only if the job is still in progress).
+    fn booking(&self, replies: &Value) -> Option<Booking<'_>> {
+        if self.keyed.is_some() || self.limits.is_some() {
+            return None;
+        }
+        let read = self.passes(replies).filter(|read| read.alive)?;
+        let booked = match Carried::read(read.job) {
+            Some(carried) => carried.limits,
+            None if self.deferred.is_some() && !carries_job_limits(read.job) => Vec::new(),
+            None => return None,
+        };
+        Some(Booking {
+            job: read.job.clone(),
+            booked,
+            acked: self
+                .deferred
+                .as_ref()
+                .map(|(carried, job)| (&job[..], &carried.limits[..])),
+            more: read.more,
+            queued: read.queued,
+        })
     }
 
     /// Notes, for the next hand-over, what it read of the queue (see
@@ -134,8 +212,10 @@ impl HandOver {
     /// freed the slot hand in none: a busy entry left over lowers the limit
     /// until the capsule next reconciles, where a slot freed twice would let
     /// one job too many run.
-    pub(in crate::capsule) fn outcome(self, replies: Value) -> Outcome {
-        self.note_found(&replies);
+    pub(in crate::capsule) fn outcome(mut self, replies: Value) -> Outcome {
+        if self.keyed.is_none() {
+            self.note_found(&replies);
+        }
         if let Some((job, more, queued)) = self.taken(&replies) {
             let fetched = Fetched {
                 queue: self.queue,
@@ -143,10 +223,18 @@ impl HandOver {
             };
             return Outcome::Taken(Look::handed_over(fetched, more), queued);
         }
+        if let Some(keyed) = self.keyed.take() {
+            return Outcome::Decide(keyed.handed(self.queue, &replies));
+        }
+        if let Some(booking) = self.booking(&replies) {
+            let (keyed, request) = Keyed::build(&self.queue, &self.uuid, booking);
+            self.keyed = Some(Box::new(keyed));
+            return Outcome::Book(Box::new(self), request);
+        }
         let at = &self.layout;
         let (slot_passed, job) = match self.read(&replies) {
             Some(r) => (
-                matches!(r[at.acked], Value::Int(1)),
+                at.acked.is_some_and(|i| r[i] == Value::Int(1)),
                 match &r[at.moved] {
                     Value::BulkString(job) => Some(job.clone()),
                     _ => None,
@@ -154,6 +242,8 @@ impl HandOver {
             ),
             _ => (false, None),
         };
+        // A deferred acknowledgement rides on the script.
+        let acks_ride = self.deferred.is_some();
         let from_limit = match self.carried() {
             [limit] if self.from_parked_list => Some(limit.id.clone()),
             _ => None,
@@ -164,23 +254,24 @@ impl HandOver {
             job,
             acked: self.limits.map(|(_, job)| job),
             from_limit,
+            keyed: false,
+            acks_ride,
         })
     }
-}
 
-/// A stored limit as read: `Some(None)` for none, `None` for a reply that
-/// is neither.
-fn stored_limit(value: &Value) -> Option<Option<u64>> {
-    match value {
-        Value::Nil => Some(None),
-        Value::BulkString(raw) => Some(Some(limit_value(raw))),
-        _ => None,
+    /// What the script decides of a keyed hand-over whose second round
+    /// trip was never sent (its look was dropped): as of the first.
+    pub(in crate::capsule) fn unbooked(&self) -> Handed {
+        Handed {
+            queue: self.queue.clone(),
+            slot_passed: self.deferred.is_none(),
+            job: self.keyed.as_ref().map(|k| k.job.clone()),
+            acked: None,
+            from_limit: None,
+            keyed: false,
+            acks_ride: self.deferred.is_some(),
+        }
     }
-}
-
-/// A list's length (never negative).
-fn count(n: i64) -> u64 {
-    u64::try_from(n).unwrap_or(u64::MAX)
 }
 
 /// Whether jobs parked behind a rate may go soon, by `RATE_DUE` (the
@@ -201,13 +292,4 @@ fn rate_release_due(due: &Value) -> bool {
         .duration_since(UNIX_EPOCH)
         .map_or(0.0, |d| d.as_micros() as f64);
     micros - now <= RATE_DUE_SOON.as_micros() as f64
-}
-
-/// A stored limit's value as the scripts read it (limits.rs): a broken one
-/// reads as 0.
-fn limit_value(raw: &[u8]) -> u64 {
-    std::str::from_utf8(raw)
-        .ok()
-        .and_then(|text| parse_stored(Some(text)))
-        .unwrap_or(0)
 }

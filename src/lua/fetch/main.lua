@@ -11,7 +11,7 @@ return function(KEYS, ARGV)
   lookahead = tonumber(ARGV[3])
   local acks = tonumber(ARGV[4])
   local handed = ARGV[5]
-  local first_ack = 10
+  local first_ack = 11
   local first_queue = first_ack + 3 * acks
   written = watch and {} or NONE
   moved = watch and {} or NONE

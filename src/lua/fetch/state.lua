@@ -43,9 +43,9 @@
 --                          rate holds something back, {1 or 0, opens in,
 --                          opens at}.
 -- ARGV[3]     how many jobs the fetch may set aside at most (>= 1)
--- ARGV[4]     n, the number of acknowledgements that follow ARGV[9]
--- ARGV[5..9]  what a hand-over left to decide (see src/capsule/hand_over/),
---             else '', NO, '', '', '': the name of the queue it took from;
+-- ARGV[4]     n, the number of acknowledgements that follow ARGV[10]
+-- ARGV[5..10] what a hand-over left to decide (see src/capsule/hand_over/),
+--             else '', NO, '', '', '', NO: the name of the queue it took from;
 --             YES if its acknowledgement freed a slot of that queue (which
 --             counts as freed here, while the capsule's heartbeat key
 --             exists), else NO; the job it moved into the capsule's
@@ -53,7 +53,13 @@
 --             it acknowledged if that carries job limits, whose slots count
 --             as freed too (on the same terms: its run ends, and its limits
 --             leave the capsule's set of run limits), else ''; the job limit id
---             whose parked jobs it moved the job from, else '' (its queue)
+--             whose parked jobs it moved the job from, else '' (its queue);
+--             YES if it was a keyed hand-over's second round trip, else NO:
+--             then each job limit of ARGV[7]'s job has a slot booked for it
+--             (an entry pushed on its busy list, which counts as freed
+--             here, on the terms of ARGV[6]), and ARGV[8]'s job is one whose
+--             slots it freed itself (their parked jobs are left to send:
+--             no run ended)
 -- then n triples: queue name, job, SHA1 of the job (hex)
 -- then        queue names, in Sidekiq's order for this fetch (no "queue:" prefix)
 -- Returns nil if it took and set aside nothing and no rate holds anything

@@ -11,7 +11,8 @@ local MODE_ARM = 't'
 local REAP_DEAD = '0'
 local REAP_CLEAN = '1'
 local REAP_UNREGISTERED = 'o'
--- A yes-or-no argument: the fetch's ARGV[6] (the hand-over passed a slot),
+-- A yes-or-no argument: the fetch's ARGV[6] (the hand-over passed a slot)
+-- and ARGV[10] (a keyed hand-over booked slots),
 -- waiting.lua's ARGV[2] (with each queue's oldest payloads).
 local YES = '1'
 local NO = '0'

@@ -1,0 +1,250 @@
+//! A keyed hand-over's second round trip: the moved job's limits booked
+//! optimistically, with the reads that prove each booking within its limit
+//! (see the module's documentation), and, where the first round trip left
+//! it, the acknowledgement with its job's slots freed:
+//!
+//! ```text
+//! LREM   job-busy 1 <uuid>  (one a limit of the acknowledged job, if left)
+//! LREM   in-progress 1 <finished job>   the acknowledgement, if left
+//! RPUSH  job-busy <uuid>    (one a limit of the moved job): its count after
+//! MGET   job-limit job-back-off...      each such limit's stored value and
+//!                                       back-off
+//! EXISTS parked...          every limit above: whether any has parked jobs
+//! ```
+
+use std::ops::Range;
+
+use redis::Value;
+
+use super::values::{count, stored_limit};
+use crate::carried::CarriedLimit;
+use crate::keys;
+use crate::script::fetch::Handed;
+
+/// A keyed hand-over's second round trip, as built.
+pub(super) struct Keyed {
+    /// The job the first round trip moved.
+    pub(super) job: Vec<u8>,
+    /// Its job limits, each booked by an `RPUSH`.
+    booked: Vec<CarriedLimit>,
+    /// The acknowledged job, if its acknowledgement rides here.
+    acked: Option<Vec<u8>>,
+    /// What the first round trip read of the queue: whether another job
+    /// may be eligible, whether it holds another.
+    pub(super) more: bool,
+    pub(super) queued: bool,
+    layout: Layout,
+}
+
+/// Where each read reply is (see pipeline.rs's).
+struct Layout {
+    replies: usize,
+    acked: Option<usize>,
+    pushed: Range<usize>,
+    values: Option<usize>,
+    parked: Option<usize>,
+}
+
+/// The moved job `job` and its limits `booked`, the acknowledged job and
+/// its limits if its acknowledgement rides here, and the first round trip's
+/// `more` and `queued`.
+pub(super) struct Booking<'a> {
+    pub(super) job: Vec<u8>,
+    pub(super) booked: Vec<CarriedLimit>,
+    pub(super) acked: Option<(&'a [u8], &'a [CarriedLimit])>,
+    pub(super) more: bool,
+    pub(super) queued: bool,
+}
+
+impl Keyed {
+    /// The second round trip of a hand-over from `queue` for `booking`,
+    /// encoded, and its state.
+    pub(super) fn build(queue: &str, uuid: &str, booking: Booking) -> (Keyed, Vec<u8>) {
+        let in_progress = keys::in_progress(uuid, queue);
+        let mut pipe = redis::pipe();
+        let mut n = 0;
+        let freed = booking.acked.map_or(&[][..], |(_, limits)| limits);
+        // Its slots before its job: while the job is in the in-progress
+        // list, a reaper finds them by it (reap.lua).
+        for limit in freed {
+            pipe.cmd("LREM")
+                .arg(keys::job_busy(&limit.id))
+                .arg(1)
+                .arg(uuid);
+            n += 1;
+        }
+        let acked = booking.acked.map(|(job, _)| {
+            pipe.cmd("LREM").arg(&in_progress).arg(1).arg(job);
+            n += 1;
+            n - 1
+        });
+        for limit in &booking.booked {
+            pipe.cmd("RPUSH").arg(keys::job_busy(&limit.id)).arg(uuid);
+        }
+        let pushed = n..n + booking.booked.len();
+        n = pushed.end;
+        let values = (!booking.booked.is_empty()).then(|| {
+            let mget = pipe.cmd("MGET");
+            for limit in &booking.booked {
+                mget.arg(keys::job_limit(&limit.id))
+                    .arg(keys::job_back_off(&limit.id));
+            }
+            n += 1;
+            n - 1
+        });
+        let parked = (!booking.booked.is_empty() || !freed.is_empty()).then(|| {
+            let exists = pipe.cmd("EXISTS");
+            for limit in booking.booked.iter().chain(freed) {
+                exists.arg(keys::parked(&limit.id));
+            }
+            n += 1;
+            n - 1
+        });
+        let keyed = Keyed {
+            job: booking.job,
+            booked: booking.booked,
+            acked: booking.acked.map(|(job, _)| job.to_vec()),
+            more: booking.more,
+            queued: booking.queued,
+            layout: Layout {
+                replies: n,
+                acked,
+                pushed,
+                values,
+                parked,
+            },
+        };
+        (keyed, pipe.get_packed_pipeline())
+    }
+
+    /// How many replies its pipeline gets.
+    pub(super) fn replies(&self) -> usize {
+        self.layout.replies
+    }
+
+    fn read<'a>(&self, replies: &'a Value) -> Option<&'a [Value]> {
+        match replies {
+            Value::Array(all) if all.len() == self.layout.replies => Some(all),
+            _ => None,
+        }
+    }
+
+    /// Whether the replies say the job may start: the acknowledgement (if
+    /// here) found its job, each booking counts no more than its limit (the
+    /// stored one, else the declared concurrency), no limit backs off, and
+    /// none of them has parked jobs (the moved job's would be overtaken,
+    /// the acknowledged job's are the script's to send).
+    pub(super) fn taken(&self, replies: &Value) -> bool {
+        let at = &self.layout;
+        let Some(replies) = self.read(replies) else {
+            return false;
+        };
+        if at.acked.is_some_and(|i| replies[i] != Value::Int(1)) {
+            return false;
+        }
+        if at.parked.is_some_and(|i| replies[i] != Value::Int(0)) {
+            return false;
+        }
+        let values = match at.values.map(|i| &replies[i]) {
+            Some(Value::Array(values)) if values.len() == 2 * self.booked.len() => values,
+            None => return true,
+            _ => return false,
+        };
+        let pushed = &replies[at.pushed.clone()];
+        self.booked
+            .iter()
+            .zip(values.chunks(2))
+            .zip(pushed)
+            .all(|((limit, values), pushed)| {
+                let (Value::Int(n), Some(stored), Value::Nil) =
+                    (pushed, stored_limit(&values[0]), &values[1])
+                else {
+                    return false;
+                };
+                count(*n) <= stored.unwrap_or(limit.concurrency)
+            })
+    }
+
+    /// What the script is left to decide (lua/fetch/state.lua's ARGV[10]):
+    /// the slots booked count as freed, and the acknowledged job's send
+    /// their parked jobs. Unless a booking was refused: then nothing says
+    /// which were made, and the capsule's next reconciliation counts them.
+    pub(super) fn handed(self, queue: String, replies: &Value) -> Handed {
+        let at = &self.layout;
+        let replies = self.read(replies).unwrap_or(&[]);
+        let reply = |i: usize| replies.get(i).unwrap_or(&Value::Nil);
+        let booked = replies.len() == at.replies
+            && replies[at.pushed.clone()]
+                .iter()
+                .all(|r| matches!(r, Value::Int(_)));
+        Handed {
+            queue,
+            slot_passed: at.acked.map_or(true, |i| *reply(i) == Value::Int(1)),
+            job: Some(self.job),
+            acked: self.acked.filter(|_| booked),
+            from_limit: None,
+            keyed: booked,
+            acks_ride: false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The commands' names in a packed pipeline whose arguments hold no
+    /// line break.
+    fn names(packed: &[u8]) -> Vec<String> {
+        let text = std::str::from_utf8(packed).unwrap_or_default();
+        let mut lines = text.split("\r\n");
+        let mut names = vec![];
+        while let Some(count) = lines.next().and_then(|l| l.strip_prefix('*')) {
+            let args: usize = count.parse().unwrap_or(0);
+            let mut words = (0..args).filter_map(|_| lines.nth(1));
+            names.extend(words.next().map(str::to_owned));
+            words.for_each(drop);
+        }
+        names
+    }
+
+    fn limits(n: usize) -> Vec<CarriedLimit> {
+        (0..n)
+            .map(|i| CarriedLimit {
+                id: format!("key:K#{i}"),
+                concurrency: 1,
+            })
+            .collect()
+    }
+
+    /// The finished job's slots are freed before its acknowledgement (while
+    /// it is in progress, a reap finds them by it), and every read reply is
+    /// where the layout says.
+    #[test]
+    fn the_slots_go_before_the_acknowledgement_and_the_layout_points_at_its_commands() {
+        let acked_limits = limits(2);
+        for (acked, booked) in [(true, 1), (true, 0), (false, 2), (true, 3)] {
+            let booking = Booking {
+                job: b"{}".to_vec(),
+                booked: limits(booked),
+                acked: acked.then_some((&b"{\"a\":1}"[..], &acked_limits[..])),
+                more: false,
+                queued: true,
+            };
+            let (keyed, packed) = Keyed::build("q", "u", booking);
+            let sent = names(&packed);
+            let at = &keyed.layout;
+            assert_eq!(sent.len(), at.replies, "{sent:?}");
+            let freed = if acked { acked_limits.len() } else { 0 };
+            assert!(sent[..freed].iter().all(|c| c == "LREM"));
+            assert_eq!(at.acked, acked.then_some(freed));
+            assert!(sent[at.pushed.clone()].iter().all(|c| c == "RPUSH"));
+            assert_eq!(at.pushed.len(), booked);
+            assert_eq!(
+                at.values.map(|i| sent[i].as_str()),
+                (booked > 0).then_some("MGET")
+            );
+            assert_eq!(at.parked.map(|i| sent[i].as_str()), Some("EXISTS"));
+        }
+    }
+}
