@@ -471,6 +471,7 @@ fn a_rates_timed_release() {
             "lmove",
             "sadd",
             "rpush",
+            "lrem",
         ],
         || rate_opened("rate-back", 1, 1, Some(&ahead)),
     ));

@@ -60,11 +60,12 @@ local function release_opened(may_release, first_queue)
     local queues, _, _, job = release(id, nil, nil, freed_limits[id], nil, not held_in and take_first or nil)
     for _, queue in ipairs(queues) do wrote(queue) end
     if job then
-      held_in = job_queue(job)
+      held_in = job
+      local name = job_queue(job)
       if held == NONE then held = {} end
-      local waiting = held[held_in] or {}
+      local waiting = held[name] or {}
       waiting[#waiting + 1] = job
-      held[held_in] = waiting
+      held[name] = waiting
     end
   end
   local following = redis.call('ZRANGE', RATE_PARKED_KEY, 0, 0, 'WITHSCORES')

@@ -7,16 +7,19 @@
 
 -- Pushes the held jobs this fetch did not take to the front of their
 -- queues, as release would have: the last held goes first. A window's job
--- (held_in) moves from the in-progress list, whose first it still is (only
--- a take of its queue, which takes it first, writes there after it), in
--- one command.
+-- (held_in) comes out of the in-progress list first (a user denied the
+-- push stops before: see may_send).
 local function push_held()
   for name, jobs in pairs(held) do
     if #jobs > 0 then
       local queue = queue_key(name)
-      local last = held_in == name and #jobs - 1 or #jobs
-      for i = 1, last do redis.call('RPUSH', queue, jobs[i]) end
-      if last < #jobs then redis.call('LMOVE', in_progress_key(uuid, name), queue, 'LEFT', 'RIGHT') end
+      for _, job in ipairs(jobs) do
+        if job == held_in then
+          may_send('RPUSH', queue, 'job')
+          redis.call('LREM', in_progress_key(uuid, name), 1, job)
+        end
+        redis.call('RPUSH', queue, job)
+      end
       wrote(queue)
     end
     held[name] = nil

@@ -118,8 +118,8 @@ local discarded_from
 local fair_freed
 -- The job taken was held: a parked job sent back by this call.
 local took_held
--- The queue whose last held job a window let go is in the capsule's
--- in-progress list already, first (lua/fetch/rates.lua), or nil.
+-- The held job a window let go, in the capsule's in-progress list already
+-- (lua/fetch/rates.lua), or nil.
 local held_in
 -- This call's release_opened emptied RATE_PARKED_KEY (done looks again).
 local rate_emptied

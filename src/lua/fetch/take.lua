@@ -39,28 +39,39 @@ local function moved_from(name, queue)
   end
 end
 
+-- Takes the job a window let go (held_in), in the in-progress list
+-- `inprogress` already (lua/fetch/rates.lua): first there, unless a job
+-- taken after it still is (a discarded one stays until the call ends);
+-- then moved first, as a take puts it (a user denied the push stops before
+-- the move: see may_send); in a fair queue, carrying its share.
+local function take_window_job(job, name, inprogress)
+  held_in = nil
+  local shared = fair_queued(job, name)
+  if shared ~= job or redis.call('LINDEX', inprogress, 0) ~= job then
+    may_send('LPUSH', inprogress, 'job')
+    redis.call('LREM', inprogress, 1, job)
+    redis.call('LPUSH', inprogress, shared)
+  end
+  return shared
+end
+
 -- The job at the front of queue `name`, moved into the capsule's
 -- in-progress list `inprogress`: the last job held for it (already there
--- if a window let it go: held_in), else its queue's own (whose key is
--- then written); in a fair queue, carrying its share (fair_queued).
+-- if a window let it go: take_window_job), else its queue's own (whose key
+-- is then written); in a fair queue, carrying its share (fair_queued).
 local function take(name, queue, inprogress)
   local waiting = held[name]
-  local job
   if waiting and #waiting > 0 then
     took_held = true
-    job = table.remove(waiting)
-    if held_in ~= name then
-      job = fair_queued(job, name)
-      redis.call('LPUSH', inprogress, job)
-      return job
-    end
-    -- A window's job, in the list already (lua/fetch/rates.lua).
-    held_in = nil
-  else
-    job = redis.call('LMOVE', queue, inprogress, 'RIGHT', 'LEFT')
-    if not job then return nil end
-    moved_from(name, queue)
+    local job = table.remove(waiting)
+    if job == held_in then return take_window_job(job, name, inprogress) end
+    job = fair_queued(job, name)
+    redis.call('LPUSH', inprogress, job)
+    return job
   end
+  local job = redis.call('LMOVE', queue, inprogress, 'RIGHT', 'LEFT')
+  if not job then return nil end
+  moved_from(name, queue)
   local shared = fair_queued(job, name)
   if shared ~= job then
     -- In its place, first: the commands the documented ACL allows (no LSET).
