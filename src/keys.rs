@@ -291,6 +291,14 @@ pub const RATE_PARKED: &str = "sidekiq:limit_fetch:rate_parked";
 /// scripts that change it, for a hand-over's `MGET` (capsule/hand_over/).
 pub const RATE_DUE: &str = "sidekiq:limit_fetch:rate_due";
 
+/// A time (microseconds of Redis's clock, as text) no limit in
+/// [`RATE_PARKED`] opens before, absent with it: what the doorbell's arming
+/// reads to ring as a window opens, in place of [`RATE_PARKED`] itself. The
+/// scripts write it only when the first opening moves earlier than it says
+/// (or appears): a window that opens, and its limit that waits for the
+/// next, ring no sleeping fetcher.
+pub const RATE_WAKE: &str = "sidekiq:limit_fetch:rate_wake";
+
 /// How many back-offs each job limit had, by id.
 pub const BACK_OFFS: &str = "sidekiq:limit_fetch:back_offs";
 

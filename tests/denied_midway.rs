@@ -403,37 +403,78 @@ fn a_hand_overs_job_parked_by_the_fetch() {
     assert_all_ok(&table);
 }
 
+/// `n` jobs of a queue parked behind a rate of `per_window` starts a
+/// minute, whose window has opened; the fetch asks for that queue, after
+/// `ahead` (a queue holding a plain job, which it then takes) if given.
+fn rate_opened(label: &str, n: usize, per_window: usize, ahead: Option<&str>) -> Scene {
+    let (q, k, uuid) = (queue(label), id(label), fresh_uuid());
+    let rule = format!(r#""rate":[{per_window},60]"#);
+    let parked: Vec<String> = (1..=n)
+        .map(|i| job(&q, &format!("{label}-parked{i}"), Some((&k, &rule))))
+        .collect();
+    let mut conn = redis();
+    lpush(&keys::parked(&k), &parked);
+    let _: () = conn.sadd(keys::LIMITS_WITH_PARKED, &k).unwrap();
+    let _: () = conn.zadd(keys::RATE_PARKED, &k, 1).unwrap();
+    let mut queues = vec![q.as_str()];
+    if let Some(other) = ahead {
+        let _: () = conn
+            .lpush(
+                keys::queue(other),
+                job(other, &format!("{label}-ahead"), None),
+            )
+            .unwrap();
+        queues.insert(0, other);
+    }
+    let mut s = scene("fetch", &q, &uuid, fetch_args(&uuid, &[], &queues));
+    s.jids = parked.iter().map(|j| jid_of(j)).collect();
+    s.limits = vec![k];
+    s
+}
+
+/// The job a window lets go moves from its parked list into the capsule's
+/// in-progress list in one command, its first write: taken there, or (not
+/// taken) moved on to the front of its queue in one command as the call
+/// ends; more than one sent back go to their queue (checked first).
 #[test]
 fn a_rates_timed_release() {
-    let table = rows(
-        "fetch: release_opened",
+    let writes = [
+        "zrem",
+        "zremrangebyscore",
+        "srem",
+        "incrby",
+        "pexpire",
+        "rpush",
+        "del",
+        "lmove",
+        "zadd",
+        "decr",
+        "sadd",
+    ];
+    let mut table = rows("fetch: release_opened, taken", &writes, || {
+        rate_opened("rate", 1, 1, None)
+    });
+    let mut more = writes.to_vec();
+    more.push("rpop");
+    table.extend(rows("fetch: release_opened, two", &more, || {
+        rate_opened("rate2", 2, 2, None)
+    }));
+    let ahead = queue("rate-ahead");
+    table.extend(rows(
+        "fetch: release_opened, not taken",
         &[
             "zrem",
             "zremrangebyscore",
-            "rpop",
             "srem",
             "incrby",
             "pexpire",
-            "rpush",
-            "del",
             "lmove",
-            "zadd",
-            "decr",
             "sadd",
+            "rpush",
+            "lrem",
         ],
-        || {
-            let (q, k, uuid) = (queue("rate"), id("rate"), fresh_uuid());
-            let parked = job(&q, "rate-parked", Some((&k, r#""rate":[1,60]"#)));
-            let mut conn = redis();
-            let _: () = conn.lpush(keys::parked(&k), &parked).unwrap();
-            let _: () = conn.sadd(keys::LIMITS_WITH_PARKED, &k).unwrap();
-            let _: () = conn.zadd(keys::RATE_PARKED, &k, 1).unwrap();
-            let mut s = scene("fetch", &q, &uuid, fetch_args(&uuid, &[], &[&q]));
-            s.jids = vec![jid_of(&parked)];
-            s.limits = vec![k];
-            s
-        },
-    );
+        || rate_opened("rate-back", 1, 1, Some(&ahead)),
+    ));
     assert_all_ok(&table);
 }
 

@@ -15,14 +15,16 @@ mod support;
 use support::{eval_after_prelude, redis};
 
 /// Arrivals per sequence, and sequences.
-const ARRIVALS: usize = 400;
-const SEQUENCES: u64 = 48;
+const ARRIVALS: usize = 1_500;
+const SEQUENCES: u64 = 40;
+/// rates.lua's: a set counted this many is pruned.
+const PRUNE_EVERY: u64 = 128;
 /// Redis's clock in microseconds, about now.
 const EPOCH: u64 = 1_764_000_000_000_000;
 
 /// Each arrival a call: `new_call`, its clock set, the window read (pruned
 /// first for every `exact_every`-th, 0: never) and, with room, a start
-/// recorded. Returns per arrival {room, opens or 0}.
+/// recorded. Returns per arrival {room, opens or 0, starts in the set}.
 const SIMULATE: &str = r"
 local starts, rate, exact_every = KEYS[1], {tonumber(ARGV[1]), tonumber(ARGV[2])}, tonumber(ARGV[3])
 local out = {}
@@ -33,6 +35,7 @@ for i = 4, #ARGV do
   if room > 0 then record_start(starts, rate, 'who') end
   out[#out + 1] = room
   out[#out + 1] = opens or 0
+  out[#out + 1] = redis.call('ZCARD', starts)
 end
 return out
 ";
@@ -59,8 +62,9 @@ fn counting(started: &[u64], t: u64, period: u64) -> usize {
 }
 
 /// The next arrival after `last`: bursts, gaps of a fraction of the
-/// period, the moment a start leaves the window (and the microsecond
-/// before), and long pauses.
+/// period (of about a limit's share of it, for a large limit), the moment
+/// a start leaves the window (and the microsecond before), and long
+/// pauses.
 fn next_arrival(random: &mut Random, last: u64, started: &[u64], limit: u64, period: u64) -> u64 {
     let leaves = |back: usize| {
         let n = started.len();
@@ -68,9 +72,10 @@ fn next_arrival(random: &mut Random, last: u64, started: &[u64], limit: u64, per
     };
     let at = match random.below(10) {
         0..=3 => last + 1 + random.below(1_000),
-        4..=6 => last + 1 + random.below(period),
         7 => leaves(limit as usize).unwrap_or(last + 1),
         8 => leaves(limit as usize).map_or(last + 1, |t| t - 1),
+        _ if limit > 6 => last + 1 + random.below(period / limit),
+        4..=6 => last + 1 + random.below(period),
         _ => last + period + random.below(2 * period),
     };
     at.max(last + 1)
@@ -78,7 +83,12 @@ fn next_arrival(random: &mut Random, last: u64, started: &[u64], limit: u64, per
 
 fn simulate(seed: u64) {
     let mut random = Random(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
-    let limit = 1 + random.below(6);
+    // Small limits, and some larger than the set's count between two
+    // prunes (rates.lua's PRUNE_EVERY).
+    let limit = match random.below(4) {
+        0 => 129 + random.below(300),
+        _ => 1 + random.below(6),
+    };
     let period = 100_000 + random.below(900_000);
     let exact_every = [0, 3, 7][random.below(3) as usize];
     let key = format!(
@@ -105,8 +115,10 @@ fn simulate(seed: u64) {
     let out: Vec<i64> = eval_after_prelude(SIMULATE, &[&key], &args);
     let case = format!("seed {seed}: {limit} per {period} µs, exact every {exact_every}");
     let mut started = Vec::new();
-    for (i, (&t, reply)) in arrivals.iter().zip(out.chunks(2)).enumerate() {
-        let (room, opens) = (reply[0] as u64, reply[1] as u64);
+    let mut full = 0;
+    let mut kept: Vec<u64> = Vec::new();
+    for (i, (&t, reply)) in arrivals.iter().zip(out.chunks(3)).enumerate() {
+        let (room, opens, held) = (reply[0] as u64, reply[1] as u64, reply[2] as u64);
         let before = counting(&started, t, period) as u64;
         let exact = exact_every > 0 && (i + 4) % exact_every as usize == 0;
         assert_eq!(
@@ -129,10 +141,23 @@ fn simulate(seed: u64) {
         if room > 0 {
             started.push(t);
         } else {
+            full += 1;
             // The oldest of the `limit` newest starts leaves the window then.
             let oldest = started[started.len() - limit as usize];
             assert_eq!(opens, oldest + period, "{case}: the opening at {i}");
         }
+        // Starts past their window are kept until the count reaches the
+        // limit or a multiple of PRUNE_EVERY (a large limit's set holds at
+        // most that many more than its window did then), or a release.
+        let n = kept.len() as u64;
+        if exact || n >= limit || (n > 0 && n % PRUNE_EVERY == 0) {
+            kept.retain(|&s| s + period > t);
+        }
+        if room > 0 {
+            kept.push(t);
+        }
+        assert_eq!(held, kept.len() as u64, "{case}: starts kept at {i}");
+        assert!(held <= limit, "{case}: {held} starts kept at {i}");
     }
     assert_eq!(started, model, "{case}");
     for (i, later) in started.iter().enumerate().skip(limit as usize) {
@@ -142,7 +167,7 @@ fn simulate(seed: u64) {
             limit + 1
         );
     }
-    assert!(started.len() as u64 > limit, "{case}: the window filled");
+    assert!(full > 0, "{case}: the window filled");
     let _: () = redis::cmd("DEL").arg(&key).query(&mut redis()).unwrap();
 }
 

@@ -27,6 +27,8 @@ pub(crate) struct DirectLook {
     acks: Vec<Ack>,
     /// Shared hold on the gate until the reply is settled (see `Inner::gate`).
     gate: Option<OwnedRwLockReadGuard<()>>,
+    /// A timeout from its first request's sending (its reply's "opens in"
+    /// counts from about then: see `Capsule::ring_as_rates_open`).
     deadline: Instant,
     /// How the script was called: with its library loaded first after
     /// Redis had lost it.
@@ -201,7 +203,12 @@ impl DirectLook {
                 },
                 None => {
                     self.give_back(flight);
-                    let look = Look::from_value(value);
+                    // Sent again (its library loaded, a hand-over's
+                    // decision), the script ran a round trip later than
+                    // that: its "opens in" then rings as early, and the look
+                    // it wakes learns the rest.
+                    let sent = self.deadline.checked_sub(self.inner.timeout);
+                    let look = Look::from_value(value).map(|look| look.sent_at(sent));
                     if let Ok(look) = &look {
                         hand_over::note(self.inner.id, self.generation, look);
                     }

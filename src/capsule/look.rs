@@ -12,6 +12,17 @@ use crate::runtime::{spawn, Pending};
 use crate::script::fetch::{Look, Mode};
 use crate::{Error, Interrupt, Result};
 
+/// The most a script's request may take to reach Redis and start (see
+/// `Capsule::ring_as_rates_open`).
+const REQUEST_SLACK: std::time::Duration = std::time::Duration::from_millis(1);
+
+/// The moment a reply taken at `now` counts its "opens in" from: its
+/// request's sending (if known) plus [`REQUEST_SLACK`], where that is
+/// earlier.
+fn counted_from(now: std::time::Instant, sent: Option<std::time::Instant>) -> std::time::Instant {
+    sent.map_or(now, |sent| now.min(sent + REQUEST_SLACK))
+}
+
 /// A look under way: on the runtime's connection, or on the thread's own.
 pub(crate) enum LookPending {
     Task(Pending<Look>),
@@ -57,11 +68,17 @@ impl Capsule {
 
     /// Sets the doorbell to ring when a rate may let go what `look` found
     /// it holding back: nothing else would wake a fetcher then.
+    ///
+    /// "Opens in" counts from when the script ran: soon after its request
+    /// went, while its reply may be taken much later (a thread run late, on
+    /// a loaded machine), which would ring late. From the request's sending
+    /// then, plus [`REQUEST_SLACK`] for its way there, where that is
+    /// earlier: a ring early by more, which looks before the window opens,
+    /// learns the rest and rings again.
     pub(crate) fn ring_as_rates_open(&self, look: &Look) {
         if let Some(after) = look.opens_in {
-            self.inner
-                .doorbell
-                .ring_at(std::time::Instant::now() + after);
+            let from = counted_from(std::time::Instant::now(), look.sent);
+            self.inner.doorbell.ring_at(from + after, look.opens_at);
         }
     }
 
@@ -156,5 +173,24 @@ impl Inner {
                 .await;
         }
         self.settle(acks, reply)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{counted_from, REQUEST_SLACK};
+    use std::time::{Duration, Instant};
+
+    /// A reply taken long after its request counts from the request (and
+    /// its way there), not from when it was taken; one taken at once, from
+    /// when it was taken; one of unknown sending, likewise.
+    #[test]
+    fn opens_in_counts_from_the_request_not_a_late_reply() {
+        let sent = Instant::now();
+        let late = sent + Duration::from_millis(60);
+        assert_eq!(counted_from(late, Some(sent)), sent + REQUEST_SLACK);
+        let soon = sent + Duration::from_micros(300);
+        assert_eq!(counted_from(soon, Some(sent)), soon);
+        assert_eq!(counted_from(late, None), late);
     }
 }

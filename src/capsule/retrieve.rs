@@ -171,8 +171,12 @@ impl Fetch {
     /// changed since one that found nothing.
     fn begin(&mut self) -> Result<()> {
         let ticket = self.bell_ticket();
+        // A window that opened since the last look is looked at by the next
+        // to start, this one (see Doorbell::ring_at).
+        let due = self.capsule.doorbell().look_due();
         // Pending acknowledgements change what is eligible, and ride on a look.
-        let unchanged = self.may_skip
+        let unchanged = !due
+            && self.may_skip
             && ticket.is_some_and(|t| {
                 self.capsule.doorbell().known_empty(t, self.set()) && !self.capsule.owes_acks()
             });

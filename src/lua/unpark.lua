@@ -10,9 +10,9 @@
 -- queue's jobs from the right): within a call and from one call to the
 -- next, the oldest ends up first in line, ahead of what the queue held.
 -- The call that finds the list empty forgets the limit's parking: its place
--- in LIMITS_WITH_PARKED_KEY and RATE_PARKED_KEY (and RATE_DUE_KEY after it), and its
--- count of jobs released for its rate and not started, which would hold
--- back a later release of the gem.
+-- in LIMITS_WITH_PARKED_KEY and RATE_PARKED_KEY (and RATE_DUE_KEY and
+-- RATE_WAKE_KEY after it), and its count of jobs released for its rate and
+-- not started, which would hold back a later release of the gem.
 --
 -- ARGV[1]  the job limit's id
 -- ARGV[2]  how many jobs to move at most (> 0)

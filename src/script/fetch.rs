@@ -1,7 +1,7 @@
 //! The fetch script's protocol, the Rust side of the contract at the head of lua/fetch/: its
 //! arguments, the modes the doorbell needs (ARGV[2]) and its reply.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use redis::{Cmd, Value};
 
@@ -60,6 +60,11 @@ pub(crate) struct Look {
     /// A rate holds something back that it may let go this much later: a
     /// fetcher with nothing else to do sleeps no longer than that.
     pub(crate) opens_in: Option<Duration>,
+    /// With `opens_in`, when (Redis's clock, microseconds): the same for
+    /// every look that saw the same window.
+    pub(crate) opens_at: Option<i64>,
+    /// When its request was sent, if known: the script ran soon after.
+    pub(crate) sent: Option<Instant>,
     /// The script took, parked or discarded a job, or sent parked jobs back.
     wrote: bool,
 }
@@ -94,6 +99,7 @@ type Reply = (
     Option<i64>,
     Option<i64>,
     Option<i64>,
+    Option<i64>,
 );
 
 /// A reply's "opens in" (microseconds, or nil) as a duration.
@@ -102,19 +108,34 @@ fn opens_in(micros: Option<i64>) -> Option<Duration> {
 }
 
 impl Look {
+    /// This look, its request sent at `sent`, if known.
+    pub(crate) fn sent_at(mut self, sent: Option<Instant>) -> Self {
+        self.sent = sent;
+        self
+    }
+
     /// The script's reply: `{queue or false, job or false, more, discarded,
-    /// process limited or rated, queued, opens in, parked}` (the last four
-    /// may be missing) or nil (see lua/fetch/state.lua).
+    /// process limited or rated, queued, opens in, parked, opens at}` (the
+    /// last five may be missing) or nil (see lua/fetch/state.lua).
     pub(crate) fn from_value(value: Value) -> Result<Self> {
         let value = match value {
-            Value::Array(mut items) if items.len() < 8 => {
-                items.resize(8, Value::Nil);
+            Value::Array(mut items) if items.len() < 9 => {
+                items.resize(9, Value::Nil);
                 Value::Array(items)
             }
             other => other,
         };
-        let Some((queue, job, more, discarded, left_to_script, queued, opens, was_parked)) =
-            decode::<Option<Reply>>(value)?
+        let Some((
+            queue,
+            job,
+            more,
+            discarded,
+            left_to_script,
+            queued,
+            opens,
+            was_parked,
+            opens_at,
+        )) = decode::<Option<Reply>>(value)?
         else {
             return Ok(Look::default());
         };
@@ -124,6 +145,8 @@ impl Look {
             was_parked: was_parked == Some(1),
             queued,
             opens_in: opens_in(opens),
+            opens_at: opens.and(opens_at),
+            sent: None,
             fetched,
             more: more == 1,
             discarded: discarded
@@ -302,6 +325,7 @@ impl FetchScript {
             conn.wrote_nothing();
         }
         let keys: &[&str] = &[];
+        let sent = Instant::now();
         let mut replies = self
             .script
             .call_after(&mut conn, &mode.before(), keys, &args[..])
@@ -312,17 +336,19 @@ impl FetchScript {
                 decode::<()>(reply)?;
             }
             // `more`: an eligible queue holds a job.
-            let (queued, opens) = match reply {
-                Value::Array(_) => decode::<(i64, Option<i64>)>(reply)?,
-                other => (decode::<Option<i64>>(other)?.unwrap_or(0), None),
+            let (queued, opens, opens_at) = match reply {
+                Value::Array(_) => decode::<(i64, Option<i64>, Option<i64>)>(reply)?,
+                other => (decode::<Option<i64>>(other)?.unwrap_or(0), None, None),
             };
             return Ok(Look {
                 more: queued == 1,
                 opens_in: opens_in(opens),
+                opens_at: opens.and(opens_at),
+                sent: Some(sent),
                 ..Look::default()
             });
         }
-        let look = Look::from_value(reply)?;
+        let look = Look::from_value(reply)?.sent_at(Some(sent));
         if look.wrote_nothing(acks) {
             conn.wrote_nothing();
         }

@@ -80,7 +80,9 @@ local function book(limits)
       if limit.fair then fair_note(limit, busy) end
     end
     local rate = job_rate(limit)
-    if rate and book_start(id, rate, uuid) then opens_at(now()) end
+    -- The reply says when more parked jobs may go: the fetcher that took
+    -- this one sets the doorbell to ring then.
+    if rate then opens_at(book_start(id, rate, uuid)) end
   end
 end
 

@@ -17,13 +17,13 @@ return function(KEYS, ARGV)
   moved = watch and {} or NONE
   full, parked_into, discarded, aside, rate_full, opens = NONE, NONE, NONE, 0, NONE, nil
   discarded_from, fair_freed = NONE, NONE
-  took_held, ended, classes_back_off = false, nil, false
+  took_held, ended, classes_back_off, rate_emptied, held_in = false, nil, false, false, nil
 
   acknowledge(acks, handed, first_ack, first_queue - 1)
 
   -- Before any job is taken: a job parked behind its rate goes first once
   -- its window opens.
-  release_opened(mode ~= MODE_ARM)
+  release_opened(mode ~= MODE_ARM, first_queue)
 
   if handed ~= '' then
     local reply = decide_handed(handed, first_queue)

@@ -1,31 +1,85 @@
 -- The fetch's rates: jobs parked behind a rate whose window has opened go
--- back first (release_opened).
--- Reads: freed_limits. Writes: opens, written (wrote), the prelude's
--- rate_parked_written.
+-- back first (release_opened), and the doorbell's arming learns when the
+-- next may (wake_at).
+-- Reads: argv, uuid, freed_limits. Writes: opens, held, held_in, written
+-- (wrote), rate_emptied, the prelude's rate_parked_written.
+
+-- Arming (no job taken): when the first parked limit may go, by
+-- RATE_WAKE_KEY, the key the doorbell then tracks, rather than
+-- RATE_PARKED_KEY, which every window's opening writes. A time past, which
+-- may be older than the first opening now (it moves later without a
+-- write), reads the set itself. Without RATE_WAKE_KEY, RATE_DUE_KEY: limits
+-- parked by an older version of the gem, which writes no RATE_WAKE_KEY,
+-- are found by their first opening (tracked, every opening rings, as it
+-- did then), until a look sets RATE_WAKE_KEY (release_opened).
+local function wake_at()
+  local wake = tonumber(redis.call('GET', RATE_WAKE_KEY) or redis.call('GET', RATE_DUE_KEY))
+  if not wake then return end
+  if wake > now() then return opens_at(wake) end
+  local first = redis.call('ZRANGE', RATE_PARKED_KEY, 0, 0, 'WITHSCORES')
+  if #first > 0 then opens_at(tonumber(first[2])) end
+end
+
+-- The in-progress list a job of queue `name` that a window let go goes
+-- into, if this fetch asks for that queue (ARGV from `first_queue`), else
+-- nil; the queue is noted among the capsule's first, for a reaper or a
+-- beat to find the list by (see lua/reap.lua).
+local function take_first_from(name, first_queue)
+  for i = first_queue, #argv do
+    if argv[i] == name then
+      redis.call('SADD', capsule_queues_key(uuid), name)
+      return in_progress_key(uuid, name)
+    end
+  end
+end
 
 -- Sends back the jobs parked behind a rate whose window has opened (the
 -- earliest first, at most RELEASE_AT_ONCE limits a call), and notes when
 -- the next opens. `may_release`: false to only note it (arming reads,
--- takes nothing).
+-- takes nothing). The first job sent back of a queue this fetch asks for
+-- (ARGV from `first_queue`) goes straight into the capsule's in-progress
+-- list, held for this fetch (held_in): taken, it never enters its queue,
+-- whose write would wake every idle fetcher for a job already taken; not
+-- taken, it goes to the front of its queue as the call ends (push_held).
+-- The others go to their queues at once: they wake the fetchers that take
+-- them.
 local RELEASE_AT_ONCE = 100
-local function release_opened(may_release)
+local function release_opened(may_release, first_queue)
+  if not may_release then return wake_at() end
   local first = redis.call('ZRANGE', RATE_PARKED_KEY, 0, 0, 'WITHSCORES')
   if #first == 0 then return end
   local at = tonumber(first[2])
-  if not may_release or at > now() then return opens_at(at) end
+  if at > now() then return opens_at(at) end
   local ids = redis.call('ZRANGE', RATE_PARKED_KEY, '-inf', now(), 'BYSCORE', 'LIMIT', 0, RELEASE_AT_ONCE)
   redis.call('ZREM', RATE_PARKED_KEY, unpack(ids))
   rate_parked_written = true
+  local take_first = function(name) return take_first_from(name, first_queue) end
   for _, id in ipairs(ids) do
     -- Slots this call's acknowledgements freed count as free: no later
     -- acknowledgement will send these jobs back for them.
-    for _, queue in ipairs(release(id, nil, nil, freed_limits[id])) do wrote(queue) end
+    local queues, _, _, job = release(id, nil, nil, freed_limits[id], nil, not held_in and take_first or nil)
+    for _, queue in ipairs(queues) do wrote(queue) end
+    if job then
+      held_in = job
+      local name = job_queue(job)
+      if held == NONE then held = {} end
+      local waiting = held[name] or {}
+      waiting[#waiting + 1] = job
+      held[name] = waiting
+    end
   end
   local following = redis.call('ZRANGE', RATE_PARKED_KEY, 0, 0, 'WITHSCORES')
   if #following > 0 then
+    -- Later than RATE_WAKE_KEY says: that stays (see sync_rate_due); set
+    -- only where none was (limits parked by an older version: see wake_at),
+    -- which NX writes, and rings, only then.
     redis.call('SET', RATE_DUE_KEY, following[2])
+    redis.call('SET', RATE_WAKE_KEY, following[2], 'NX')
     opens_at(tonumber(following[2]))
   else
+    -- A start of these jobs may park their limit again, in this call: the
+    -- set is looked at again as it ends (done).
     redis.call('DEL', RATE_DUE_KEY)
+    rate_emptied = true
   end
 end

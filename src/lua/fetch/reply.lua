@@ -1,21 +1,30 @@
 -- The end of a call: the writes left to its end (held jobs pushed, slots
 -- freed, limits leaving the parked set and the capsule's set, discarded
 -- jobs removed; push_held, done), and the reply without a job (none).
--- Reads: uuid, watch, freed, freed_limits, fair_freed, held, parked_into, ended,
--- discarded_from, discarded, aside, opens, written, the prelude's emptied
--- and rate_parked_written. Writes: held (each queue's jobs cleared), written.
+-- Reads: uuid, watch, freed, freed_limits, fair_freed, held, held_in, parked_into, ended,
+-- discarded_from, discarded, aside, opens, written, rate_emptied, the
+-- prelude's emptied and rate_parked_written. Writes: held (each queue's jobs cleared), held_in, written.
 
 -- Pushes the held jobs this fetch did not take to the front of their
--- queues, as release would have: the last held goes first.
+-- queues, as release would have: the last held goes first. A window's job
+-- (held_in) comes out of the in-progress list first (a user denied the
+-- push stops before: see may_send).
 local function push_held()
   for name, jobs in pairs(held) do
     if #jobs > 0 then
       local queue = queue_key(name)
-      for _, job in ipairs(jobs) do redis.call('RPUSH', queue, job) end
+      for _, job in ipairs(jobs) do
+        if job == held_in then
+          may_send('RPUSH', queue, 'job')
+          redis.call('LREM', in_progress_key(uuid, name), 1, job)
+        end
+        redis.call('RPUSH', queue, job)
+      end
       wrote(queue)
     end
     held[name] = nil
   end
+  held_in = nil
 end
 
 local function done(reply)
@@ -49,10 +58,9 @@ local function done(reply)
       wrote(busy)
     end
   end
-  if rate_parked_written then
-    wrote(RATE_PARKED_KEY)
-    wrote(RATE_DUE_KEY)
-  end
+  -- The doorbell tracks RATE_WAKE_KEY alone of them (lua/fetch/rates.lua).
+  if rate_emptied and redis.call('EXISTS', RATE_PARKED_KEY) == 0 then redis.call('DEL', RATE_WAKE_KEY) end
+  if rate_parked_written then wrote(RATE_WAKE_KEY) end
   -- The last writes: until the reply carries their payloads, discarded jobs
   -- stay where a refused write (the ACL changed under a running process)
   -- leaves them to be fetched again.
@@ -66,7 +74,7 @@ end
 -- The reply without a job: nil when there is nothing to say (and nothing
 -- was written: a reply says the script wrote, see script/fetch.rs).
 local function none(more)
-  if opens then return done({false, false, more, discarded, false, false, opens_in()}) end
+  if opens then return done({false, false, more, discarded, false, false, opens_in(), false, opens}) end
   if more == 0 and discarded == NONE and aside == 0 and not rate_parked_written then return done(nil) end
   return done({false, false, more, discarded})
 end

@@ -40,7 +40,8 @@
 --                          (a pause's TTL running out deletes its key,
 --                          which Redis reports too). Returns 1 if an
 --                          eligible queue holds a job, else nil; or, when a
---                          rate holds something back, {1 or 0, opens in}.
+--                          rate holds something back, {1 or 0, opens in,
+--                          opens at}.
 -- ARGV[3]     how many jobs the fetch may set aside at most (>= 1)
 -- ARGV[4]     n, the number of acknowledgements that follow ARGV[10]
 -- ARGV[5..10] what a hand-over left to decide (see src/capsule/hand_over/),
@@ -63,7 +64,7 @@
 -- then        queue names, in Sidekiq's order for this fetch (no "queue:" prefix)
 -- Returns nil if it took and set aside nothing and no rate holds anything
 -- back, else {queue name or false, job or false, more, discarded, process
--- limited, queued, opens in, parked} (the last four may be missing): more is 1 if
+-- limited, queued, opens in, parked, opens at} (the last five may be missing): more is 1 if
 -- another job is eligible after this one, or, with no job, if it stopped at
 -- ARGV[3]; discarded lists {job, job limit id} of each job it discarded
 -- (the whole payload, for the app's discard handlers); with a job, 1 if its queue has a process limit, a rate, classes that back off or an
@@ -72,7 +73,10 @@
 -- microseconds until a rate may let something go that it holds back now
 -- (a queue's window, or jobs parked behind a job limit's), else false;
 -- parked: with a job, 1 if it was a parked job this fetch sent back (its
--- limits may have more: see src/capsule/hand_over/), else false.
+-- limits may have more: see src/capsule/hand_over/), else false; opens at:
+-- with opens in, the time itself (Redis's clock, microseconds), by which
+-- the doorbell knows two looks' replies, however far apart they came, for
+-- one opening (src/doorbell/).
 --
 -- The script is joined from this folder's files, in the order
 -- src/lua/fetch/parts.rs lists them: this one, the state a call shares
@@ -114,6 +118,11 @@ local discarded_from
 local fair_freed
 -- The job taken was held: a parked job sent back by this call.
 local took_held
+-- The held job a window let go, in the capsule's in-progress list already
+-- (lua/fetch/rates.lua), or nil.
+local held_in
+-- This call's release_opened emptied RATE_PARKED_KEY (done looks again).
+local rate_emptied
 -- The job limits of a run that ended here (the acknowledged job whose
 -- slots a hand-over passed, ARGV[8]), or nil.
 local ended
@@ -126,7 +135,7 @@ local function opens_at(t)
   if t and (not opens or t < opens) then opens = t end
 end
 
--- The reply's last element: microseconds until `opens`, else false.
+-- The reply's "opens in": microseconds until `opens`, else false.
 local function opens_in()
   if not opens then return false end
   return math.max(0, opens - now())

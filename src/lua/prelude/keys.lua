@@ -74,4 +74,7 @@ local function fair_queue_id(name) return 'queue:' .. name end
 -- RATE_PARKED_KEY's first score, or absent with it: a plain string that a
 -- processor's hand-over reads in its MGET (src/capsule/hand_over/).
 local RATE_DUE_KEY = 'sidekiq:limit_fetch:rate_due'
+-- A time no limit in RATE_PARKED_KEY opens before, or absent with it: what
+-- the doorbell's arming reads (src/keys.rs).
+local RATE_WAKE_KEY = 'sidekiq:limit_fetch:rate_wake'
 local DISCARDED_KEY = 'sidekiq:limit_fetch:discarded'

@@ -1,22 +1,31 @@
 -- Job limits parked behind their rate: noted in RATE_PARKED_KEY with when
--- their window opens (rate_parks, which keeps RATE_DUE_KEY in step:
--- sync_rate_due), a start booked against the jobs sent back for a rate
--- (book_start), and when a window taken whole opens again (reopens).
+-- their window opens (rate_parks, which keeps RATE_DUE_KEY and
+-- RATE_WAKE_KEY in step: sync_rate_due), a start booked against the jobs
+-- sent back for a rate (book_start), and when a window taken whole opens
+-- again (reopens).
+
+-- After a change of RATE_PARKED_KEY: RATE_DUE_KEY set to its first score
+-- (for the hand-over); RATE_WAKE_KEY, the time no parked limit opens
+-- before, which the doorbell's arming reads (lua/fetch/rates.lua), to it
+-- too where that is earlier than RATE_WAKE_KEY says, or none was: a write
+-- of it rings every sleeping fetcher, so a first score that moves later (a
+-- window opened, and its limit waits for the next) leaves it alone.
+-- Without parked limits, both go.
+local function sync_rate_due()
+  local first = redis.call('ZRANGE', RATE_PARKED_KEY, 0, 0, 'WITHSCORES')
+  if #first == 0 then
+    redis.call('DEL', RATE_DUE_KEY, RATE_WAKE_KEY)
+    return
+  end
+  redis.call('SET', RATE_DUE_KEY, first[2])
+  local wake = redis.call('GET', RATE_WAKE_KEY)
+  if not wake or tonumber(first[2]) < tonumber(wake) then redis.call('SET', RATE_WAKE_KEY, first[2]) end
+end
 
 -- Notes that job limit `id` has jobs parked behind its rate, whose window
 -- opens at `opens` (Redis's clock, microseconds): a fetch then sends them
 -- back (see lua/fetch/rates.lua). Without `opens` (a rate of 0) only a
 -- change of the rate does (lua/release.lua). An earlier time noted stays.
--- Sets RATE_DUE_KEY to RATE_PARKED_KEY's first score, after a change of it.
-local function sync_rate_due()
-  local first = redis.call('ZRANGE', RATE_PARKED_KEY, 0, 0, 'WITHSCORES')
-  if #first == 0 then
-    redis.call('DEL', RATE_DUE_KEY)
-  else
-    redis.call('SET', RATE_DUE_KEY, first[2])
-  end
-end
-
 local function rate_parks(id, opens)
   if opens then
     redis.call('ZADD', RATE_PARKED_KEY, 'LT', opens, id)
@@ -28,22 +37,27 @@ end
 -- Counts a start of job limit `id` under its rate now, and one fewer of
 -- its jobs sent back but not started. The last of those to start, if the
 -- limit has more parked (release holds them back until then), notes it due
--- when its window next has room: now (then returns true), or as it opens.
--- A job taken from another queue than the one they wait at the front of
--- may be counted for one of them: the next release may then come before
--- that one starts, and go ahead of it.
+-- when its window next has room: now, or as it opens; and returns when
+-- (else nil). A job taken from another queue than the one they wait at the
+-- front of may be counted for one of them: the next release may then come
+-- before that one starts, and go ahead of it.
 local function book_start(id, rate, who)
   local starts = job_starts_key(id)
   record_start(starts, rate, who)
+  -- Most starts were never sent back: their count, read with the limit's
+  -- values (job_limit), said so.
+  if rate_released[id] == false then return nil end
   local released = job_released_key(id)
-  if redis.call('EXISTS', released) == 0 then return false end
+  rate_released[id] = nil
+  if redis.call('EXISTS', released) == 0 then return nil end
   local left = redis.call('DECR', released)
-  if left > 0 then return false end
+  if left > 0 then return nil end
   redis.call('DEL', released)
-  if left < 0 or redis.call('EXISTS', parked_key(id)) == 0 then return false end
-  local room, opens = rate_room(starts, rate)
-  rate_parks(id, room > 0 and now() or opens)
-  return room > 0
+  if left < 0 or redis.call('EXISTS', parked_key(id)) == 0 then return nil end
+  local room, opens = rate_room(starts, rate, true)
+  local at = room > 0 and now() or opens
+  rate_parks(id, at)
+  return at
 end
 
 -- When the window of `starts` ({limit, period} `rate`), whose room is

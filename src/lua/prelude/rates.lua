@@ -11,9 +11,12 @@
 -- the count larger, so a count under the limit leaves room (perhaps less
 -- than there is), and they are removed only once the count reaches the
 -- limit, which then counts again. Whether there is room is exact either
--- way, which is all a fetch asks (it starts one job); and the set never
--- holds more than `limit` starts. `exact`: removes them first, for the
--- room itself (how many parked jobs a release sends back).
+-- way, which is all a fetch asks (it starts one job). They are also
+-- removed at every PRUNE_EVERY-th count: a large limit's set holds at most
+-- that many more than its window held then, not the limit's count.
+-- `exact`: removes them first, for the room itself (how many parked jobs a
+-- release sends back).
+local PRUNE_EVERY = 128
 local function rate_room(starts, rate, exact)
   local room = rate_rooms[starts]
   -- A room cached from a count that removed nothing may be short of it.
@@ -24,7 +27,7 @@ local function rate_room(starts, rate, exact)
     return 0, nil
   end
   local n = redis.call('ZCARD', starts)
-  if exact or n >= limit then
+  if exact or n >= limit or (n > 0 and n % PRUNE_EVERY == 0) then
     n = n - redis.call('ZREMRANGEBYSCORE', starts, '-inf', now() - period)
   end
   if n < limit then

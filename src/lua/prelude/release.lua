@@ -14,9 +14,13 @@
 -- lua/fetch/). `freed`: how many entries of the limit's busy list are
 -- slots already freed, that the caller removes later (the fetch's
 -- hand-over; 0 if nil). Jobs left parked behind the rate are noted to go
--- when its window opens (rate_parks). Also returns how many it sent, and
--- the limit's entry it read (nil when it sent none).
-local function release(id, n, held, freed, known)
+-- when its window opens (rate_parks). `take_first` (without `held`): a
+-- function of the oldest job's queue name that returns the list it goes
+-- into instead (the fetch's in-progress list of a queue it may take from,
+-- see lua/fetch/rates.lua), or nil. Also returns how many it sent, the
+-- limit's entry it read (nil when it sent none), and the job moved for
+-- `take_first` (else nil).
+local function release(id, n, held, freed, known, take_first)
   -- A limit with parked jobs is in LIMITS_WITH_PARKED_KEY: every script
   -- that parks a job adds its limit. Most limits never park: a slot freed
   -- (n) of one costs this one look.
@@ -84,16 +88,28 @@ local function release(id, n, held, freed, known)
     if rate_left == 0 then rate_parks(id, opens) end
     return {}
   end
+  local first, sent = nil, 0
   if not held then
+    local name = job_queue(redis.call('LINDEX', parked, -1))
+    local into = take_first and name and take_first(name)
+    if into then
+      -- The first write: one command takes it out of its list and puts it
+      -- where the fetch takes it from, so that a write refused later (the
+      -- ACL changed under a running process) leaves it there, never in
+      -- this call's memory alone.
+      first = redis.call('LMOVE', parked, into, 'RIGHT', 'LEFT')
+      room, sent = room - 1, 1
+    end
     -- Out of the list, then into their queues: a user denied the push
     -- stops here, not between the two (see may_send).
-    local name = job_queue(redis.call('LINDEX', parked, -1))
-    if name then may_send('RPUSH', queue_key(name), 'job') end
+    if name and room > 0 and sent < left then may_send('RPUSH', queue_key(name), 'job') end
   end
   -- Its bookkeeping is written once its jobs are where they go (below): a
   -- write refused there leaves them there, and an entry that outlives its
   -- jobs is dropped by the next look (a spurious one costs a look).
-  local jobs = redis.call('RPOP', parked, room)
+  -- (A list emptied by that move is gone: RPOP would say nil.)
+  local jobs = room > 0 and sent < left and redis.call('RPOP', parked, room) or {}
+  sent = sent + #jobs
   local queues = {}
   for i = #jobs, 1, -1 do
     -- A job without a queue was written by hand (Sidekiq's payloads all
@@ -113,7 +129,7 @@ local function release(id, n, held, freed, known)
       redis.call('ZADD', DEAD_KEY, 0, jobs[i])
     end
   end
-  if #jobs == left then
+  if sent == left then
     -- A fair class's tenant stops waiting its turn (fair.lua).
     if carries and carries.fair then redis.call('ZREM', fair_waiting_key(carries.fair), id) end
     if held then
@@ -122,14 +138,14 @@ local function release(id, n, held, freed, known)
     else
       redis.call('SREM', LIMITS_WITH_PARKED_KEY, id)
     end
-  elseif rate_left == room then
+  elseif rate_left == sent then
     rate_parks(id, reopens(starts, rate))
   end
   if rate then
     -- Counted until they start (book_start), or for a period at most.
     rate_released[id] = nil
-    redis.call('INCRBY', job_released_key(id), #jobs)
+    redis.call('INCRBY', job_released_key(id), sent)
     redis.call('PEXPIRE', job_released_key(id), math.ceil(rate[2] / 1000))
   end
-  return queues, #jobs, carries or nil
+  return queues, sent, carries or nil, first
 end

@@ -1,0 +1,258 @@
+//! A rate's window opening, seen by a capsule's idle fetchers, against a
+//! real Redis of this test binary's own (its scripts are counted): one
+//! fetcher wakes and takes the job the window lets go, the others sleep on;
+//! `rate_wake`, what their doorbell tracks, is never later than the first
+//! opening, is not written as openings move it later, and goes with the
+//! last parked job; limits parked by an older version, without it, are
+//! found as their window opens too.
+
+mod support;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use limit_fetch_core::{keys, Interrupt, Wait};
+use redis::Commands;
+use support::{capsule, jid_of, push_jobs, queue, redis};
+
+/// Scripts Redis ran so far (every call of the gem's functions).
+fn scripts() -> u64 {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut redis())
+        .unwrap();
+    info.lines()
+        .filter_map(|line| line.strip_prefix("cmdstat_fcall:calls="))
+        .filter_map(|rest| rest.split(',').next()?.parse::<u64>().ok())
+        .sum()
+}
+
+/// The tests share Redis's rate-parked set, `rate_wake` and its count of
+/// scripts: one at a time.
+static TURN: Mutex<()> = Mutex::new(());
+
+fn turn() -> MutexGuard<'static, ()> {
+    TURN.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// 16 windows open one after another (a rate of 1 per 0.25 s) while 10
+/// fetchers idle: every opening runs the look that takes its job and the
+/// look that carries its acknowledgement (and finds nothing), 2 scripts.
+/// Nothing else is tied to an opening: a fetcher whose wait ends trusts
+/// the look before the ring, the two looks that see the next opening set
+/// one timer however far apart their replies come, and the doorbell's
+/// backstop looks once per 5 s; 2.0 to 2.2 with the machine's load at 10
+/// on its 2 vCPUs. The bound leaves that room; an opening whose job wrote
+/// its queue, or whose ring woke every fetcher to look, runs 4 or more.
+#[test]
+fn a_windows_opening_wakes_one_of_ten_idle_fetchers() {
+    let _turn = turn();
+    const OPENINGS: usize = 16;
+    let q = queue("openings");
+    let id = format!("RateJob-openings-{}", uuid::Uuid::new_v4());
+    let jobs: Vec<String> = (0..=OPENINGS)
+        .map(|n| {
+            format!(
+                r#"{{"limit_fetch":[{{"id":"{id}","rate":[1,0.25]}}],"queue":"{q}","class":"RateJob","args":[],"jid":"o{n}"}}"#
+            )
+        })
+        .collect();
+    let c = capsule();
+    let taken = Arc::new(Mutex::new(Vec::new()));
+    let stop = Arc::new(AtomicUsize::new(0));
+    let fetchers: Vec<_> = (0..10)
+        .map(|_| {
+            let (c, q, taken, stop) = (c.clone(), q.clone(), taken.clone(), stop.clone());
+            std::thread::spawn(move || {
+                // Waits that end about once a window: a fetcher that
+                // fetches again trusts what a look after the opening found.
+                let wait = Wait {
+                    timeout: Duration::from_millis(300),
+                    poll: Duration::from_millis(100),
+                };
+                while stop.load(Ordering::SeqCst) == 0 {
+                    let fetch = c.start_fetch(&[&q], wait).unwrap();
+                    let mut fetch = fetch;
+                    if let Some(fetched) = fetch.wait(&Interrupt::new()).unwrap() {
+                        let jid = jid_of(&String::from_utf8_lossy(&fetched.job));
+                        taken.lock().unwrap().push((jid, Instant::now(), scripts()));
+                        c.acknowledge(&q, fetched.job);
+                    }
+                }
+            })
+        })
+        .collect();
+    // All asleep on the doorbell.
+    std::thread::sleep(Duration::from_millis(500));
+    push_jobs(&q, &jobs);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut wakes = Vec::new();
+    while taken.lock().unwrap().len() <= OPENINGS && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+        let (first, wake) = parked_rates();
+        if let Some(wake) = wake {
+            let first = first.expect("rate_wake goes with the parked rates");
+            assert!(
+                wake <= first,
+                "rate_wake {wake} after the first opening {first}"
+            );
+            wakes.push(wake);
+        }
+    }
+    stop.store(1, Ordering::SeqCst);
+    let taken = taken.lock().unwrap().clone();
+    assert_eq!(taken.len(), OPENINGS + 1, "{taken:?}");
+    // From the first opening's job to the last's, by Redis's count of
+    // calls of the gem's functions.
+    let (first, last) = (taken[1].2, taken[OPENINGS].2);
+    let per_opening = (last - first) as f64 / (OPENINGS - 1) as f64;
+    eprintln!("{per_opening:.2} scripts per opening");
+    assert!(
+        per_opening <= 3.0,
+        "{per_opening:.1} scripts per opening ({} in all)",
+        last - first
+    );
+    for pair in taken.windows(2) {
+        let apart = pair[1].1.duration_since(pair[0].1);
+        assert!(
+            apart + Duration::from_millis(30) >= Duration::from_millis(250),
+            "{apart:?}"
+        );
+    }
+    // Each opening moves the first opening later: rate_wake, written
+    // only when it moves earlier, stays as the first parking set it.
+    wakes.dedup();
+    assert_eq!(wakes.len(), 1, "rate_wake written again: {wakes:?}");
+    for fetcher in fetchers {
+        fetcher.join().unwrap();
+    }
+    c.flush(&Interrupt::new()).unwrap();
+    assert_eq!(
+        parked_rates(),
+        (None, None),
+        "nothing left once the last went"
+    );
+}
+
+/// A window's job goes straight into the in-progress list of the fetch
+/// that let it go; when that fetch takes another (an earlier queue's), the
+/// job goes on to the front of its own queue, ahead of a job pushed after
+/// it was parked, and nothing of it is left in the in-progress list.
+#[test]
+fn a_windows_job_the_fetch_does_not_take_goes_to_the_front_of_its_queue() {
+    let _turn = turn();
+    let (q, ahead) = (queue("opened"), queue("opened-ahead"));
+    let id = format!("RateJob-opened-{}", uuid::Uuid::new_v4());
+    let rated = |jid: &str| {
+        format!(
+            r#"{{"limit_fetch":[{{"id":"{id}","rate":[1,0.2]}}],"queue":"{q}","class":"RateJob","args":[],"jid":"{jid}"}}"#
+        )
+    };
+    let c = capsule();
+    let none = Interrupt::new();
+    push_jobs(&q, &[rated("first"), rated("parked")]);
+    let first = c.fetch(&[&q], &none).unwrap().expect("the first job");
+    assert_eq!(jid_of(&String::from_utf8_lossy(&first.job)), "first");
+    c.acknowledge(&q, first.job);
+    // Parked behind the rate: the next look sets it aside.
+    assert!(c.fetch(&[&q], &none).unwrap().is_none());
+    push_jobs(
+        &q,
+        &[format!(
+            r#"{{"queue":"{q}","class":"Plain","args":[],"jid":"later"}}"#
+        )],
+    );
+    push_jobs(
+        &ahead,
+        &[format!(
+            r#"{{"queue":"{ahead}","class":"Plain","args":[],"jid":"ahead"}}"#
+        )],
+    );
+    std::thread::sleep(Duration::from_millis(260));
+    let taken = c
+        .fetch(&[&ahead, &q], &none)
+        .unwrap()
+        .expect("the earlier queue's job");
+    assert_eq!(jid_of(&String::from_utf8_lossy(&taken.job)), "ahead");
+    let mut conn = redis();
+    let left: Vec<String> = conn.lrange(keys::in_progress(c.uuid(), &q), 0, -1).unwrap();
+    assert!(left.is_empty(), "left in the in-progress list: {left:?}");
+    let queued: Vec<String> = conn.lrange(keys::queue(&q), 0, -1).unwrap();
+    let jids: Vec<String> = queued.iter().map(|j| jid_of(j)).collect();
+    // Sidekiq takes from the right: the window's job is next.
+    assert_eq!(jids, ["later", "parked"]);
+    c.acknowledge(&ahead, taken.job);
+    let next = c.fetch(&[&q], &none).unwrap().expect("the window's job");
+    assert_eq!(jid_of(&String::from_utf8_lossy(&next.job)), "parked");
+    assert!(next.queue == q);
+    c.acknowledge(&q, next.job);
+    c.flush(&Interrupt::new()).unwrap();
+}
+
+/// A job limit parked behind its rate by an older version of the gem:
+/// `rate_parked` and `rate_due` written, no `rate_wake`. An idle fetcher
+/// armed before takes its job as the window opens, not at its next look
+/// (a 4 s wait here; 5 s, the doorbell's backstop, in a process).
+#[test]
+fn a_window_parked_by_an_older_version_wakes_an_idle_fetcher() {
+    let _turn = turn();
+    let q = queue("older");
+    let id = format!("RateJob-older-{}", uuid::Uuid::new_v4());
+    let job = format!(
+        r#"{{"limit_fetch":[{{"id":"{id}","rate":[1,60]}}],"queue":"{q}","class":"RateJob","args":[],"jid":"older"}}"#
+    );
+    let c = capsule();
+    let fetcher = {
+        let (c, q) = (c.clone(), q.clone());
+        std::thread::spawn(move || {
+            let wait = Wait {
+                timeout: Duration::from_secs(4),
+                poll: Duration::from_millis(100),
+            };
+            let fetched = c
+                .start_fetch(&[&q], wait)
+                .unwrap()
+                .wait(&Interrupt::new())
+                .unwrap();
+            (fetched.map(|f| f.job), Instant::now())
+        })
+    };
+    // Asleep on the doorbell.
+    std::thread::sleep(Duration::from_millis(400));
+    let mut conn = redis();
+    let _: () = redis::cmd("DEL")
+        .arg(keys::RATE_WAKE)
+        .query(&mut conn)
+        .unwrap();
+    let (secs, micros): (u64, u64) = redis::cmd("TIME").query(&mut conn).unwrap();
+    let opens = secs * 1_000_000 + micros + 400_000;
+    let _: () = conn.lpush(keys::parked(&id), &job).unwrap();
+    let _: () = conn.sadd(keys::LIMITS_WITH_PARKED, &id).unwrap();
+    let _: () = conn.zadd(keys::RATE_PARKED, &id, opens).unwrap();
+    let _: () = conn.set(keys::RATE_DUE, opens).unwrap();
+    let parked_at = Instant::now();
+    let (job, at) = fetcher.join().unwrap();
+    let job = job.expect("its job, as its window opened");
+    assert_eq!(jid_of(&String::from_utf8_lossy(&job)), "older");
+    let after = at.duration_since(parked_at);
+    eprintln!("taken {after:?} after it was parked, to open 400 ms after");
+    assert!(
+        after < Duration::from_millis(1_500),
+        "taken {after:?} after it was parked"
+    );
+    c.acknowledge(&q, job);
+    c.flush(&Interrupt::new()).unwrap();
+    assert_eq!(parked_rates(), (None, None), "nothing left");
+}
+
+/// The first opening in `rate_parked` and `rate_wake`, read at once.
+fn parked_rates() -> (Option<f64>, Option<f64>) {
+    let (first, wake): (Vec<(String, f64)>, Option<f64>) = redis::pipe()
+        .atomic()
+        .zrange_withscores(keys::RATE_PARKED, 0, 0)
+        .get(keys::RATE_WAKE)
+        .query(&mut redis())
+        .unwrap();
+    (first.first().map(|(_, at)| *at), wake)
+}
