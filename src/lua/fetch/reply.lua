@@ -72,7 +72,7 @@ local function done(reply)
 end
 
 -- The reply without a job: nil when there is nothing to say (and nothing
--- was written: a reply says the script wrote, see script/fetch.rs).
+-- was written: a reply says the script wrote, see script/fetch/look.rs).
 local function none(more)
   if opens then return done({false, false, more, discarded, false, false, opens_in(), false, opens}) end
   if more == 0 and discarded == NONE and aside == 0 and not rate_parked_written then return done(nil) end

@@ -1,7 +1,7 @@
 //! The fetch script's protocol, the Rust side of the contract at the head of lua/fetch/: its
 //! arguments, the modes the doorbell needs (ARGV[2]) and its reply.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use redis::{Cmd, Value};
 
@@ -10,23 +10,10 @@ use crate::connection::Redis;
 use crate::ledger::Ack;
 use crate::Result;
 
-/// A job taken from a queue, with a busy slot booked for it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Fetched {
-    /// The queue's name, without Sidekiq's `queue:` prefix.
-    pub queue: String,
-    pub job: Vec<u8>,
-}
+mod look;
 
-/// A job a fetch dropped because one of its limits was full and said
-/// `on_limit: :discard`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Discarded {
-    /// Its whole payload, as it was in its queue: no other copy is left.
-    pub job: Vec<u8>,
-    /// The id of the job limit that was full.
-    pub limit: String,
-}
+pub(crate) use look::Look;
+pub use look::{Discarded, Fetched};
 
 /// What the prelude's `job_limits` looks for first: a payload without it
 /// carries no job limits.
@@ -36,37 +23,6 @@ const JOB_LIMITS_MARK: &[u8] = b"\"limit_fetch\":";
 pub(crate) fn carries_job_limits(job: &[u8]) -> bool {
     job.windows(JOB_LIMITS_MARK.len())
         .any(|w| w == JOB_LIMITS_MARK)
-}
-
-/// What one run of the fetch script found.
-#[derive(Debug, Default)]
-pub(crate) struct Look {
-    pub(crate) fetched: Option<Fetched>,
-    /// With a job: another is eligible for this capsule after it. Without:
-    /// the look stopped after setting aside as many jobs as it may, and the
-    /// next may find one.
-    pub(crate) more: bool,
-    pub(crate) discarded: Vec<Discarded>,
-    /// With a job: its queue has a process limit, a rate, classes that back
-    /// off or an adaptive limit (such a queue is left to the script: see
-    /// capsule/hand_over/).
-    pub(crate) left_to_script: bool,
-    /// With a job: it was parked, sent back by this fetch (its job limits
-    /// may have more parked).
-    pub(crate) was_parked: bool,
-    /// With a job, in the modes that report: how many jobs its queue still
-    /// holds.
-    pub(crate) queued: Option<i64>,
-    /// A rate holds something back that it may let go this much later: a
-    /// fetcher with nothing else to do sleeps no longer than that.
-    pub(crate) opens_in: Option<Duration>,
-    /// With `opens_in`, when (Redis's clock, microseconds): the same for
-    /// every look that saw the same window.
-    pub(crate) opens_at: Option<i64>,
-    /// When its request was sent, if known: the script ran soon after.
-    pub(crate) sent: Option<Instant>,
-    /// The script took, parked or discarded a job, or sent parked jobs back.
-    wrote: bool,
 }
 
 /// What a hand-over left the fetch script to decide (lua/fetch/state.lua's
@@ -88,91 +44,6 @@ pub(crate) struct Handed {
     pub(crate) keyed: bool,
     /// The hand-over sent no acknowledgement: the look's ride on the script.
     pub(crate) acks_ride: bool,
-}
-
-type Reply = (
-    Option<String>,
-    Option<Vec<u8>>,
-    i64,
-    Vec<(Vec<u8>, String)>,
-    Option<i64>,
-    Option<i64>,
-    Option<i64>,
-    Option<i64>,
-    Option<i64>,
-);
-
-/// A reply's "opens in" (microseconds, or nil) as a duration.
-fn opens_in(micros: Option<i64>) -> Option<Duration> {
-    micros.map(|us| Duration::from_micros(u64::try_from(us).unwrap_or(0)))
-}
-
-impl Look {
-    /// This look, its request sent at `sent`, if known.
-    pub(crate) fn sent_at(mut self, sent: Option<Instant>) -> Self {
-        self.sent = sent;
-        self
-    }
-
-    /// The script's reply: `{queue or false, job or false, more, discarded,
-    /// process limited or rated, queued, opens in, parked, opens at}` (the
-    /// last five may be missing) or nil (see lua/fetch/state.lua).
-    pub(crate) fn from_value(value: Value) -> Result<Self> {
-        let value = match value {
-            Value::Array(mut items) if items.len() < 9 => {
-                items.resize(9, Value::Nil);
-                Value::Array(items)
-            }
-            other => other,
-        };
-        let Some((
-            queue,
-            job,
-            more,
-            discarded,
-            left_to_script,
-            queued,
-            opens,
-            was_parked,
-            opens_at,
-        )) = decode::<Option<Reply>>(value)?
-        else {
-            return Ok(Look::default());
-        };
-        let fetched = queue.zip(job).map(|(queue, job)| Fetched { queue, job });
-        Ok(Look {
-            left_to_script: left_to_script == Some(1),
-            was_parked: was_parked == Some(1),
-            queued,
-            opens_in: opens_in(opens),
-            opens_at: opens.and(opens_at),
-            sent: None,
-            fetched,
-            more: more == 1,
-            discarded: discarded
-                .into_iter()
-                .map(|(job, limit)| Discarded { job, limit })
-                .collect(),
-            wrote: true,
-        })
-    }
-
-    /// A job a hand-over took (see capsule/hand_over/); `more`: another
-    /// may be eligible.
-    pub(crate) fn handed_over(fetched: Fetched, more: bool) -> Self {
-        Look {
-            fetched: Some(fetched),
-            more,
-            wrote: true,
-            ..Look::default()
-        }
-    }
-
-    /// Nothing taken or set aside, nothing acknowledged: the script wrote
-    /// no key.
-    fn wrote_nothing(&self, acks: &[Ack]) -> bool {
-        acks.is_empty() && !self.wrote
-    }
 }
 
 /// What a fetch script does for the doorbell (lua/fetch/state.lua's ARGV[2]).
@@ -340,13 +211,7 @@ impl FetchScript {
                 Value::Array(_) => decode::<(i64, Option<i64>, Option<i64>)>(reply)?,
                 other => (decode::<Option<i64>>(other)?.unwrap_or(0), None, None),
             };
-            return Ok(Look {
-                more: queued == 1,
-                opens_in: opens_in(opens),
-                opens_at: opens.and(opens_at),
-                sent: Some(sent),
-                ..Look::default()
-            });
+            return Ok(Look::armed(queued == 1, opens, opens_at, sent));
         }
         let look = Look::from_value(reply)?.sent_at(Some(sent));
         if look.wrote_nothing(acks) {
@@ -363,7 +228,7 @@ mod tests {
     /// The prelude's `job_limits` looks for the same bytes first.
     #[test]
     fn the_mark_is_the_preludes() {
-        let prelude = include_str!("../lua/prelude/payloads.lua");
+        let prelude = include_str!("../../lua/prelude/payloads.lua");
         let mark = std::str::from_utf8(JOB_LIMITS_MARK).unwrap();
         let find = format!("if not string.find(job, '{mark}', 1, true) then return nil end");
         assert!(
