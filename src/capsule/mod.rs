@@ -4,7 +4,8 @@
 //!
 //! - `retrieve.rs`: retrieving work ([`Fetch`]: look, arm the doorbell, wait);
 //! - `look.rs`: a look, one run of the fetch script, as a task on the
-//!   runtime's connection or, through `direct_look.rs`, on the thread's own;
+//!   runtime's connection or, through `direct_look.rs`, on the thread's own
+//!   (`abandoned.rs`: one whose caller walked away during a hand-over);
 //! - `acks.rs`: books what a look did, sends acknowledgements and pushed-back
 //!   jobs;
 //! - `beat.rs`: the heartbeat and what it does besides; `continuity.rs`:
@@ -16,6 +17,7 @@
 //! The administration without a capsule is admin/'s; a capsule delegates
 //! its own to one over its connection.
 
+mod abandoned;
 mod acks;
 mod back_off;
 mod beat;
