@@ -193,20 +193,7 @@ impl Keyed {
 mod tests {
     use super::*;
 
-    /// The commands' names in a packed pipeline whose arguments hold no
-    /// line break.
-    fn names(packed: &[u8]) -> Vec<String> {
-        let text = std::str::from_utf8(packed).unwrap_or_default();
-        let mut lines = text.split("\r\n");
-        let mut names = vec![];
-        while let Some(count) = lines.next().and_then(|l| l.strip_prefix('*')) {
-            let args: usize = count.parse().unwrap_or(0);
-            let mut words = (0..args).filter_map(|_| lines.nth(1));
-            names.extend(words.next().map(str::to_owned));
-            words.for_each(drop);
-        }
-        names
-    }
+    use super::super::values::command_names as names;
 
     fn limits(n: usize) -> Vec<CarriedLimit> {
         (0..n)
