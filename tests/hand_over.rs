@@ -6,9 +6,9 @@
 
 mod support;
 
-use limit_fetch_core::{keys, Capsule, Fetched, Interrupt};
+use limit_fetch_core::{keys, Interrupt};
 use redis::Commands;
-use support::{capsule, capsule_whose_acks_ride, jid_of, push_jobs, push_unique, queue, redis};
+use support::{capsule, holding_the_second, jid_of, next, push_jobs, push_unique, queue, redis};
 
 /// Redis's command counts are the server's: one test at a time.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -28,27 +28,6 @@ fn calls(command: &str) -> u64 {
         .find_map(|l| l.strip_prefix(prefix.as_str()))
         .and_then(|rest| rest.split(',').next())
         .map_or(0, |n| n.parse().unwrap())
-}
-
-/// What a Sidekiq processor does: acknowledges the job it held, then fetches.
-fn next(capsule: &Capsule, q: &str, held: Option<Fetched>) -> Option<Fetched> {
-    if let Some(done) = held {
-        capsule.acknowledge(q, done.job);
-    }
-    capsule.fetch(&[q], &Interrupt::new()).unwrap()
-}
-
-/// A capsule holding the second of `q`'s jobs, fetched by the script on the
-/// thread's own connection (the first fetch, through the runtime, opened
-/// it): the next fetch may be a hand-over.
-fn holding_the_second(q: &str) -> (Capsule, Option<Fetched>) {
-    let capsule = capsule_whose_acks_ride();
-    capsule.register(&Interrupt::new()).unwrap();
-    let first = next(&capsule, q, None);
-    assert!(first.is_some());
-    let second = next(&capsule, q, first);
-    assert!(second.is_some());
-    (capsule, second)
 }
 
 fn len(key: &str) -> usize {

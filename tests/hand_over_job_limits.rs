@@ -11,7 +11,7 @@ mod support;
 
 use limit_fetch_core::{keys, Capsule, Fetched, Interrupt};
 use redis::Commands;
-use support::{capsule, capsule_whose_acks_ride, jid_of, push_jobs, queue, redis};
+use support::{capsule, capsule_whose_acks_ride, jid_of, next, push_jobs, queue, redis};
 
 /// A job of queue `q` carrying job limit `id` of `concurrency`, as the
 /// client middleware writes it.
@@ -23,14 +23,6 @@ fn limited(q: &str, jid: &str, id: &str, concurrency: u64) -> String {
 
 fn jid(fetched: &Fetched) -> String {
     jid_of(&String::from_utf8_lossy(&fetched.job))
-}
-
-/// What a Sidekiq processor does: acknowledges the job it held, then fetches.
-fn next(capsule: &Capsule, q: &str, held: Option<Fetched>) -> Option<Fetched> {
-    if let Some(done) = held {
-        capsule.acknowledge(q, done.job);
-    }
-    capsule.fetch(&[q], &Interrupt::new()).unwrap()
 }
 
 /// A registered capsule (a hand-over passes slots only while its heartbeat

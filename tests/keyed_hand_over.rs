@@ -13,7 +13,10 @@ use std::sync::{Arc, Mutex};
 
 use limit_fetch_core::{keys, Capsule, Fetched, Interrupt};
 use redis::Commands;
-use support::{capsule, capsule_whose_acks_ride, expire, jid_of, push_jobs, queue, redis};
+use support::{
+    capsule, capsule_whose_acks_ride, expire, holding_the_second, jid_of, next, push_jobs, queue,
+    redis,
+};
 
 /// Redis's command counts are the server's: one test at a time.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
@@ -60,28 +63,6 @@ fn jid(fetched: &Fetched) -> String {
     jid_of(&String::from_utf8_lossy(&fetched.job))
 }
 
-/// What a Sidekiq processor does: acknowledges the job it held, then fetches.
-fn next(capsule: &Capsule, q: &str, held: Option<Fetched>) -> Option<Fetched> {
-    if let Some(done) = held {
-        capsule.acknowledge(q, done.job);
-    }
-    capsule.fetch(&[q], &Interrupt::new()).unwrap()
-}
-
-/// A registered capsule whose acknowledgements ride on its fetches, holding
-/// `q`'s second job, fetched by the script on the thread's own connection
-/// (the first fetch, through the runtime, opened it): the next fetch may
-/// be a hand-over.
-fn processor(q: &str) -> (Capsule, Option<Fetched>) {
-    let c = capsule_whose_acks_ride();
-    c.register(&Interrupt::new()).unwrap();
-    let first = next(&c, q, None);
-    assert!(first.is_some());
-    let second = next(&c, q, first);
-    assert!(second.is_some());
-    (c, second)
-}
-
 fn len(key: &str) -> usize {
     redis().llen(key).unwrap()
 }
@@ -100,7 +81,7 @@ fn a_job_with_a_key_of_its_own_is_taken_in_two_round_trips() {
     let q = queue("own");
     let jobs: Vec<String> = (0..7).map(|i| keyed(&q, &format!("k{i}"), 1)).collect();
     push_jobs(&q, &jobs);
-    let (c, mut held) = processor(&q);
+    let (c, mut held) = holding_the_second(&q);
     let (fcalls, trips, hand_overs) = (calls("fcall"), c.round_trips(), c.hand_overs());
     for i in 2..7 {
         held = next(&c, &q, held);
@@ -135,7 +116,7 @@ fn a_key_full_by_another_booking_sends_the_job_to_the_script_which_parks_it() {
             keyed(&q, "k2", 1),
         ],
     );
-    let (c, held) = processor(&q);
+    let (c, held) = holding_the_second(&q);
     let _: () = redis()
         .rpush(keys::job_busy(&key(&q, "k1")), "another")
         .unwrap();
@@ -168,7 +149,7 @@ fn parked_jobs_of_the_next_key_are_not_overtaken() {
         &q,
         &[keyed(&q, "j", 1), keyed(&q, "a0", 1), b("b0"), b("b1")],
     );
-    let (c, held) = processor(&q);
+    let (c, held) = holding_the_second(&q);
     // Another capsule runs b0 and parks b1.
     let other = capsule();
     let b0 = other.fetch(&[q.as_str()], &Interrupt::new()).unwrap();
@@ -206,7 +187,7 @@ fn a_stored_limit_lower_than_the_declared_concurrency_holds() {
         &q,
         &[keyed(&q, "j", 1), keyed(&q, "k0", 1), keyed(&q, "k1", 3)],
     );
-    let (c, held) = processor(&q);
+    let (c, held) = holding_the_second(&q);
     let id = key(&q, "k1");
     let _: () = redis().set(keys::job_limit(&id), 1).unwrap();
     let _: () = redis().rpush(keys::job_busy(&id), "another").unwrap();
@@ -251,7 +232,7 @@ fn rated_fair_and_full_discarding_limits_go_to_the_script() {
             discarding,
         ],
     );
-    let (c, mut held) = processor(&q);
+    let (c, mut held) = holding_the_second(&q);
     let _: () = redis()
         .rpush(keys::job_busy(&format!("key:D#{q}")), "another")
         .unwrap();
@@ -291,7 +272,7 @@ fn a_reap_between_the_round_trips_frees_the_slot() {
         &q,
         &[keyed(&q, "j", 1), keyed(&q, "k0", 1), keyed(&q, "k1", 1)],
     );
-    let (c, held) = processor(&q);
+    let (c, held) = holding_the_second(&q);
     assert_eq!(jid(held.as_ref().unwrap()), "k0");
     let mut conn = redis();
     let _: () = redis::cmd("LMOVE")
@@ -323,7 +304,7 @@ fn a_capsule_without_its_heartbeat_frees_no_slot_twice() {
         &q,
         &[keyed(&q, "j", 1), keyed(&q, "k0", 1), keyed(&q, "k1", 1)],
     );
-    let (c, held) = processor(&q);
+    let (c, held) = holding_the_second(&q);
     assert_eq!(jid(held.as_ref().unwrap()), "k0");
     // What the reap left: k0 out of the in-progress list, its slot freed;
     // then another processor's booking of the same key.
@@ -356,7 +337,7 @@ fn an_interrupted_keyed_hand_over_loses_nothing_and_keeps_no_slot() {
         &q,
         &[keyed(&q, "j", 1), keyed(&q, "k0", 1), keyed(&q, "k1", 1)],
     );
-    let (c, held) = processor(&q);
+    let (c, held) = holding_the_second(&q);
     let k0 = held.expect("k0");
     c.acknowledge(&q, k0.job);
     let _: () = redis::cmd("CLIENT")

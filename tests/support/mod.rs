@@ -11,7 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use limit_fetch_core::{Capsule, CapsuleOptions, ConnectionSettings};
+use limit_fetch_core::{Capsule, CapsuleOptions, ConnectionSettings, Fetched, Interrupt};
 
 struct Server {
     port: u16,
@@ -321,4 +321,26 @@ pub fn try_eval_after_prelude<T: redis::FromRedisValue>(
         .arg(keys)
         .arg(args)
         .query(&mut redis())
+}
+
+/// What a Sidekiq processor does: acknowledges the job it held, then fetches.
+pub fn next(capsule: &Capsule, q: &str, held: Option<Fetched>) -> Option<Fetched> {
+    if let Some(done) = held {
+        capsule.acknowledge(q, done.job);
+    }
+    capsule.fetch(&[q], &Interrupt::new()).unwrap()
+}
+
+/// A registered capsule whose acknowledgements ride on its fetches, holding
+/// the second of `q`'s jobs, fetched by the script on the thread's own
+/// connection (the first fetch, through the runtime, opened it): the next
+/// fetch may be a hand-over.
+pub fn holding_the_second(q: &str) -> (Capsule, Option<Fetched>) {
+    let capsule = capsule_whose_acks_ride();
+    capsule.register(&Interrupt::new()).unwrap();
+    let first = next(&capsule, q, None);
+    assert!(first.is_some());
+    let second = next(&capsule, q, first);
+    assert!(second.is_some());
+    (capsule, second)
 }
