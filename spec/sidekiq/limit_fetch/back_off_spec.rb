@@ -126,7 +126,10 @@ RSpec.describe Sidekiq::LimitFetch::BackOff, "from perform" do
     embedded_instances << Sidekiq::Embedded.new(config).tap(&:run)
     jid = tenant_job.perform_async("t1", "seconds:30", 0.01)
 
-    wait_until(message: "the job in the retry set") { Sidekiq::RetrySet.new.find_job(jid) }
+    # Sidekiq calls its error handlers after the retry is written.
+    wait_until(message: "the job in the retry set, its error heard") do
+      Sidekiq::RetrySet.new.find_job(jid) && !errors.empty?
+    end
     expect(failures).to eq([described_class])
   end
 
