@@ -93,7 +93,7 @@ RSpec.describe "a sidekiq process behind Redis Sentinel", :e2e do
     end
 
     jids = push(60)
-    wait_until(timeout: 10, message: "the first jobs to run") { done.size >= 15 }
+    wait_until(timeout: 20, message: "the first jobs to run") { done.size >= 15 }
 
     # 1. SENTINEL FAILOVER, with jobs running and queued.
     switched_at = Time.now.to_f

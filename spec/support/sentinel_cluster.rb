@@ -62,9 +62,17 @@ class SentinelCluster
 
   # SENTINEL FAILOVER: the sentinels promote the replica at once, without
   # waiting for the master to be down. Returns the server promoted.
+  # Asked again while the sentinel refuses (-NOGOODSLAVE: its last look at
+  # the replica is too old, as on a loaded machine; -INPROG).
   def failover
     old = master
-    sentinel_call(sentinel_ports.first, "SENTINEL", "FAILOVER", NAME)
+    LimitFetchTools.wait_for("a sentinel to accept SENTINEL FAILOVER", timeout: 15) do
+      sentinel_call(sentinel_ports.first, "SENTINEL", "FAILOVER", NAME)
+    rescue RedisClient::CommandError => e
+      warn "SENTINEL FAILOVER refused (#{e.message}); asking again"
+      sleep 0.5
+      false
+    end
     LimitFetchTools.wait_for("the sentinels to name a new master", timeout: 15) { master != old && master }
   end
 
