@@ -58,7 +58,7 @@ module LimitFetchBench
 
     # A column per variant of the first scenario, after FETCH_COST's first.
     def fetch_cost_columns
-      labels = summary["fetch_cost"].values.first["variants"].values.map { _1["label"] }
+      labels = summary["fetch_cost"].values.take(1).flat_map { _1["variants"].values.map { |cell| cell["label"] } }
       FETCH_COST.dup.insert(1, *labels.each_index.map { |i| ["#{labels[i]}: µs/call", -> { fetch_cost(_1, i) }] })
     end
 

@@ -17,7 +17,18 @@ module LimitFetchTools
     # `scope` (the view's binding: its methods and constants are the
     # fields); the blank lines that end it come out as one newline.
     def render(path, scope)
-      ERB.new(File.read(path), trim_mode: "-").result(scope).sub(/\n*\z/, "\n")
+      ERB.new(File.read(path), trim_mode: "-", eoutvar: "@markdown").result(scope).sub(/\n*\z/, "\n")
+    end
+
+    # In a template, a section: its title, the prose the block writes, the
+    # table of `rows`; nothing without rows (a section that did not run).
+    def section(title, columns, rows)
+      return unless rows&.any?
+
+      start = @markdown.size
+      yield
+      @markdown << "\n#{table(columns, rows)}\n\n"
+      @markdown.insert(start, "## #{title}\n\n")
     end
 
     # One line per row, each cell from its column.
