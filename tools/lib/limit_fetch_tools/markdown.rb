@@ -48,17 +48,9 @@ module LimitFetchTools
     def ratio(value) = value ? format("×%.2f", value) : "–"
 
     # "28.0 ×2.95"; the value alone without a ratio.
-    def with_ratio(value, fmt, factor)
-      return "–" unless value
-
-      factor ? "#{format(fmt, value)} #{ratio(factor)}" : format(fmt, value)
-    end
+    def with_ratio(value, fmt, factor) = value ? [format(fmt, value), (ratio(factor) if factor)].compact.join(" ") : "–"
 
     # "9695 (9503–9731)": a median and its range.
-    def spread(spread, fmt)
-      return "–" unless spread
-
-      "#{format(fmt, spread["median"])} (#{format(fmt, spread["min"])}–#{format(fmt, spread["max"])})"
-    end
+    def spread(spread, fmt) = spread ? format("#{fmt} (#{fmt}–#{fmt})", *spread.values_at("median", "min", "max")) : "–"
   end
 end
