@@ -109,9 +109,7 @@ module LimitFetchBench
 
     # "fcall 0.60, get 0.30, ...": the commands of a phase, per second.
     def mix(commands)
-      return "none" if commands.empty?
-
-      commands.first(10).map { |name, rate| format("%<n>s %<r>.2f", n: name, r: rate) }.join(", ")
+      commands.empty? ? "none" : commands.first(10).map { |name, rate| "#{name} #{format("%.2f", rate)}" }.join(", ")
     end
   end
 end
