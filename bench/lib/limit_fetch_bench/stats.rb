@@ -23,7 +23,6 @@ module LimitFetchBench
 
     def mean(values) = values.empty? ? nil : values.sum.fdiv(values.size)
 
-    # Median, min and max of the values.
     def spread(values) = values.empty? ? nil : {"median" => median(values), "min" => values.min, "max" => values.max}
 
     def ratio(value, base) = value && base&.nonzero? && value.fdiv(base)

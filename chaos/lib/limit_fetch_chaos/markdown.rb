@@ -64,9 +64,6 @@ module LimitFetchChaos
 
     def discards = limited[:discards]
 
-    # The fair classes' tenants, one row each (FAIR_SHARES).
-    def fair_rows(fair) = fair.flat_map { |name, tenants| tenants.map { |tenant, seen| [name, tenant, seen] } }
-
     def code(name) = "`#{name}`"
 
     # "a 2, b 0": a hash's pairs.
