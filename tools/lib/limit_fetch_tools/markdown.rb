@@ -15,7 +15,8 @@ module LimitFetchTools
 
     # The template at `path` (ERB, `-%>` trims a line's end), rendered in
     # `scope` (the view's binding: its methods and constants are the
-    # fields); the blank lines that end it come out as one newline.
+    # fields), into the view's @markdown (so that #section can frame what
+    # its block wrote); the blank lines that end it come out as one newline.
     def render(path, scope)
       ERB.new(File.read(path), trim_mode: "-", eoutvar: "@markdown").result(scope).sub(/\n*\z/, "\n")
     end
