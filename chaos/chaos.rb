@@ -11,7 +11,7 @@ require_relative "../tools/lib/limit_fetch_tools/boot"
 def chaos_run(options)
   if options.fault
     report = LimitFetchChaos::FaultRunner.new(options, plan: LimitFetchChaos::FaultPlan.new(options)).run
-    return report.tap { puts "", LimitFetchChaos::Markdown.fault(report.to_h) }
+    return report.tap { puts "", LimitFetchChaos::Markdown.render(report.to_h) }
   end
 
   report = LimitFetchChaos::Runner.new(options).run

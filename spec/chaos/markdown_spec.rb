@@ -3,7 +3,7 @@
 require "json"
 require_relative "../../chaos/lib/limit_fetch_chaos"
 
-# bin/chaos's Markdown reports (report.md.erb, fault.md.erb), from the
+# bin/chaos's Markdown reports (report.md.erb, a run's or --fault's), from the
 # committed results/latest.json (as the committed results/latest.md) and a
 # made-up --fault report (no chaos is run): the facts, every table's rows,
 # the repeats cut at SHOWN, and the verdict.
@@ -49,7 +49,7 @@ RSpec.describe LimitFetchChaos::Markdown do
                      reaped: {capsules: 0, slots: 0, jobs: 0}},
              jobs: {pushed: 10, completed: 10, lost: 0, runs: 10, repeats: {frozen_reaped: 0}, repeated_jobs: []},
              limits: {"queue a": {max: 2, limit: 2}}, stalls: [], booked: {slots: []}, seconds: 50.1}
-    expect(lines(described_class.fault(fault))).to include(
+    expect(lines(described_class.render(fault))).to include(
       "# bin/chaos --fault redis-stop:12: passed", "| fault | Redis down 12.5 s from 3.2 s |",
       "| runs; repeats by category | 10; frozen_reaped 0 |", "| `queue a` | 2 / 2 |", "No failures."
     )

@@ -33,6 +33,25 @@ RSpec.describe LimitFetchTools::Markdown do
     MARKDOWN
   end
 
+  it "renders a template's section as its title, its prose and its table; nothing of one without rows" do
+    Dir.mktmpdir do |dir|
+      path = File.join(dir, "report.md.erb")
+      File.write(path, <<~ERB)
+        # Report
+
+        <%- section("Ran", [["name", 0]], [["a"]]) do -%>
+        Prose of <%= 1 + 1 %>.
+        <%- end -%>
+        <%- section("Did not run", [["name", 0]], []) do -%>
+        Never <%= raise "rendered" %>.
+        <%- end -%>
+        The end.
+      ERB
+      expect(LimitFetchTools::Markdown.render(path, view.instance_eval { binding }))
+        .to eq("# Report\n\n## Ran\n\nProse of 2.\n\n| name |\n| --- |\n| a |\n\nThe end.\n")
+    end
+  end
+
   it "reads a row that is an array by index" do
     expect(view.table([["name", 0], ["n", [1, :n], :num, "%d"]], [["x", {n: 4}]]))
       .to eq("| name | n |\n| --- | --- |\n| x | 4 |")

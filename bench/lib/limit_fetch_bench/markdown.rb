@@ -58,7 +58,7 @@ module LimitFetchBench
 
     # A column per variant of the first scenario, after FETCH_COST's first.
     def fetch_cost_columns
-      labels = summary["fetch_cost"].values.first["variants"].values.map { _1["label"] }
+      labels = summary["fetch_cost"].values.take(1).flat_map { _1["variants"].values.map { |cell| cell["label"] } }
       FETCH_COST.dup.insert(1, *labels.each_index.map { |i| ["#{labels[i]}: µs/call", -> { fetch_cost(_1, i) }] })
     end
 
@@ -109,9 +109,7 @@ module LimitFetchBench
 
     # "fcall 0.60, get 0.30, ...": the commands of a phase, per second.
     def mix(commands)
-      return "none" if commands.empty?
-
-      commands.first(10).map { |name, rate| format("%<n>s %<r>.2f", n: name, r: rate) }.join(", ")
+      commands.empty? ? "none" : commands.first(10).map { |name, rate| "#{name} #{format("%.2f", rate)}" }.join(", ")
     end
   end
 end

@@ -23,18 +23,9 @@ module LimitFetchBench
 
     def mean(values) = values.empty? ? nil : values.sum.fdiv(values.size)
 
-    # Median, min and max of the values.
-    def spread(values)
-      return nil if values.empty?
+    def spread(values) = values.empty? ? nil : {"median" => median(values), "min" => values.min, "max" => values.max}
 
-      {"median" => median(values), "min" => values.min, "max" => values.max}
-    end
-
-    def ratio(value, base)
-      return nil if value.nil? || base.nil? || base.zero?
-
-      value.fdiv(base)
-    end
+    def ratio(value, base) = value && base&.nonzero? && value.fdiv(base)
 
     # The figure `key` of the runs (an array: a path).
     def of(runs, key) = runs.filter_map { _1.dig(*key) }

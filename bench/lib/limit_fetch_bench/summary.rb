@@ -57,17 +57,20 @@ module LimitFetchBench
     # The key of the variant `key` in `variant`'s build.
     def same_build(key, variant) = variant.build && key ? Twin.key(key, variant.build) : key
 
-    def throughput(section)
+    # A row per variant of `section` that ran (of `keys` only, each before
+    # its twin), the block's of the variant, its runs, the section's runs
+    # and its twin's.
+    def rows(section, keys = nil)
       groups = group(section)
-      groups.to_h do |key, runs|
-        [key, throughput_row(Variant[key], runs, groups[Variant[key].baseline], twin(groups, key))]
-      end
+      keys = keys ? present(groups, keys) : groups.keys
+      keys.to_h { [_1, yield(Variant[_1], groups[_1], groups, twin(groups, _1))] }
     end
 
-    def idle
-      groups = group("idle")
-      groups.to_h { |key, runs| [key, idle_row(Variant[key], runs, groups["basic"], twin(groups, key))] }
+    def throughput(section)
+      rows(section) { |variant, runs, groups, twin| throughput_row(variant, runs, groups[variant.baseline], twin) }
     end
+
+    def idle = rows("idle") { |variant, runs, groups, twin| idle_row(variant, runs, groups["basic"], twin) }
 
     # Per scenario, from the fetch-cost processes' results (with
     # --baseline, those of the baseline's build are twins).
@@ -96,27 +99,19 @@ module LimitFetchBench
     end
 
     def keyed
-      groups = group("keyed")
-      return {} if groups.empty?
+      return {} if group("keyed").empty?
 
-      hot = present(groups, KeyedVariants::HOT + KeyedVariants::SEEDS).to_h { [_1, keyed_hot(groups, _1)] }
-      {"distinct" => distinct(groups), "hot" => hot, "keys" => groups["keys"]&.first&.slice(*KEYS)}
-    end
-
-    def distinct(groups)
-      present(groups, KeyedVariants::DISTINCT).to_h do |key|
-        variant = Variant[key]
-        base = groups[same_build(variant.baseline, variant)]
-        [key, throughput_row(variant, groups[key], base, twin(groups, key), COSTS)]
+      distinct = rows("keyed", KeyedVariants::DISTINCT) do |variant, runs, groups, twin|
+        throughput_row(variant, runs, groups[same_build(variant.baseline, variant)], twin, COSTS)
       end
+      {"distinct" => distinct, "hot" => rows("keyed", KeyedVariants::HOT + KeyedVariants::SEEDS, &method(:keyed_hot)),
+       "keys" => group("keyed")["keys"]&.first&.slice(*KEYS)}
     end
 
-    def keyed_hot(groups, key)
-      variant = Variant[key]
-      runs = groups[key]
+    def keyed_hot(variant, runs, groups, twin)
       row = hot_row(variant, runs, KEYED_HOT)
             .merge(hot_versus(runs, *%w[hot_none hot_queue2].map { groups[same_build(_1, variant)] }))
-      (other = twin(groups, key)) ? row.merge(hot_rev_ratios(runs, other)) : row
+      twin ? row.merge(hot_rev_ratios(runs, twin)) : row
     end
 
     # A row per back_off run, in the order they ran, per fair_share run, and
@@ -134,18 +129,18 @@ module LimitFetchBench
       groups = group("rate")
       return {} if groups.empty?
 
-      {"throughput" => present(groups, RateVariants::THROUGHPUT).to_h { [_1, rate_throughput(groups, _1)] },
-       "hot" => present(groups, RateVariants::HOT).to_h { [_1, rate_hot(groups[_1])] }, "idle" => rate_idle(groups)}
+      {"throughput" => rows("rate", RateVariants::THROUGHPUT, &method(:rate_throughput)),
+       "hot" => rows("rate", RateVariants::HOT, &method(:rate_hot)), "idle" => rate_idle(groups)}
         .merge({"idle_twin" => (rate_idle(groups, @rev) if @rev)}.compact)
     end
 
     # A twin's "× no limit": to its own build's.
-    def rate_throughput(groups, key, variant = Variant[key])
-      throughput_row(variant, groups[key], groups[variant.baseline], nil)
-        .merge(rate_counted(groups[key], variant.rate && groups[same_build("rate_none", variant)]))
+    def rate_throughput(variant, runs, groups, _twin)
+      throughput_row(variant, runs, groups[variant.baseline], nil)
+        .merge(rate_counted(runs, variant.rate && groups[same_build("rate_none", variant)]))
     end
 
-    def rate_hot(runs) = hot_row(Variant[runs.first["variant"]], runs, RATE_HOT).merge(rate_backlog(runs))
+    def rate_hot(variant, runs, *) = hot_row(variant, runs, RATE_HOT).merge(rate_backlog(runs))
 
     # Waiting with jobs parked against the blocking wait (of the baseline's
     # gem with `rev`); nil if neither ran.

@@ -50,10 +50,10 @@ module LimitFetchBench
        "redis_ceiling_ratio" => Stats.ratio(*ceiling), **concurrency(runs)}
     end
 
+    def per_job(run, side) = run["round_trips"][side].fdiv(run["jobs"])
+
     # The most jobs of one queue seen in flight, and running, in any run.
     def concurrency(runs) = %w[max_in_flight max_running].to_h { |key| [key, runs.map { _1[key].values.max || 0 }.max] }
-
-    def per_job(run, side) = run["round_trips"][side].fdiv(run["jobs"])
 
     # Pickup latency over all the runs' jobs (and the spread of the runs'
     # medians), a freed slot taken by a waiting thread, the idle cost.
@@ -119,10 +119,6 @@ module LimitFetchBench
        **COSTS.to_h { ["#{_1}_rev_ratio", versus(runs, twin, cost(_1, "per_executed_job"))] }}
     end
 
-    # A back_off run (BackOffRun) with its variant's label, the wall time's
-    # ratio to the ideal, and whether every job was done exactly once, with
-    # no retry, no job in the retry or dead set and no failure (`clean`); a
-    # skipped run (the adaptive variant without BackOff) keeps only why.
     # A row per memory variant (twins too) and count of jobs; nil without the section.
     def memory_rows
       groups = group("memory")
@@ -136,7 +132,8 @@ module LimitFetchBench
     # RSS against BasicFetch's (medians): the difference and the ratio.
     def memory_row(key, runs, basic, index)
       {"label" => Variant[key].label, "jobs" => runs.first["checkpoints"][index]["jobs"], "runs" => runs.size,
-       **MEMORY.to_h { [_1, Stats.spread(megabytes(runs, index, _1))] }, "threads" => threads(runs, index),
+       **MEMORY.to_h { [_1, Stats.spread(megabytes(runs, index, _1))] },
+       "threads" => Stats.of(runs, ["checkpoints", index, "Threads"]).max,
        **versus_basic(runs, basic, index)}
     end
 
@@ -145,10 +142,12 @@ module LimitFetchBench
       {"vs_basic_mb" => rss[1] && (rss[0] - rss[1]), "ratio" => Stats.ratio(*rss)}
     end
 
-    def threads(runs, index) = Stats.of(runs, ["checkpoints", index, "Threads"]).max
-
     def megabytes(runs, index, name) = Stats.of(runs, ["checkpoints", index, name]).map { _1 / 1024.0 }
 
+    # A back_off run (BackOffRun) with its variant's label, the wall time's
+    # ratio to the ideal, and whether every job was done exactly once, with
+    # no retry, no job in the retry or dead set and no failure (`clean`); a
+    # skipped run (the adaptive variant without BackOff) keeps only why.
     def back_off_row(run)
       row = run.slice("variant", "round").merge("label" => Variant[run["variant"]].label)
       return row.merge("skipped" => run["skipped"]) if run["skipped"]

@@ -1,10 +1,10 @@
 # frozen_string_literal: true
 
 module LimitFetchChaos
-  # A report as short Markdown: what bin/chaos prints at the end and writes
-  # to results/latest.md (Report#to_h, report.md.erb), or what bin/chaos
-  # --fault prints (FaultReport#to_h, fault.md.erb). The templates hold the
-  # prose and the facts; the tables come from the column lists here.
+  # A report as short Markdown (report.md.erb): what bin/chaos prints at the
+  # end and writes to results/latest.md (Report#to_h), or what bin/chaos
+  # --fault prints (FaultReport#to_h). The template holds the prose and the
+  # facts; the tables come from the column lists here.
   class Markdown
     include LimitFetchTools::Markdown
 
@@ -48,15 +48,13 @@ module LimitFetchChaos
                ["why it ran again", -> { _1[:repeats].map { |repeat| Duplicates.why(repeat) }.join("; ") }]].freeze
     SHOWN = 30
 
-    def self.render(report) = new(report).render("report.md.erb")
-
-    def self.fault(report) = new(report).render("fault.md.erb")
+    def self.render(report) = new(report).render
 
     def initialize(report)
       @report = report
     end
 
-    def render(template) = LimitFetchTools::Markdown.render(File.join(__dir__, template), binding)
+    def render = LimitFetchTools::Markdown.render(File.join(__dir__, "report.md.erb"), binding)
 
     private
 
@@ -65,15 +63,6 @@ module LimitFetchChaos
     %i[plan jobs limited tuner chaos fault].each { |name| define_method(name) { report[name] } }
 
     def discards = limited[:discards]
-
-    # The fair classes' tenants, one row each (FAIR_SHARES).
-    def fair_rows(fair) = fair.flat_map { |name, tenants| tenants.map { |tenant, seen| [name, tenant, seen] } }
-
-    def environment
-      env = report[:environment]
-      "#{env[:date]}; #{env[:cpus]} CPUs (#{env[:cpu]}), Linux #{env[:kernel]}; Ruby #{env[:ruby]}, " \
-        "Sidekiq #{env[:sidekiq]}, #{env[:redis]}; commit #{env[:commit]}"
-    end
 
     def code(name) = "`#{name}`"
 
@@ -105,7 +94,5 @@ module LimitFetchChaos
       more = repeated.size > SHOWN ? "\n#{repeated.size - SHOWN} more in the JSON report (results/latest.json).\n" : ""
       "#{table(REPEATS, repeated.first(SHOWN))}\n#{more}\n"
     end
-
-    def verdict = report[:failures].empty? ? "No failures." : report[:failures].map { "- FAILED: #{_1}" }.join("\n")
   end
 end

@@ -15,9 +15,21 @@ module LimitFetchTools
 
     # The template at `path` (ERB, `-%>` trims a line's end), rendered in
     # `scope` (the view's binding: its methods and constants are the
-    # fields); the blank lines that end it come out as one newline.
+    # fields), into the view's @markdown (so that #section can frame what
+    # its block wrote); the blank lines that end it come out as one newline.
     def render(path, scope)
-      ERB.new(File.read(path), trim_mode: "-").result(scope).sub(/\n*\z/, "\n")
+      ERB.new(File.read(path), trim_mode: "-", eoutvar: "@markdown").result(scope).sub(/\n*\z/, "\n")
+    end
+
+    # In a template, a section: its title, the prose the block writes, the
+    # table of `rows`; nothing without rows (a section that did not run).
+    def section(title, columns, rows)
+      return unless rows&.any?
+
+      start = @markdown.size
+      yield
+      @markdown << "\n#{table(columns, rows)}\n\n"
+      @markdown.insert(start, "## #{title}\n\n")
     end
 
     # One line per row, each cell from its column.
@@ -37,17 +49,9 @@ module LimitFetchTools
     def ratio(value) = value ? format("×%.2f", value) : "–"
 
     # "28.0 ×2.95"; the value alone without a ratio.
-    def with_ratio(value, fmt, factor)
-      return "–" unless value
-
-      factor ? "#{format(fmt, value)} #{ratio(factor)}" : format(fmt, value)
-    end
+    def with_ratio(value, fmt, factor) = value ? [format(fmt, value), (ratio(factor) if factor)].compact.join(" ") : "–"
 
     # "9695 (9503–9731)": a median and its range.
-    def spread(spread, fmt)
-      return "–" unless spread
-
-      "#{format(fmt, spread["median"])} (#{format(fmt, spread["min"])}–#{format(fmt, spread["max"])})"
-    end
+    def spread(spread, fmt) = spread ? format("#{fmt} (#{fmt}–#{fmt})", *spread.values_at("median", "min", "max")) : "–"
   end
 end
