@@ -181,8 +181,10 @@ RSpec.describe "sidekiq-limit_fetch in sidekiq processes", :e2e do
   end
 
   # A job's own start (Recorder.stamp) follows the fetch that counted it by
-  # its thread's wake-up: windows are checked with this much of it.
-  rate_slack = 0.025
+  # its thread's wake-up: windows are checked with this much of it (73 ms
+  # seen on a loaded 2-vCPU machine). The gem's own count, by Redis's clock,
+  # is held to the rate exactly by the core's tests and bin/chaos.
+  rate_slack = 0.15
 
   it "starts each tenant at its rate across two processes, reaching the rate, with no window over it" do
     config = app.write_config("rated", queues: [LimitFetchSpec::KeyedJobs::QUEUE], concurrency: 5)

@@ -57,6 +57,9 @@ class SentinelCluster
       timeout: 20) do
       sentinel_ports.all? { |port| ready?(port, server, replicas) } &&
         replicas.all? { |replica| replica.call("INFO", "replication").include?("master_link_status:up") }
+    rescue RedisClient::ConnectionError
+      # A sentinel that turns a master into a replica closes its clients.
+      false
     end
   end
 

@@ -38,6 +38,14 @@ RSpec.describe Sidekiq::LimitFetch::BackOff, "from perform" do
 
   def failures = Array.new(errors.size) { errors.pop }.map(&:class)
 
+  # Until job +jid+ is in the retry set and its error heard: Sidekiq calls
+  # its error handlers after it writes the retry.
+  def wait_for_retry(jid)
+    wait_until(message: "job #{jid} in the retry set, its error heard") do
+      Sidekiq::RetrySet.new.find_job(jid) && !errors.empty?
+    end
+  end
+
   it "holds its tenant's jobs for retry_after seconds in every process, runs the others, and runs it again" do
     start_processes
     backed, started = back_off_first("seconds:1") { |how| tenant_job.perform_async("t1", how, 0.05) }
@@ -79,7 +87,7 @@ RSpec.describe Sidekiq::LimitFetch::BackOff, "from perform" do
 
     failing = tenant_job.perform_async("t3", "unlisted", 0.05)
 
-    wait_until(message: "the unlisted error's retry") { Sidekiq::RetrySet.new.find_job(failing) }
+    wait_for_retry(failing)
     expect(failures).to eq([LimitFetchSpec::Unlisted])
   end
 
@@ -126,10 +134,7 @@ RSpec.describe Sidekiq::LimitFetch::BackOff, "from perform" do
     embedded_instances << Sidekiq::Embedded.new(config).tap(&:run)
     jid = tenant_job.perform_async("t1", "seconds:30", 0.01)
 
-    # Sidekiq calls its error handlers after the retry is written.
-    wait_until(message: "the job in the retry set, its error heard") do
-      Sidekiq::RetrySet.new.find_job(jid) && !errors.empty?
-    end
+    wait_for_retry(jid)
     expect(failures).to eq([described_class])
   end
 
