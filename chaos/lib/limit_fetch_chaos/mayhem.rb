@@ -37,8 +37,11 @@ module LimitFetchChaos
       return unless past_outage?(elapsed, progress, outage_ok) # nor kills meanwhile: the outage must come
 
       @freezer.act(elapsed)
-      @freezer.start(elapsed) if @restart && @freezer.idle? && progress >= Plan::FREEZE_AT && booted?
-      kill(elapsed) if elapsed >= @next_kill
+      @freezer.start(elapsed) if freeze_due?(progress) && booted?
+      # No kill while the freeze is due: it waits for a booted fleet, which
+      # kills every ~2 s of processes that boot in 2 s or more (a loaded
+      # machine) may not leave it before the jobs run out.
+      kill(elapsed) if elapsed >= @next_kill && !freeze_due?(progress)
     end
 
     # The freeze, a Frozen (nil if none came).
@@ -57,6 +60,8 @@ module LimitFetchChaos
     private
 
     def booted? = @sidekiq.redis { @fleet.booted?(_1) }
+
+    def freeze_due?(progress) = @restart && @freezer.idle? && progress >= Plan::FREEZE_AT
 
     # Takes Redis down once its time has come; false while the outage waits
     # for its moment.
