@@ -82,6 +82,13 @@ pub(super) fn build(
     let in_progress = keys::in_progress(uuid, queue);
     let mut pipe = redis::pipe();
     let mut next = Next(0);
+    if sends.defer_ack {
+        // Before the heartbeat's read (the MGET's last): the second round
+        // trip, a transaction, runs only if nothing wrote or expired it
+        // since, a reaper included (keyed.rs).
+        pipe.cmd("WATCH").arg(keys::heartbeat(uuid));
+        next.one();
+    }
     if !limits.is_empty() {
         // First: until the script decides a next job that does not carry
         // them, no job in the capsule's in-progress lists may say whose the
@@ -205,11 +212,10 @@ mod tests {
                 let sent = names(&packed);
                 assert_eq!(sent.len(), at.replies, "{sent:?}");
                 let named = |i: Option<usize>| i.map(|i| sent[i].as_str());
-                let first = match (n > 0, sends.defer_ack, sends.recoveries_counted) {
-                    (true, _, _) => "SADD",
-                    (false, false, _) => "LREM",
-                    (false, true, true) => "HDEL",
-                    (false, true, false) => "LMOVE",
+                let first = match (n > 0, sends.defer_ack) {
+                    (_, true) => "WATCH",
+                    (true, false) => "SADD",
+                    (false, false) => "LREM",
                 };
                 assert_eq!(sent[0], first);
                 assert_eq!(named(at.acked), (!sends.defer_ack).then_some("LREM"));
