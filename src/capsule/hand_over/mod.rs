@@ -46,7 +46,8 @@
 //! once a hand-over from the queue finds some, the next ones take them,
 //! oldest first, from the limit's parked list instead of the queue (a
 //! job of one limit only: a job parked by one of several limits may be
-//! behind the parked jobs of another). It opens with an `SADD` of their
+//! behind the parked jobs of another), without the `EXISTS`, until a move
+//! finds the list empty (the script then decides). It opens with an `SADD` of their
 //! ids to the capsule's set of run limits: a job limit's slot is otherwise
 //! found, if the capsule dies, by the job that holds it, in an in-progress
 //! list (reap.lua), and the job this pipeline moves may carry other limits.

@@ -46,7 +46,8 @@ pub(super) struct Layout {
     /// The `LLEN`s of the job limits' busy lists, in their order (empty
     /// without job limits).
     pub(super) job_busy: Range<usize>,
-    /// The `EXISTS` of the job limits' parked lists, with job limits.
+    /// The `EXISTS` of the job limits' parked lists, with job limits, from
+    /// the queue.
     pub(super) parked_lists: Option<usize>,
     /// The `LLEN` of the queue, while fetchers sleep.
     pub(super) queued: Option<usize>,
@@ -146,7 +147,8 @@ pub(super) fn build(
         pipe.cmd("LLEN").arg(keys::job_busy(&limit.id));
     }
     let job_busy = next.many(limits.len());
-    let parked_lists = (!limits.is_empty()).then(|| {
+    // From a parked list, its `LMOVE` says when it is empty.
+    let parked_lists = (!limits.is_empty() && !sends.from_parked_list).then(|| {
         let exists = pipe.cmd("EXISTS");
         for limit in limits {
             exists.arg(keys::parked(&limit.id));
@@ -224,7 +226,8 @@ mod tests {
                 assert_eq!(named(at.busy), sends.count_busy.then_some("LLEN"));
                 assert_eq!(at.job_busy.len(), n);
                 assert!(sent[at.job_busy.clone()].iter().all(|c| c == "LLEN"));
-                assert_eq!(named(at.parked_lists), (n > 0).then_some("EXISTS"));
+                let exists = n > 0 && !sends.from_parked_list;
+                assert_eq!(named(at.parked_lists), exists.then_some("EXISTS"));
                 assert_eq!(named(at.queued), sends.report.then_some("LLEN"));
                 assert_eq!(
                     named(at.recoveries),
