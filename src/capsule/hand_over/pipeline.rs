@@ -194,6 +194,7 @@ mod tests {
             digest: Digest::of(&job),
             job,
             thread: std::thread::current().id(),
+            at: std::time::Instant::now(),
         };
         let limits: Vec<CarriedLimit> = (0..2)
             .map(|i| CarriedLimit {
