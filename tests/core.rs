@@ -567,6 +567,54 @@ fn a_fetched_job_waits_in_the_capsules_in_progress_list_until_acknowledged() {
     assert_eq!(again.job, next.job);
 }
 
+/// Each acknowledgement waits its own grace for a fetch to carry it: the
+/// flush that the first one's grace ends leaves a younger one, whose thread
+/// is about to fetch, to go with its own grace.
+#[test]
+fn a_flush_leaves_an_acknowledgement_younger_than_its_grace() {
+    // A pause of Redis would make the flush fail, and a later one send both.
+    let _pause = PAUSING.lock().unwrap_or_else(|e| e.into_inner());
+    let q = queue("young-ack");
+    push(&q, 2);
+    let grace = Duration::from_millis(1000);
+    let a = Capsule::new(
+        &support::settings(),
+        CapsuleOptions {
+            ack_grace: grace,
+            ..CapsuleOptions::default()
+        },
+    );
+    let none = Interrupt::new();
+    // Registered: other tests' beats reap an unregistered one's jobs.
+    a.register(&none).unwrap();
+    let first = a.fetch(&[q.as_str()], &none).unwrap().expect("a job");
+    let second = a.fetch(&[q.as_str()], &none).unwrap().expect("a job");
+    let in_progress = || -> Vec<Vec<u8>> {
+        redis()
+            .lrange(keys::in_progress(a.uuid(), &q), 0, -1)
+            .unwrap()
+    };
+    let start = Instant::now();
+    a.acknowledge(&q, first.job.clone());
+    thread::sleep(grace * 6 / 10);
+    a.acknowledge(&q, second.job.clone());
+    thread::sleep((start + grace * 13 / 10).saturating_duration_since(Instant::now()));
+    assert_eq!(
+        in_progress(),
+        std::slice::from_ref(&second.job),
+        "the first alone sent"
+    );
+    let deadline = start + grace * 4;
+    while !in_progress().is_empty() {
+        assert!(Instant::now() < deadline, "the second was never sent");
+        thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        start.elapsed() >= grace * 16 / 10,
+        "the second before its grace"
+    );
+}
+
 #[test]
 fn an_acknowledgement_goes_on_its_own_when_no_fetch_follows() {
     let q = queue("lone-ack");

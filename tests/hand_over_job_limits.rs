@@ -95,7 +95,7 @@ fn a_hot_keys_parked_jobs_go_oldest_first_to_the_processor_that_frees_the_slot()
     assert_eq!(len(&keys::parked(&id)), 5);
     // Younger jobs of the key, queued behind the parked ones.
     push_jobs(&q, &[limited(&q, "h6", &id, 1), limited(&q, "h7", &id, 1)]);
-    let before = a.hand_overs();
+    let (before, trips) = (a.hand_overs(), a.round_trips());
     for i in 1..8 {
         held = next(&a, &q, held);
         assert_eq!(jid(held.as_ref().expect("a job")), format!("h{i}"));
@@ -103,9 +103,10 @@ fn a_hot_keys_parked_jobs_go_oldest_first_to_the_processor_that_frees_the_slot()
         assert_eq!(len(&keys::parked(&id)), 5_usize.saturating_sub(i));
     }
     // h1: the script (no run yet), which says it took a parked job; h2,
-    // h3, h4, h5: hand-overs from the parked ones; h6, h7 from the queue
-    // again.
+    // h3, h4, h5: hand-overs from the parked ones; h6: one that finds them
+    // gone, then the script; h7 from the queue again.
     assert_eq!(a.hand_overs() - before, 6);
+    assert_eq!(a.round_trips() - trips, 8);
     assert!(next(&a, &q, held).is_none());
     assert_eq!(len(&keys::job_busy(&id)), 0);
     let parked: Vec<String> = redis().smembers(keys::LIMITS_WITH_PARKED).unwrap();

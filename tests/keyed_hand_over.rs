@@ -13,9 +13,10 @@ use std::sync::{Arc, Mutex};
 
 use limit_fetch_core::{keys, Capsule, Fetched, Interrupt};
 use redis::Commands;
+use support::proxy::Proxy;
 use support::{
-    capsule, capsule_whose_acks_ride, expire, holding_the_second, jid_of, next, push_jobs, queue,
-    redis,
+    capsule, capsule_whose_acks_ride, capsule_whose_acks_ride_through, expire, holding_the_second,
+    jid_of, next, push_jobs, queue, redis,
 };
 
 /// Redis's command counts are the server's: one test at a time.
@@ -323,6 +324,77 @@ fn a_capsule_without_its_heartbeat_frees_no_slot_twice() {
         1,
         "the other booking kept"
     );
+}
+
+/// A capsule frozen between the round trips, reaped meanwhile (its slots
+/// freed, its jobs back in their queue), then woken: another of its
+/// processors books a slot of the finished job's key before the second
+/// round trip lands. That booking is the capsule's entry on the key's busy
+/// list, as the finished job's was: the second round trip frees no slot
+/// (the reaper freed the finished job's), nor acknowledges, and the key
+/// counts every job of it the capsule runs.
+#[test]
+fn a_reap_between_the_round_trips_then_a_booking_of_the_key_is_not_freed_by_the_second() {
+    let _turn = turn();
+    let q = queue("reaped-between");
+    let id = format!("key:Shared#{q}");
+    let shared = |jid: &str| job(&q, jid, &format!(r#"{{"id":"{id}","concurrency":2}}"#));
+    push_jobs(&q, &[keyed(&q, "j", 1), shared("a"), keyed(&q, "m", 1)]);
+    let capsule_slot: Arc<Mutex<Option<Arc<Capsule>>>> = Arc::default();
+    let seen: Arc<Mutex<Option<(String, usize)>>> = Arc::default();
+    let meanwhile = {
+        let (capsule_slot, seen, q, shared_x) =
+            (capsule_slot.clone(), seen.clone(), q.clone(), shared("x"));
+        let id = id.clone();
+        Box::new(move || {
+            let c = capsule_slot.lock().unwrap().clone().unwrap();
+            expire(c.uuid());
+            let reaper = capsule();
+            reaper.register(&Interrupt::new()).unwrap();
+            reaper.beat(&Interrupt::new()).unwrap();
+            assert_eq!(len(&keys::job_busy(&id)), 0, "the reaper freed a's slot");
+            // Another processor of the woken capsule takes x, of the key.
+            let _: () = redis().rpush(keys::queue(&q), &shared_x).unwrap();
+            let (fetcher_q, fetcher_c) = (q.clone(), c.clone());
+            let x = std::thread::spawn(move || {
+                fetcher_c
+                    .fetch(&[fetcher_q.as_str()], &Interrupt::new())
+                    .unwrap()
+            })
+            .join()
+            .unwrap();
+            *seen.lock().unwrap() = Some((jid(&x.expect("x")), len(&keys::job_busy(&id))));
+        }) as Box<dyn FnOnce() + Send>
+    };
+    let round_two = vec![b"LREM".to_vec(), keys::job_busy(&id).into_bytes()];
+    let proxy = Proxy::start(support::settings().port, round_two, meanwhile);
+    let c = Arc::new(capsule_whose_acks_ride_through(proxy.port));
+    *capsule_slot.lock().unwrap() = Some(c.clone());
+    c.register(&Interrupt::new()).unwrap();
+    let held = next(&c, &q, None);
+    assert_eq!(jid(held.as_ref().expect("j")), "j");
+    let held = next(&c, &q, held);
+    assert_eq!(jid(held.as_ref().expect("a")), "a");
+    let before = c.hand_overs();
+    let taken = next(&c, &q, held);
+    assert_eq!(c.hand_overs() - before, 1, "a keyed hand-over");
+    let (x, booked) = seen
+        .lock()
+        .unwrap()
+        .clone()
+        .expect("held between the round trips");
+    assert_eq!((x.as_str(), booked), ("x", 1));
+    // The script took a, pushed back to the front by the reaper: with x,
+    // the key is full, and another capsule's job of it waits.
+    assert_eq!(jid(taken.as_ref().expect("a")), "a");
+    assert_eq!(len(&keys::job_busy(&id)), 2, "x's and a's");
+    push_jobs(&q, &[shared("y")]);
+    let other = capsule();
+    let m = other.fetch(&[q.as_str()], &Interrupt::new()).unwrap();
+    assert_eq!(jid(&m.expect("m, pushed back")), "m");
+    let y = other.fetch(&[q.as_str()], &Interrupt::new()).unwrap();
+    assert!(y.is_none(), "y runs with x and a");
+    assert_eq!(jids(&keys::parked(&id)), ["y"]);
 }
 
 /// A fetch interrupted while its first round trip waits (Redis paused):

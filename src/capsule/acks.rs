@@ -3,7 +3,7 @@
 //! with what each fetch script did.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::{Capsule, Inner};
 use crate::ledger::{Ack, Digest};
@@ -17,10 +17,11 @@ const ACK_RETRY: Duration = Duration::from_secs(1);
 impl Capsule {
     /// Marks a fetched job of `queue` finished. Returns at once: the removal
     /// from its in-progress list and the release of its slot ride on the
-    /// capsule's next fetch, or go on their own after its `ack_grace` (2 ms:
-    /// a processor fetches again right after it acknowledges, so on a busy
-    /// capsule they ride along for free, and the slot is held this much
-    /// longer at most). Until Redis has them, the slot counts as busy (never
+    /// capsule's next fetch, or go on their own once its `ack_grace` has
+    /// passed (2 ms: a processor fetches again right after it acknowledges,
+    /// so on a busy capsule they ride along for free, and the slot is held
+    /// about this much longer at most; each acknowledgement gets its own, so
+    /// that one made just before another's flush still rides). Until Redis has them, the slot counts as busy (never
     /// the other way round).
     pub fn acknowledge(&self, queue: &str, job: Vec<u8>) {
         let queue = keys::queue_name(queue).to_owned();
@@ -32,6 +33,7 @@ impl Capsule {
                 job,
                 digest,
                 thread: std::thread::current().id(),
+                at: Instant::now(),
             });
             !std::mem::replace(&mut ledger.flush_scheduled, true)
         };
@@ -117,8 +119,23 @@ impl Inner {
         };
         handle.spawn(async move {
             tokio::time::sleep(after).await;
-            self.ledger().flush_scheduled = false;
-            if self.flush().await.is_err() {
+            // Only those the grace has passed: a younger one is its thread's
+            // next fetch's to carry (see `Ledger::take_aged`).
+            let (acks, next) = {
+                let mut ledger = self.ledger();
+                let (acks, next) = ledger.take_aged(Instant::now(), self.ack_grace);
+                ledger.flush_scheduled = next.is_some();
+                (acks, next)
+            };
+            if let Some(next) = next {
+                let after = next.saturating_duration_since(Instant::now());
+                self.clone().schedule_flush(after);
+            }
+            if acks.is_empty() {
+                return;
+            }
+            // Freed slots no fetch of this capsule took: a waiter may (see `look_here`).
+            if self.look_here(&[], Mode::Plain, acks).await.is_err() {
                 let retry = {
                     let mut ledger = self.ledger();
                     !ledger.acks.is_empty() && !std::mem::replace(&mut ledger.flush_scheduled, true)

@@ -38,6 +38,8 @@ pub(crate) struct Ack {
     pub(crate) digest: Digest,
     /// The thread that acknowledged: in Sidekiq, the one that fetches next.
     pub(crate) thread: ThreadId,
+    /// When: a flush takes it only once its grace has passed.
+    pub(crate) at: Instant,
 }
 
 /// A job the capsule holds. Its payload is kept (as Sidekiq keeps the
@@ -189,6 +191,23 @@ impl Ledger {
         let (mine, others) = all.into_iter().partition(|a| a.thread == thread);
         self.acks = others;
         mine
+    }
+
+    /// The acknowledgements a flush sends at `now`: those made at least
+    /// `grace` before (a younger one's thread is about to fetch, carrying
+    /// it: sent alone, it would free a slot that thread takes again, and
+    /// wake a waiter to race it); and when the oldest of the rest will be.
+    pub(crate) fn take_aged(
+        &mut self,
+        now: Instant,
+        grace: Duration,
+    ) -> (Vec<Ack>, Option<Instant>) {
+        let (aged, young): (Vec<Ack>, Vec<Ack>) = std::mem::take(&mut self.acks)
+            .into_iter()
+            .partition(|a| now.saturating_duration_since(a.at) >= grace);
+        let next = young.iter().map(|a| a.at + grace).min();
+        self.acks = young;
+        (aged, next)
     }
 
     pub(crate) fn owes(&self, thread: ThreadId) -> bool {

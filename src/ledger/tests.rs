@@ -16,6 +16,7 @@ fn a_fetch_carries_the_acknowledgements_of_its_own_thread() {
         job: b"j".to_vec(),
         digest: Digest::of(b"j"),
         thread,
+        at: Instant::now(),
     };
     let here = std::thread::current().id();
     let there = std::thread::spawn(|| std::thread::current().id())
@@ -29,6 +30,33 @@ fn a_fetch_carries_the_acknowledgements_of_its_own_thread() {
     assert!(!ledger.owes(here));
     assert!(ledger.owes(there));
     assert_eq!(ledger.take_acks(None).len(), 1);
+    assert!(ledger.acks.is_empty());
+}
+
+/// A flush sends the acknowledgements its grace has passed; a younger one
+/// waits for its thread's fetch, and the flush after says when.
+#[test]
+fn a_flush_takes_only_the_acknowledgements_older_than_its_grace() {
+    let grace = Duration::from_millis(2);
+    let now = Instant::now();
+    let ack = |age: Duration| Ack {
+        queue: "q".into(),
+        job: b"j".to_vec(),
+        digest: Digest::of(b"j"),
+        thread: std::thread::current().id(),
+        at: now - age,
+    };
+    let young = Duration::from_micros(500);
+    let mut ledger = Ledger {
+        acks: vec![ack(grace), ack(young), ack(Duration::from_millis(5))],
+        ..Ledger::default()
+    };
+    let (aged, next) = ledger.take_aged(now, grace);
+    assert_eq!(aged.len(), 2);
+    assert_eq!(ledger.acks.len(), 1);
+    assert_eq!(next, Some(now - young + grace));
+    let (aged, next) = ledger.take_aged(now + grace, grace);
+    assert_eq!((aged.len(), next), (1, None));
     assert!(ledger.acks.is_empty());
 }
 

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod json;
+pub mod proxy;
 
 use std::net::TcpListener;
 use std::os::unix::process::CommandExt;
@@ -170,6 +171,19 @@ pub fn capsule_whose_acks_ride() -> Capsule {
     join_a_beating_fleet();
     Capsule::new(
         &settings(),
+        CapsuleOptions {
+            ack_grace: Duration::from_secs(10),
+            ..CapsuleOptions::default()
+        },
+    )
+}
+
+/// [`capsule_whose_acks_ride`], connected to Redis through `port` (a
+/// [`proxy::Proxy`]'s).
+pub fn capsule_whose_acks_ride_through(port: u16) -> Capsule {
+    join_a_beating_fleet();
+    Capsule::new(
+        &ConnectionSettings { port, ..settings() },
         CapsuleOptions {
             ack_grace: Duration::from_secs(10),
             ..CapsuleOptions::default()

@@ -1,16 +1,34 @@
 //! A keyed hand-over's second round trip: the moved job's limits booked
 //! optimistically, with the reads that prove each booking within its limit
 //! (see the module's documentation), and, where the first round trip left
-//! it, the acknowledgement with its job's slots freed:
+//! it, the acknowledgement with its job's slots freed, then in a
+//! transaction:
 //!
 //! ```text
+//! MULTI                     with the acknowledgement: runs the rest only
+//!                           if the heartbeat the first read is unchanged
 //! LREM   job-busy 1 <uuid>  (one a limit of the acknowledged job, if left)
 //! LREM   in-progress 1 <finished job>   the acknowledgement, if left
 //! RPUSH  job-busy <uuid>    (one a limit of the moved job): its count after
 //! MGET   job-limit job-back-off...      each such limit's stored value and
 //!                                       back-off
 //! EXISTS parked...          every limit above: whether any has parked jobs
+//! EXEC                      with the MULTI: the replies above, or nil
 //! ```
+//!
+//! The `LREM`s of the busy lists remove an entry of the capsule, any of
+//! its jobs' of the same limit: right only while the capsule was not
+//! reaped since the first round trip read its heartbeat key. A reaper
+//! (which takes only capsules without one, and deletes it) frees all of its
+//! entries and pushes its jobs back; woken, another processor of the
+//! capsule may book a slot of the same limit before this round trip lands,
+//! and an `LREM` would free that one: one job too many could start under
+//! the limit until the capsule reconciles. So the first round trip
+//! `WATCH`es the heartbeat key before reading it, and the second is a
+//! transaction that Redis runs only if nothing wrote, deleted or expired
+//! the key since (a beat's write, every heartbeat period, aborts one for
+//! nothing): aborted, nothing of it ran, and the script decides as of the
+//! first round trip, the acknowledgement riding with it.
 
 use std::ops::Range;
 
@@ -36,9 +54,12 @@ pub(super) struct Keyed {
     layout: Layout,
 }
 
-/// Where each read reply is (see pipeline.rs's).
+/// Where each read reply is (see pipeline.rs's): in the `EXEC`'s reply
+/// within a transaction.
 struct Layout {
     replies: usize,
+    /// Sent as a transaction (with the acknowledgement).
+    transaction: bool,
     acked: Option<usize>,
     pushed: Range<usize>,
     values: Option<usize>,
@@ -63,6 +84,10 @@ impl Keyed {
         let in_progress = keys::in_progress(uuid, queue);
         let mut pipe = redis::pipe();
         let mut n = 0;
+        let transaction = booking.acked.is_some();
+        if transaction {
+            pipe.cmd("MULTI");
+        }
         let freed = booking.acked.map_or(&[][..], |(_, limits)| limits);
         // Its slots before its job: while the job is in the in-progress
         // list, a reaper finds them by it (reap.lua).
@@ -100,6 +125,9 @@ impl Keyed {
             n += 1;
             n - 1
         });
+        if transaction {
+            pipe.cmd("EXEC");
+        }
         let keyed = Keyed {
             job: booking.job,
             booked: booking.booked,
@@ -108,6 +136,7 @@ impl Keyed {
             queued: booking.queued,
             layout: Layout {
                 replies: n,
+                transaction,
                 acked,
                 pushed,
                 values,
@@ -117,16 +146,28 @@ impl Keyed {
         (keyed, pipe.get_packed_pipeline())
     }
 
-    /// How many replies its pipeline gets.
+    /// How many replies its pipeline gets (a transaction's: the `MULTI`'s,
+    /// each command's `QUEUED` and the `EXEC`'s).
     pub(super) fn replies(&self) -> usize {
-        self.layout.replies
+        match self.layout.transaction {
+            true => self.layout.replies + 2,
+            false => self.layout.replies,
+        }
     }
 
+    /// Its commands' replies, if they ran (a transaction's, in the
+    /// `EXEC`'s reply: nil if aborted).
     fn read<'a>(&self, replies: &'a Value) -> Option<&'a [Value]> {
-        match replies {
-            Value::Array(all) if all.len() == self.layout.replies => Some(all),
-            _ => None,
-        }
+        let all = match replies {
+            Value::Array(all) if all.len() == self.replies() => all,
+            _ => return None,
+        };
+        let ran = match (self.layout.transaction, all.last()) {
+            (false, _) => all,
+            (true, Some(Value::Array(ran))) => ran,
+            _ => return None,
+        };
+        (ran.len() == self.layout.replies).then_some(ran)
     }
 
     /// Whether the replies say the job may start: the acknowledgement (if
@@ -169,9 +210,23 @@ impl Keyed {
     /// the slots booked count as freed, and the acknowledged job's send
     /// their parked jobs. Unless a booking was refused: then nothing says
     /// which were made, and the capsule's next reconciliation counts them.
+    /// A transaction that did not run leaves all to the script, as of the
+    /// first round trip: the job it moved, the acknowledgement riding.
     pub(super) fn handed(self, queue: String, replies: &Value) -> Handed {
         let at = &self.layout;
-        let replies = self.read(replies).unwrap_or(&[]);
+        let ran = self.read(replies);
+        if at.transaction && ran.is_none() {
+            return Handed {
+                queue,
+                slot_passed: false,
+                job: Some(self.job),
+                acked: None,
+                from_limit: None,
+                keyed: false,
+                acks_ride: true,
+            };
+        }
+        let replies = ran.unwrap_or(&[]);
         let reply = |i: usize| replies.get(i).unwrap_or(&Value::Nil);
         let booked = replies.len() == at.replies
             && replies[at.pushed.clone()]
@@ -205,8 +260,8 @@ mod tests {
     }
 
     /// The finished job's slots are freed before its acknowledgement (while
-    /// it is in progress, a reap finds them by it), and every read reply is
-    /// where the layout says.
+    /// it is in progress, a reap finds them by it), both in a transaction,
+    /// and every read reply is where the layout says.
     #[test]
     fn the_slots_go_before_the_acknowledgement_and_the_layout_points_at_its_commands() {
         let acked_limits = limits(2);
@@ -219,8 +274,20 @@ mod tests {
                 queued: true,
             };
             let (keyed, packed) = Keyed::build("q", "u", booking);
-            let sent = names(&packed);
+            let all = names(&packed);
+            assert_eq!(all.len(), keyed.replies(), "{all:?}");
+            // With the acknowledgement, a transaction of the rest.
+            let sent = match acked {
+                true => {
+                    assert_eq!(all[0], "MULTI");
+                    assert_eq!(all[all.len() - 1], "EXEC");
+                    &all[1..all.len() - 1]
+                }
+                false => &all[..],
+            };
+            assert!(!sent.iter().any(|c| c == "MULTI" || c == "EXEC"));
             let at = &keyed.layout;
+            assert_eq!(at.transaction, acked);
             assert_eq!(sent.len(), at.replies, "{sent:?}");
             let freed = if acked { acked_limits.len() } else { 0 };
             assert!(sent[..freed].iter().all(|c| c == "LREM"));

@@ -3,6 +3,8 @@
 //! job's slot, without the fetch script. One pipeline on its own connection:
 //!
 //! ```text
+//! WATCH  heartbeat                     with a deferred acknowledgement
+//!                                      (a keyed hand-over's, below)
 //! SADD   capsule-limits <ids>          with job limits whose slots pass:
 //!                                      the capsule's run limits (below)
 //! LREM   in-progress 1 <finished job>  the acknowledgement
@@ -44,7 +46,8 @@
 //! once a hand-over from the queue finds some, the next ones take them,
 //! oldest first, from the limit's parked list instead of the queue (a
 //! job of one limit only: a job parked by one of several limits may be
-//! behind the parked jobs of another). It opens with an `SADD` of their
+//! behind the parked jobs of another), without the `EXISTS`, until a move
+//! finds the list empty (the script then decides). It opens with an `SADD` of their
 //! ids to the capsule's set of run limits: a job limit's slot is otherwise
 //! found, if the capsule dies, by the job that holds it, in an in-progress
 //! list (reap.lua), and the job this pipeline moves may carry other limits.
@@ -60,7 +63,16 @@
 //! where a reaper finds its slots, until the second round trip frees them
 //! (an `LREM` of each busy list) and then acknowledges it; the `MGET` then
 //! reads the capsule's heartbeat key too, without which (a reaper may have
-//! freed the slots) the script acknowledges instead. The moved job's
+//! freed the slots) the script acknowledges instead. The key is `WATCH`ed
+//! before that read, and the second round trip is then a transaction
+//! (`MULTI` ... `EXEC`) that Redis runs only if nothing wrote, deleted or
+//! expired it since: a reaper that took the capsule between the round
+//! trips freed every entry of it, and an `LREM` (which removes an entry of
+//! the capsule, not of a job) would free a slot that another of its
+//! processors, woken, booked since; not run, the script decides as of the
+//! first round trip (keyed.rs). A watch left by a first round trip whose
+//! second is not sent lasts until the connection's next `EXEC`, which it
+//! aborts for nothing if a beat wrote the key since. The moved job's
 //! head read ([`Carried`]: a concurrency, no rate, share or range), the
 //! second books each of its limits as the script does, an `RPUSH` of the
 //! capsule on its busy list, whose reply is the count with it, and reads
@@ -74,6 +86,12 @@
 //! booked with it in the list (by the script or a keyed hand-over: a job
 //! that took a run's passed slot is acknowledged by the run's next
 //! hand-over, as the run goes on).
+//!
+//! A parked job of the moved job's limit sent back to its queue between
+//! the round trips (a slot freed elsewhere) is not seen by the second's
+//! `EXISTS`, and the moved job starts first, where the script would have
+//! parked it behind: order only (each is counted by its limit when it
+//! starts), by one job a hand-over.
 //!
 //! Sidekiq Pro's super_fetch (LMOVE, LREM) and three reads, without the
 //! script's call: Redis spends about a third of what the script costs it

@@ -46,7 +46,8 @@ pub(super) struct Layout {
     /// The `LLEN`s of the job limits' busy lists, in their order (empty
     /// without job limits).
     pub(super) job_busy: Range<usize>,
-    /// The `EXISTS` of the job limits' parked lists, with job limits.
+    /// The `EXISTS` of the job limits' parked lists, with job limits, from
+    /// the queue.
     pub(super) parked_lists: Option<usize>,
     /// The `LLEN` of the queue, while fetchers sleep.
     pub(super) queued: Option<usize>,
@@ -82,6 +83,13 @@ pub(super) fn build(
     let in_progress = keys::in_progress(uuid, queue);
     let mut pipe = redis::pipe();
     let mut next = Next(0);
+    if sends.defer_ack {
+        // Before the heartbeat's read (the MGET's last): the second round
+        // trip, a transaction, runs only if nothing wrote or expired it
+        // since, a reaper included (keyed.rs).
+        pipe.cmd("WATCH").arg(keys::heartbeat(uuid));
+        next.one();
+    }
     if !limits.is_empty() {
         // First: until the script decides a next job that does not carry
         // them, no job in the capsule's in-progress lists may say whose the
@@ -139,7 +147,8 @@ pub(super) fn build(
         pipe.cmd("LLEN").arg(keys::job_busy(&limit.id));
     }
     let job_busy = next.many(limits.len());
-    let parked_lists = (!limits.is_empty()).then(|| {
+    // From a parked list, its `LMOVE` says when it is empty.
+    let parked_lists = (!limits.is_empty() && !sends.from_parked_list).then(|| {
         let exists = pipe.cmd("EXISTS");
         for limit in limits {
             exists.arg(keys::parked(&limit.id));
@@ -185,6 +194,7 @@ mod tests {
             digest: Digest::of(&job),
             job,
             thread: std::thread::current().id(),
+            at: std::time::Instant::now(),
         };
         let limits: Vec<CarriedLimit> = (0..2)
             .map(|i| CarriedLimit {
@@ -205,11 +215,10 @@ mod tests {
                 let sent = names(&packed);
                 assert_eq!(sent.len(), at.replies, "{sent:?}");
                 let named = |i: Option<usize>| i.map(|i| sent[i].as_str());
-                let first = match (n > 0, sends.defer_ack, sends.recoveries_counted) {
-                    (true, _, _) => "SADD",
-                    (false, false, _) => "LREM",
-                    (false, true, true) => "HDEL",
-                    (false, true, false) => "LMOVE",
+                let first = match (n > 0, sends.defer_ack) {
+                    (_, true) => "WATCH",
+                    (true, false) => "SADD",
+                    (false, false) => "LREM",
                 };
                 assert_eq!(sent[0], first);
                 assert_eq!(named(at.acked), (!sends.defer_ack).then_some("LREM"));
@@ -218,7 +227,8 @@ mod tests {
                 assert_eq!(named(at.busy), sends.count_busy.then_some("LLEN"));
                 assert_eq!(at.job_busy.len(), n);
                 assert!(sent[at.job_busy.clone()].iter().all(|c| c == "LLEN"));
-                assert_eq!(named(at.parked_lists), (n > 0).then_some("EXISTS"));
+                let exists = n > 0 && !sends.from_parked_list;
+                assert_eq!(named(at.parked_lists), exists.then_some("EXISTS"));
                 assert_eq!(named(at.queued), sends.report.then_some("LLEN"));
                 assert_eq!(
                     named(at.recoveries),

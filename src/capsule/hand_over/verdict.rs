@@ -73,9 +73,15 @@ impl HandOver {
         if !same {
             return None;
         }
-        if let Some(Value::Int(parked)) = at.parked_lists.map(|i| &replies[i]) {
-            // From the queue, a job would overtake the parked ones.
-            if *parked > 0 && !self.from_parked_list {
+        if !self.carried().is_empty() {
+            // From the queue, a job would overtake the parked ones; from a
+            // parked list (no `EXISTS`), it is the oldest of them.
+            let parked = match at.parked_lists.map(|i| &replies[i]) {
+                Some(Value::Int(parked)) => *parked,
+                None if self.from_parked_list => 0,
+                _ => return None,
+            };
+            if parked > 0 {
                 return None;
             }
             let counts = &replies[at.job_busy.clone()];
@@ -203,8 +209,14 @@ impl HandOver {
             let limited = !matches!(state.first(), Some(Value::Nil));
             note_read(self.capsule, limited, recovered, gone);
         }
-        if let Some(Value::Int(parked)) = at.parked_lists.map(|i| &replies[i]) {
-            note_parked_left(self.capsule, *parked > 0);
+        match at.parked_lists.map(|i| &replies[i]) {
+            Some(Value::Int(parked)) => note_parked_left(self.capsule, *parked > 0),
+            // From a parked list, until a move finds it empty.
+            None if self.from_parked_list => {
+                let moved = matches!(replies[at.moved], Value::BulkString(_));
+                note_parked_left(self.capsule, moved);
+            }
+            _ => {}
         }
     }
 
