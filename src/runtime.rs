@@ -156,6 +156,14 @@ fn spawn_boxed<T: Send + 'static>(
     })
 }
 
+/// Runs `task` on the runtime, nobody waiting for it. Boxed, as
+/// [`spawn_boxed`]'s work: one task type, and one copy of the runtime's
+/// code for it, for every such task rather than one per caller's future.
+pub(crate) fn detach(handle: &Handle, task: impl Future<Output = ()> + Send + 'static) {
+    let task: Pin<Box<dyn Future<Output = ()> + Send>> = Box::pin(task);
+    handle.spawn(task);
+}
+
 /// Runs `work` (with nothing to undo) and waits for its result unless
 /// `interrupt` fires or `timeout` passes first.
 pub(crate) fn wait_for<T, W>(interrupt: &Interrupt, timeout: Duration, work: W) -> Result<T>

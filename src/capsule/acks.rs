@@ -71,7 +71,7 @@ impl Capsule {
     pub fn give_back(&self, fetched: Fetched) {
         let inner = self.inner.clone();
         if let Ok(handle) = crate::runtime::handle() {
-            handle.spawn(async move {
+            crate::runtime::detach(&handle, async move {
                 let _ = inner.requeue(vec![(fetched.queue, fetched.job)]).await;
             });
         }
@@ -115,7 +115,7 @@ impl Inner {
         let Ok(handle) = crate::runtime::handle() else {
             return;
         };
-        handle.spawn(async move {
+        crate::runtime::detach(&handle, async move {
             tokio::time::sleep(after).await;
             self.ledger().flush_scheduled = false;
             if self.flush().await.is_err() {
