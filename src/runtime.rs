@@ -1,6 +1,7 @@
-//! The process's I/O runtime: one Tokio worker thread that drives every Redis
-//! connection. Callers block on a channel (with their [`Interrupt`]) while the
-//! work runs as a task, so an interrupted caller never tears a command in half.
+//! The process's I/O runtime: one thread, "limit-fetch-io", that drives
+//! every Redis connection. Callers block on a channel (with their
+//! [`Interrupt`]) while the work runs as a task, so an interrupted caller
+//! never tears a command in half.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -8,33 +9,41 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::{const_mutex, Mutex};
-use tokio::runtime::{Builder, Handle, Runtime};
+use tokio::runtime::{Builder, Handle};
 use tokio::sync::oneshot;
 
 use crate::process::{ForkLocal, Stale};
 use crate::{Error, Interrupt, Result};
 
-/// The parent's runtime is forgotten in a child: its worker thread does not
-/// exist there, and dropping it would wait for that thread.
-static RUNTIME: Mutex<ForkLocal<Option<Runtime>>> =
-    const_mutex(ForkLocal::new(None, Stale::Forget));
+/// The parent's handle is forgotten in a child: the thread that drives its
+/// runtime does not exist there.
+static RUNTIME: Mutex<ForkLocal<Option<Handle>>> = const_mutex(ForkLocal::new(None, Stale::Forget));
 
 /// This process's runtime, built on first use and built again in a forked
-/// child, whose copy of the parent's runtime has no threads behind it.
+/// child, whose copy of the parent's has no thread behind it.
+///
+/// A current-thread runtime that its own thread drives for the process's
+/// life (`block_on` of a future that never ends): the other threads reach it
+/// through the handle, spawning tasks and waiting in `Handle::block_on`,
+/// whose timers and sockets that thread serves. One scheduler's code, not
+/// the work-stealing one's too, in a library mapped into every process.
 pub(crate) fn handle() -> Result<Handle> {
     let mut local = RUNTIME.lock();
     let slot = local.get();
-    if let Some(runtime) = slot.as_ref() {
-        return Ok(runtime.handle().clone());
+    if let Some(handle) = slot.as_ref() {
+        return Ok(handle.clone());
     }
-    let runtime = Builder::new_multi_thread()
-        .worker_threads(1)
+    let runtime = Builder::new_current_thread()
         .thread_name("limit-fetch-io")
         .enable_all()
         .build()
         .map_err(|e| Error::Connection(format!("cannot start the I/O runtime: {e}")))?;
     let handle = runtime.handle().clone();
-    *slot = Some(runtime);
+    std::thread::Builder::new()
+        .name("limit-fetch-io".into())
+        .spawn(move || runtime.block_on(std::future::pending::<()>()))
+        .map_err(|e| Error::Connection(format!("cannot start the I/O thread: {e}")))?;
+    *slot = Some(handle.clone());
     Ok(handle)
 }
 
@@ -145,6 +154,14 @@ fn spawn_boxed<T: Send + 'static>(
         deadline: Instant::now() + timeout,
         timeout,
     })
+}
+
+/// Runs `task` on the runtime, nobody waiting for it. Boxed, as
+/// [`spawn_boxed`]'s work: one task type, and one copy of the runtime's
+/// code for it, for every such task rather than one per caller's future.
+pub(crate) fn detach(handle: &Handle, task: impl Future<Output = ()> + Send + 'static) {
+    let task: Pin<Box<dyn Future<Output = ()> + Send>> = Box::pin(task);
+    handle.spawn(task);
 }
 
 /// Runs `work` (with nothing to undo) and waits for its result unless

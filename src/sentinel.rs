@@ -192,7 +192,7 @@ impl Follower {
             return;
         };
         let follower = Arc::downgrade(self);
-        handle.spawn(async move {
+        crate::runtime::detach(&handle, async move {
             let mut at = match follower.upgrade() {
                 Some(f) => f.first.load(Ordering::Relaxed),
                 None => return,

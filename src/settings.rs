@@ -81,10 +81,14 @@ impl ConnectionSettings {
     /// A client for these settings. Fails only on CA certificates that do
     /// not parse.
     pub(crate) fn client(&self, protocol: ProtocolVersion) -> Result<redis::Client> {
-        // rustls needs its crypto provider chosen once per process; one
-        // installed before, by anything in the process, is as good.
-        let _ = rustls::crypto::ring::default_provider().install_default();
         let info = self.connection_info(protocol);
+        if matches!(info.addr, ConnectionAddr::TcpTls { .. }) {
+            // rustls needs its crypto provider chosen once per process; one
+            // installed before, by anything in the process, is as good. Only
+            // for TLS: a process that never speaks it never runs (and never
+            // maps) the TLS code.
+            let _ = rustls::crypto::ring::default_provider().install_default();
+        }
         match &self.ca_certs {
             Some(pem)
                 if matches!(

@@ -27,7 +27,7 @@ pub(super) fn abandon_hand_over(
         drop(inner.settle(acks, Err(Error::Connection("lost".into()))));
         return;
     };
-    handle.spawn(async move {
+    crate::runtime::detach(&handle, async move {
         let taken = match value {
             Err(err) => {
                 drop(inner.settle(acks, Err(err)));

@@ -73,7 +73,7 @@ impl Capsule {
     pub fn give_back(&self, fetched: Fetched) {
         let inner = self.inner.clone();
         if let Ok(handle) = crate::runtime::handle() {
-            handle.spawn(async move {
+            crate::runtime::detach(&handle, async move {
                 let _ = inner.requeue(vec![(fetched.queue, fetched.job)]).await;
             });
         }
@@ -117,7 +117,7 @@ impl Inner {
         let Ok(handle) = crate::runtime::handle() else {
             return;
         };
-        handle.spawn(async move {
+        crate::runtime::detach(&handle, async move {
             tokio::time::sleep(after).await;
             // Only those the grace has passed: a younger one is its thread's
             // next fetch's to carry (see `Ledger::take_aged`).

@@ -289,7 +289,7 @@ impl Drop for DirectLook {
             }) = settled
             {
                 if let Ok(handle) = crate::runtime::handle() {
-                    handle.spawn(async move {
+                    crate::runtime::detach(&handle, async move {
                         let _ = inner.requeue(vec![(f.queue, f.job)]).await;
                     });
                 }

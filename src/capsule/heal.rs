@@ -29,7 +29,9 @@ impl Inner {
             return;
         };
         // Failing, the next look or beat does it.
-        handle.spawn(async move { inner.heal().await });
+        crate::runtime::detach(&handle, async move {
+            let _ = inner.heal().await;
+        });
     }
 
     /// True unless the capsule follows a master through sentinels and is

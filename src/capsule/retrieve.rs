@@ -288,7 +288,7 @@ impl Fetch {
         };
         let capsule = self.capsule.clone();
         let queues = self.queues.clone();
-        handle.spawn(async move {
+        crate::runtime::detach(&handle, async move {
             if let Ok((_, true)) = capsule.arm(&queues).await {
                 capsule.doorbell().changed();
             }

@@ -14,6 +14,10 @@ use super::resp::parse_value;
 use crate::runtime::handle;
 use crate::{Error, Interrupt, Result};
 
+/// What one read asks the socket for: a fetch's reply fits; a longer one
+/// takes more reads.
+const READ: usize = 4 * 1024;
+
 pub(super) fn lost() -> Error {
     Error::Connection("the connection to Redis was lost".into())
 }
@@ -114,19 +118,22 @@ impl Flight {
                 Err(_) => return Err(self.fail()),
             }
         }
-        let mut chunk = [0u8; 16 * 1024];
         loop {
             if let Some(value) = self.parsed()? {
                 self.reply = Some(value);
                 return Ok(true);
             }
             let conn = self.conn.as_mut().ok_or_else(lost)?;
-            match conn.stream().read(&mut chunk) {
+            // Read straight into the reply's buffer, not through one on the
+            // stack: a frame larger than a page has each of its pages
+            // touched, and a thread's stack pages stay resident.
+            let at = self.buf.len();
+            self.buf.resize(at + READ, 0);
+            let read = conn.stream().read(&mut self.buf[at..]);
+            self.buf.truncate(at + read.as_ref().map_or(0, |n| *n));
+            match read {
                 Ok(0) => return Err(self.fail()),
-                Ok(n) => {
-                    self.buf.extend_from_slice(&chunk[..n]);
-                    moved = true;
-                }
+                Ok(_) => moved = true,
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(moved),
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(_) => return Err(self.fail()),

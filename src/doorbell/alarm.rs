@@ -99,7 +99,7 @@ impl Doorbell {
             return;
         };
         let bell = self.clone();
-        handle.spawn(async move {
+        crate::runtime::detach(&handle, async move {
             tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await;
             if !bell.rings_for(at, opening) {
                 return;

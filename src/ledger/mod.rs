@@ -20,14 +20,34 @@ impl Digest {
     }
 
     pub(crate) fn hex(&self) -> String {
-        const DIGITS: &[u8; 16] = b"0123456789abcdef";
-        let mut hex = String::with_capacity(40);
-        for byte in self.0 {
-            hex.push(DIGITS[usize::from(byte >> 4)].into());
-            hex.push(DIGITS[usize::from(byte & 15)].into());
-        }
-        hex
+        hex(&self.0)
     }
+
+    fn prefix(&self) -> Prefix {
+        let mut prefix = [0; PREFIX_BYTES];
+        prefix.copy_from_slice(&self.0[..PREFIX_BYTES]);
+        Prefix(prefix)
+    }
+}
+
+/// The bytes of a digest the ledger keeps of a job Redis took lately: 96
+/// bits tell 16,384 such jobs from the few a reconciliation looks at (a
+/// match by chance about once in 2^96 / 16,384^2 reconciliations), in two
+/// thirds of the memory. reconcile.lua compares as many hex digits.
+const PREFIX_BYTES: usize = 12;
+
+/// The first [`PREFIX_BYTES`] of a [`Digest`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct Prefix([u8; PREFIX_BYTES]);
+
+fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut hex = String::with_capacity(bytes.len() * 2);
+    for byte in bytes {
+        hex.push(DIGITS[usize::from(byte >> 4)].into());
+        hex.push(DIGITS[usize::from(byte & 15)].into());
+    }
+    hex
 }
 
 /// A finished job whose removal from its in-progress list is still to be
@@ -60,11 +80,12 @@ struct Held {
 const FINISHED_FOR: Duration = Duration::from_secs(30);
 const FINISHED_MAX: usize = 16_384;
 
-type Entry = (u32, Digest);
+type Entry = (u32, Prefix);
 
-/// The acknowledgements Redis took lately, oldest first, in 24 bytes each:
+/// The acknowledgements Redis took lately, oldest first, in 16 bytes each:
 /// when, in whole seconds since the first (so an entry is dropped 30 to 32 s
-/// after, never earlier), and the job's digest. They are kept in blocks of
+/// after, never earlier), and the first bytes of the job's digest
+/// ([`Prefix`]). They are kept in blocks of
 /// pages mapped for them ([`Block`]), taken and given back one at a time,
 /// rather than in a buffer that doubles as it grows: each buffer it outgrew
 /// would stay, freed but resident, in the malloc arena of the thread that
@@ -99,7 +120,7 @@ impl Finished {
             self.drop_oldest();
         }
         let pushed = match self.blocks.back_mut() {
-            Some(block) => block.push((now, digest)),
+            Some(block) => block.push((now, digest.prefix())),
             None => false,
         };
         if !pushed {
@@ -108,7 +129,7 @@ impl Finished {
             let Some(mut block) = Block::new() else {
                 return;
             };
-            block.push((now, digest));
+            block.push((now, digest.prefix()));
             self.blocks.push_back(block);
         }
         let number = self.first + self.len as u64;
@@ -144,8 +165,8 @@ impl Finished {
         }
     }
 
-    /// Each entry's queue and digest, newest first.
-    fn newest_first(&self) -> impl Iterator<Item = (&str, &Digest)> {
+    /// Each entry's queue and digest's prefix, newest first.
+    fn newest_first(&self) -> impl Iterator<Item = (&str, &Prefix)> {
         let mut runs = self.runs.iter().rev().peekable();
         let (first, head) = (self.first, self.head);
         self.blocks
@@ -240,8 +261,8 @@ impl Ledger {
 
     /// The reconciliation script's arguments after the capsule's UUID: how
     /// many queues, each with the jobs held in it; then, if `with_finished`,
-    /// how many queues, each with the digests of its jobs lately finished,
-    /// newest first.
+    /// how many queues, each with the digests' prefixes of its jobs lately
+    /// finished, newest first.
     pub(crate) fn reconcile_args(&self, with_finished: bool) -> Vec<Vec<u8>> {
         let mut args = vec![self.held.len().to_string().into_bytes()];
         for (queue, jobs) in &self.held {
@@ -249,7 +270,7 @@ impl Ledger {
             args.push(jobs.len().to_string().into_bytes());
             args.extend(jobs.iter().map(|h| h.job.clone()));
         }
-        let mut finished: BTreeMap<&str, Vec<&Digest>> = BTreeMap::new();
+        let mut finished: BTreeMap<&str, Vec<&Prefix>> = BTreeMap::new();
         if with_finished {
             let mut seen = HashSet::new();
             for (queue, digest) in self.finished.newest_first() {
@@ -262,7 +283,7 @@ impl Ledger {
         for (queue, digests) in finished {
             args.push(queue.as_bytes().to_vec());
             args.push(digests.len().to_string().into_bytes());
-            args.extend(digests.into_iter().map(|d| d.hex().into_bytes()));
+            args.extend(digests.into_iter().map(|p| hex(&p.0).into_bytes()));
         }
         args
     }

@@ -9,6 +9,15 @@ fn digest_matches_redis_sha1hex() {
     );
 }
 
+/// reconcile.lua names a finished job by as many hex digits as the ledger
+/// keeps bytes of its digest.
+#[test]
+fn reconcile_compares_as_many_digits_as_the_ledger_keeps() {
+    let lua = include_str!("../lua/reconcile.lua");
+    let key = format!("string.sub(redis.sha1hex(job), 1, {})", PREFIX_BYTES * 2);
+    assert!(lua.contains(&key), "reconcile.lua: {key}");
+}
+
 #[test]
 fn a_fetch_carries_the_acknowledgements_of_its_own_thread() {
     let ack = |thread| Ack {
@@ -84,7 +93,7 @@ fn the_jobs_finished_lately_stay_within_their_bound_and_share_the_queue_name() {
     assert_eq!(finished.newest_first().count(), FINISHED_MAX);
     // Blocks enough for the bound, and one partly gone.
     assert!(finished.blocks.len() <= FINISHED_MAX / Block::<Entry>::CAPACITY + 2);
-    assert_eq!(std::mem::size_of::<Entry>(), 24);
+    assert_eq!(std::mem::size_of::<Entry>(), 16);
     // One name per run of a queue: the run of "q" that the bound cut, and "other".
     assert_eq!(finished.runs.len(), 2);
     let names: Vec<&str> = finished.newest_first().map(|(q, _)| q).collect();
@@ -95,7 +104,7 @@ fn the_jobs_finished_lately_stay_within_their_bound_and_share_the_queue_name() {
     assert_eq!(args[0], b"0");
     assert_eq!(args[1], b"2");
     assert_eq!(args[2], b"other");
-    assert_eq!(args[4], Digest::of(b"last").hex().into_bytes());
+    assert_eq!(args[4], Digest::of(b"last").hex().as_bytes()[..24]);
     let q = args.iter().position(|a| a == b"q").map(|at| at + 1);
     assert_eq!(
         q.map(|at| args[at].clone()),
@@ -104,7 +113,7 @@ fn the_jobs_finished_lately_stay_within_their_bound_and_share_the_queue_name() {
     let newest = (FINISHED_MAX + 999).to_string();
     assert_eq!(
         q.map(|at| args[at + 1].clone()),
-        Some(Digest::of(newest.as_bytes()).hex().into_bytes())
+        Some(Digest::of(newest.as_bytes()).hex().as_bytes()[..24].to_vec())
     );
 }
 
@@ -116,14 +125,14 @@ fn each_job_finished_lately_keeps_its_queue_across_runs() {
     for n in 0..pushed {
         ledger.finished(queue(n), Digest::of(n.to_string().as_bytes()));
     }
-    let kept: Vec<(&str, Digest)> = ledger
+    let kept: Vec<(&str, Prefix)> = ledger
         .finished
         .newest_first()
-        .map(|(q, d)| (q, *d))
+        .map(|(q, p)| (q, *p))
         .collect();
-    let expected: Vec<(&str, Digest)> = (pushed - FINISHED_MAX..pushed)
+    let expected: Vec<(&str, Prefix)> = (pushed - FINISHED_MAX..pushed)
         .rev()
-        .map(|n| (queue(n), Digest::of(n.to_string().as_bytes())))
+        .map(|n| (queue(n), Digest::of(n.to_string().as_bytes()).prefix()))
         .collect();
     assert!(kept == expected);
     assert!(ledger.finished.runs.len() <= FINISHED_MAX);
@@ -144,7 +153,7 @@ fn the_jobs_finished_lately_go_after_their_period_and_give_their_blocks_back() {
     assert_eq!(finished.len, 1);
     // The blocks of the entries gone are given back.
     assert_eq!(finished.blocks.len(), 1);
-    let kept: Vec<(&str, Digest)> = finished.newest_first().map(|(q, d)| (q, *d)).collect();
-    assert!(kept == vec![("other", Digest::of(b"now"))]);
+    let kept: Vec<(&str, Prefix)> = finished.newest_first().map(|(q, p)| (q, *p)).collect();
+    assert!(kept == vec![("other", Digest::of(b"now").prefix())]);
     assert_eq!(finished.runs.len(), 1);
 }

@@ -27,14 +27,22 @@
 -- then k groups: queue name, n, and its n jobs (payloads)
 -- then     m, the number of queues whose jobs it finished lately are given
 --          (after an outage or a failover; 0 otherwise), and m groups:
---          queue name, n, and the SHA1s (hex) of n jobs it finished, newest
---          first, whose fetch or acknowledgement Redis may have lost
+--          queue name, n, and the first 24 hex digits of the SHA1s of n jobs
+--          it finished (finished_key), newest first, whose fetch or
+--          acknowledgement Redis may have lost
 -- Returns {{busy key, entries before, after} for each list it changed,
 --          {{queue, jid} of each job pushed back},
 --          {{queue, jid, 1 if taken out of its queue or parked list else 0}
 --           of each job booked again},
 --          {{queue, jid} of each finished job removed, from an in-progress
 --           list or its queue}}.
+
+-- How the capsule names a job it finished lately: the first 24 hex digits of
+-- its SHA1, as many as its ledger keeps (PREFIX_BYTES, src/ledger/mod.rs).
+local function finished_key(job)
+  return string.sub(redis.sha1hex(job), 1, 24)
+end
+
 return function(KEYS, ARGV)
   local uuid = ARGV[1]
 
@@ -87,7 +95,7 @@ return function(KEYS, ARGV)
         -- Out of the list, then into its queue (see may_send).
         may_send('RPUSH', queue_key(name), job)
         redis.call('LREM', inprogress, -1, job)
-        if finished[name] and finished[name][redis.sha1hex(job)] then
+        if finished[name] and finished[name][finished_key(job)] then
           table.insert(dropped, {name, (describe_job(job))})
         else
           push_back(name, job)
@@ -129,7 +137,7 @@ return function(KEYS, ARGV)
   for name, digests in pairs(finished) do
     local queue = queue_key(name)
     for _, job in ipairs(redis.call('LRANGE', queue, -math.min(finished_count[name], 1000), -1)) do
-      if digests[redis.sha1hex(job)] then
+      if digests[finished_key(job)] then
         redis.call('LREM', queue, -1, job)
         table.insert(dropped, {name, (describe_job(job))})
       end

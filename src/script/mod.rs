@@ -10,9 +10,7 @@
 
 pub(crate) mod codes;
 pub(crate) mod fetch;
-
-use std::borrow::Cow;
-use std::sync::LazyLock;
+mod library;
 
 use redis::aio::ConnectionLike;
 use redis::{Cmd, FromRedisValue, Pipeline, ToRedisArgs, Value};
@@ -20,127 +18,15 @@ use redis::{Cmd, FromRedisValue, Pipeline, ToRedisArgs, Value};
 use crate::connection::Conn;
 use crate::Result;
 
-/// The prelude every function shares (key names and the rules several
-/// scripts use), run once when the library loads: the files of
-/// `src/lua/prelude/`, joined in this order.
-const PRELUDE: [&str; 15] = include!("../lua/prelude/parts.rs");
+pub(crate) use library::{
+    ACL_CHECK, ACTIVE, BACK_OFF, FAIR_TENANTS, FETCH, ORPHANS, REAP, RECONCILE, RELEASE, REQUEUE,
+    RESUME, STRAY_QUEUES, UNPARK, WAITING,
+};
 
-/// The fetch script: the files of `src/lua/fetch/`, joined in this order.
-const FETCH_PARTS: [&str; 13] = include!("../lua/fetch/parts.rs");
-
-/// Each script: its name in the library and its files, joined in order
-/// into a chunk that runs once, when the library loads, and returns the
-/// function of `(KEYS, ARGV)` that Redis calls (what it defines before, it
-/// defines once).
-const SCRIPTS: [(&str, &[&str]); 14] = [
-    (FETCH, &FETCH_PARTS),
-    (REAP, &[include_str!("../lua/reap.lua")]),
-    (RECONCILE, &[include_str!("../lua/reconcile.lua")]),
-    (REQUEUE, &[include_str!("../lua/requeue.lua")]),
-    (RELEASE, &[include_str!("../lua/release.lua")]),
-    (ORPHANS, &[include_str!("../lua/orphans.lua")]),
-    (STRAY_QUEUES, &[include_str!("../lua/stray_queues.lua")]),
-    (ACTIVE, &[include_str!("../lua/active.lua")]),
-    (UNPARK, &[include_str!("../lua/unpark.lua")]),
-    (ACL_CHECK, &[include_str!("../lua/acl_check.lua")]),
-    (WAITING, &[include_str!("../lua/waiting.lua")]),
-    (BACK_OFF, &[include_str!("../lua/back_off.lua")]),
-    (RESUME, &[include_str!("../lua/resume.lua")]),
-    (FAIR_TENANTS, &[include_str!("../lua/fair_tenants.lua")]),
-];
-
-pub(crate) const FETCH: &str = "fetch";
-pub(crate) const REAP: &str = "reap";
-pub(crate) const RECONCILE: &str = "reconcile";
-pub(crate) const REQUEUE: &str = "requeue";
-pub(crate) const RELEASE: &str = "release";
-pub(crate) const ORPHANS: &str = "orphans";
-pub(crate) const STRAY_QUEUES: &str = "stray_queues";
-pub(crate) const ACTIVE: &str = "active";
-pub(crate) const UNPARK: &str = "unpark";
-pub(crate) const ACL_CHECK: &str = "acl_check";
-pub(crate) const WAITING: &str = "waiting";
-pub(crate) const BACK_OFF: &str = "back_off";
-pub(crate) const RESUME: &str = "resume";
-pub(crate) const FAIR_TENANTS: &str = "fair_tenants";
-
-/// What stands for the library's version in its source.
-const VERSION: &str = "{version}";
-
-/// The library's source and version. Function names are global in Redis,
-/// so the library and each function carry the version, a digest of the
-/// source: processes of two releases of the gem share a Redis during a
-/// deploy, each calling its own functions.
-struct Library {
-    source: String,
-    version: String,
-}
-
-/// The scripts that write nothing, registered `no-writes`: Redis runs them
-/// where it refuses writes (over `maxmemory`, as Sidekiq's own reads of
-/// its lists still run), so that Sidekiq's API keeps its figures then.
-const READ_ONLY: [&str; 2] = [WAITING, FAIR_TENANTS];
-
-/// Built once, where first used (a capsule's setup: the process's main
-/// thread): the source is hashed piece by piece and written once, at its
-/// length, rather than joined, copied to be hashed and copied again with its
-/// version in (five times its 125 kB at once, kept by the thread's malloc
-/// arena for the process's life).
-static LIBRARY: LazyLock<Library> = LazyLock::new(|| {
-    let pieces = library_pieces();
-    let mut hash = sha1_smol::Sha1::new();
-    for piece in &pieces {
-        hash.update(piece.as_bytes());
-    }
-    let version = hash.digest().to_string()[..16].to_string();
-    let length = pieces
-        .iter()
-        .map(|piece| piece.len() + piece.matches(VERSION).count() * (version.len() - VERSION.len()))
-        .sum();
-    let mut source = String::with_capacity(length);
-    for piece in &pieces {
-        source.push_str(&piece.replace(VERSION, &version));
-    }
-    Library { source, version }
-});
-
-/// The library's source, with [`VERSION`] where its version goes, in
-/// pieces: a first line naming the library, the prelude, then each script
-/// as a chunk run once whose function Redis registers.
-fn library_pieces() -> Vec<Cow<'static, str>> {
-    let mut pieces = vec![Cow::Owned(format!("#!lua name=limit_fetch_{VERSION}\n"))];
-    joined(&mut pieces, &PRELUDE);
-    for (name, parts) in SCRIPTS {
-        let function = function_name(name, VERSION);
-        let callback = "function(KEYS, ARGV)\nnew_call()\nreturn run(KEYS, ARGV)\nend";
-        let register = if READ_ONLY.contains(&name) {
-            format!(
-                "redis.register_function{{function_name = '{function}', \
-                 flags = {{'no-writes'}}, callback = {callback}}}"
-            )
-        } else {
-            format!("redis.register_function('{function}', {callback})")
-        };
-        pieces.push(Cow::Borrowed("\ndo\nlocal run = (function()\n"));
-        joined(&mut pieces, parts);
-        pieces.push(Cow::Owned(format!("\nend)()\n{register}\nend\n")));
-    }
-    pieces
-}
-
-/// `parts`, a newline between each two.
-fn joined(pieces: &mut Vec<Cow<'static, str>>, parts: &[&'static str]) {
-    for (at, part) in parts.iter().enumerate() {
-        if at > 0 {
-            pieces.push(Cow::Borrowed("\n"));
-        }
-        pieces.push(Cow::Borrowed(part));
-    }
-}
-
-fn function_name(script: &str, version: &str) -> String {
-    format!("limit_fetch_{script}_{version}")
-}
+/// The library's version ([`library::version`]), digested from its source
+/// by the build script (src/build.rs): a process reads the scripts' text
+/// only when Redis lacks the library and it loads it.
+const LIBRARY_VERSION: &str = include!(concat!(env!("OUT_DIR"), "/library_version.rs"));
 
 /// How a request calls its script.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -179,7 +65,7 @@ impl LuaScript {
     /// `script`: one of [`FETCH`], [`REAP`], ...
     pub(crate) fn new(script: &str) -> Self {
         Self {
-            function: function_name(script, &LIBRARY.version),
+            function: library::function_name(script, LIBRARY_VERSION),
         }
     }
 
@@ -196,8 +82,9 @@ impl LuaScript {
         match send {
             Send::Call => vec![call],
             Send::Load => {
-                let mut load = redis::cmd("FUNCTION");
-                load.arg("LOAD").arg("REPLACE").arg(&LIBRARY.source);
+                let source = library::source(LIBRARY_VERSION);
+                let mut load = Cmd::with_capacity(4, source.len() + 20);
+                load.arg("FUNCTION").arg("LOAD").arg("REPLACE").arg(source);
                 vec![load, call]
             }
         }
@@ -278,7 +165,10 @@ pub(crate) fn decode<T: FromRedisValue>(reply: Value) -> Result<T> {
 
 #[cfg(test)]
 mod tests {
-    use super::{function_name, FETCH_PARTS, LIBRARY, PRELUDE, READ_ONLY, SCRIPTS, VERSION};
+    use super::library::{
+        function_name, version, FETCH_PARTS, PRELUDE, READ_ONLY, SCRIPTS, VERSION,
+    };
+    use super::LIBRARY_VERSION;
 
     /// Each file of a folder of parts is joined, once: a file added to the
     /// folder and not to its list in `parts.rs` fails here.
@@ -301,7 +191,9 @@ mod tests {
     }
 
     /// The library as it was first built, joined and then given its
-    /// version: the same bytes, so the same version (the functions' names).
+    /// version: the same bytes, so the same version (the functions' names),
+    /// the build script's; the source loaded is those lines, with comments
+    /// alone on theirs left empty.
     #[test]
     fn the_library_is_its_scripts_joined_with_their_version() {
         let prelude = PRELUDE.join("\n");
@@ -322,10 +214,17 @@ mod tests {
                 "\ndo\nlocal run = (function()\n{body}\nend)()\n{register}\nend\n"
             ));
         }
-        let version = redis::Script::new(&source).get_hash()[..16].to_string();
-        assert_eq!(LIBRARY.version, version);
-        assert!(LIBRARY.source == source.replace(VERSION, &version));
-        assert_eq!(LIBRARY.source.capacity(), LIBRARY.source.len());
+        let digest = redis::Script::new(&source).get_hash()[..16].to_string();
+        assert_eq!(version(), digest);
+        assert_eq!(LIBRARY_VERSION, digest, "the build script's version");
+        let loaded = source.replace(VERSION, &digest);
+        let built = super::library::source(&digest);
+        assert_eq!(built.capacity(), built.len());
+        assert_eq!(built.lines().count(), loaded.lines().count());
+        for (built, line) in built.lines().zip(loaded.lines()) {
+            let comment = line.trim_start().starts_with("--");
+            assert_eq!(built, if comment { "" } else { line });
+        }
     }
 
     /// The fetch's last part returns the function Redis calls.
