@@ -87,12 +87,15 @@ module GemRedisCommands
   end
 
   # Commands built with the redis crate: `cmd("X")` (with `.arg("SUB")` or
-  # `.arg(&["SUB", ...])` for a subcommand, maybe on the next statement), and an atomic pipeline, which
-  # the crate wraps in MULTI ... EXEC.
+  # `.arg(&["SUB", ...])` for a subcommand, maybe on the next statement), a
+  # `Cmd::with_capacity(..)` whose first arguments, on the next statement,
+  # are the command and its subcommand, and an atomic pipeline, which the
+  # crate wraps in MULTI ... EXEC.
   def rust_calls(text)
     built = matches(text, /\bcmd\(\s*"([A-Za-z]+)"\s*\)(?:\s*;\s*\w+)?(?:\s*\.arg\(\s*&?\[?\s*"([A-Za-z-]+)")?/)
+    sized = matches(text, /Cmd::with_capacity\([^;]*;\s*\w+\.arg\(\s*"([A-Za-z]+)"\s*\)(?:\.arg\(\s*"([A-Za-z-]+)")?/)
     atomic = matches(text, /\.(atomic)\(\)/).flat_map { |_, line| [["multi", line], ["exec", line]] }
-    built + atomic
+    built + sized + atomic
   end
 
   # `conn.call("X", ...)` and pipelines', commands sent as methods of a
