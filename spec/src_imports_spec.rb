@@ -69,4 +69,11 @@ RSpec.describe "the core's files" do
     loops = SrcImports.loops(graph).map { |files| files.map { _1.delete_prefix("#{SrcImports::SRC}/") }.sort }
     expect(loops).to eq([]), "files that import each other: #{loops.map { _1.join(" <-> ") }.join("; ")}"
   end
+
+  it "are at most 350 lines each, Rust and Lua" do
+    files = Dir[File.join(SrcImports::SRC, "**", "*.{rs,lua}")]
+    expect(files.size).to be > 50
+    long = files.to_h { [_1.delete_prefix("#{SrcImports::SRC}/"), File.foreach(_1).count] }.select { |_, lines| lines > 350 }
+    expect(long).to eq({}), "over 350 lines (split by concept, as src/README.md's files are): #{long}"
+  end
 end
