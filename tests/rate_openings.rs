@@ -44,7 +44,10 @@ fn turn() -> MutexGuard<'static, ()> {
 /// one timer however far apart their replies come, and the doorbell's
 /// backstop looks once per 5 s; 2.0 to 2.2 with the machine's load at 10
 /// on its 2 vCPUs. The bound leaves that room; an opening whose job wrote
-/// its queue, or whose ring woke every fetcher to look, runs 4 or more.
+/// its queue, or whose ring woke every fetcher to look, runs 4 or more (5
+/// to 7 under load, once the bookkeeping every opening writes was tracked:
+/// by an arming that read `rate_parked`, or by a fetcher's first look sent
+/// on the tracking connection).
 #[test]
 fn a_windows_opening_wakes_one_of_ten_idle_fetchers() {
     let _turn = turn();

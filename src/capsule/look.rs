@@ -66,6 +66,18 @@ impl Capsule {
         start_task_look(&self.inner, queues, watch).map(LookPending::Task)
     }
 
+    /// Opens the calling thread's own connection if it has none: a look
+    /// goes there once it is open. A fetcher opens it as its first look's
+    /// reply comes, or before it first sleeps on the doorbell: its first
+    /// look after a ring then goes there too, not through the tracking
+    /// connection, where all that look read would be tracked (a rate's
+    /// bookkeeping too, which every window's opening writes: each would
+    /// ring every sleeping fetcher).
+    pub(crate) fn open_direct(&self, interrupt: &Interrupt) {
+        let inner = &self.inner;
+        crate::direct::open(inner.id, &inner.redis, &inner.settings, interrupt);
+    }
+
     /// Sets the doorbell to ring when a rate may let go what `look` found
     /// it holding back: nothing else would wake a fetcher then.
     ///

@@ -10,7 +10,6 @@ use std::cell::OnceCell;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::direct;
 use crate::doorbell::{queue_set, QueueSet, Ticket, Woken};
 use crate::runtime::{handle, wait_for};
 use crate::script::fetch::Fetched;
@@ -148,11 +147,9 @@ impl Fetch {
                 Step::Wait(ticket) => match self.sleep(Some(ticket), interrupt)? {
                     Woken::Rang => {
                         // The bell must be armed before a look that may end
-                        // in sleep: whatever changes after that look then
-                        // rings again. A ring disarmed it; this look goes
-                        // first, for the job that rang is most often there,
-                        // and its round trip is not queued behind the
-                        // arming's. See `look` for the arming.
+                        // in sleep. A ring disarmed it; this look goes first
+                        // (the job that rang is most often there), not queued
+                        // behind the arming's round trip (see `look`).
                         self.arm_after = self.bell_ticket().is_none();
                         Step::Look
                     }
@@ -181,6 +178,7 @@ impl Fetch {
                 self.capsule.doorbell().known_empty(t, self.set()) && !self.capsule.owes_acks()
             });
         if !unchanged {
+            self.capsule.doorbell().looking();
             let watch = self.capsule.doorbell().watching();
             let look = self.capsule.start_look(&self.queues, watch)?;
             self.pending = Some((ticket, look));
@@ -199,10 +197,8 @@ impl Fetch {
         };
         let ticket = *ticket;
         if matches!(pending, LookPending::Task(_)) {
-            // While the reply comes, this thread opens its own connection,
-            // which its next looks use.
-            let inner = &self.capsule.inner;
-            direct::open(inner.id, &inner.redis, &inner.settings, interrupt);
+            // While the reply comes: its next looks use it.
+            self.capsule.open_direct(interrupt);
         }
         let reply = pending.wait(interrupt);
         if matches!(reply, Err(Error::Interrupted)) {
@@ -314,7 +310,11 @@ impl Fetch {
             return Ok(Woken::Closed);
         }
         let deadline = match ticket {
-            Some(_) => self.deadline,
+            Some(_) => {
+                // Before it first sleeps (a ring meanwhile moved the ticket).
+                self.capsule.open_direct(interrupt);
+                self.deadline
+            }
             None => self.deadline.min(Instant::now() + self.poll),
         };
         let deadline = tokio::time::Instant::from_std(deadline);

@@ -85,6 +85,9 @@ struct State {
     /// A look that started at this change count found nothing for this set.
     empty: Option<(u64, QueueSet, Instant)>,
     retry_at: Option<Instant>,
+    /// A message woke a waiter and no look has started since (see
+    /// [`Doorbell::hear`]).
+    heard_unlooked: bool,
     /// The connection has tracking on (it was armed, and not lost since).
     tracking: bool,
     waiters: usize,
@@ -119,17 +122,31 @@ impl Doorbell {
     }
 
     /// Takes the connection's push messages: an invalidation, or a lost
-    /// connection (which forgets what it tracked), rings.
+    /// connection (which forgets what it tracked), rings. A message wakes a
+    /// waiter unless one woken by an earlier message has not started its
+    /// look yet: that look reads after both (a write of several tracked
+    /// keys sends a message for each, and each would wake a fetcher that
+    /// looks, then arms the bell again and looks once more).
     pub(crate) fn hear(&self, push: &PushInfo) {
         if matches!(push.kind, PushKind::Invalidate | PushKind::Disconnection) {
             let mut state = self.state();
             state.rings += 1;
+            state.changes += 1;
             if push.kind == PushKind::Disconnection {
                 state.tracking = false;
             }
+            let wake = !std::mem::replace(&mut state.heard_unlooked, true);
             drop(state);
-            self.changed();
+            if wake {
+                self.notify.notify_one();
+            }
         }
+    }
+
+    /// A look starts (its script is sent): it reads what every message
+    /// heard so far announced, so the next message wakes a waiter again.
+    pub(crate) fn looking(&self) {
+        self.state().heard_unlooked = false;
     }
 
     /// The capsule wrote keys it may have armed, without reading them again:

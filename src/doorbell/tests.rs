@@ -80,6 +80,54 @@ fn an_invalidation_or_a_lost_connection_disarms_and_rings() {
     }
 }
 
+/// A write of several tracked keys sends a message for each: the first
+/// wakes a waiter, the others none while its look has not started (it
+/// reads after them all); a message after that look started wakes another.
+#[test]
+fn messages_before_the_woken_waiters_look_wake_no_other() {
+    let bell = std::sync::Arc::new(Doorbell::default());
+    let ticket = armed_on_a(&bell);
+    let woken = block_on(async {
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(100);
+        let burst = async {
+            tokio::task::yield_now().await;
+            for _ in 0..3 {
+                bell.hear(&push(PushKind::Invalidate));
+            }
+        };
+        let (a, b, c, ()) = tokio::join!(
+            bell.wait(ticket, deadline),
+            bell.wait(ticket, deadline),
+            bell.wait(ticket, deadline),
+            burst
+        );
+        [a, b, c]
+    });
+    let rang = woken.iter().filter(|w| **w == Woken::Rang).count();
+    assert_eq!(rang, 1, "{woken:?}");
+    bell.looking();
+    let ticket = armed_on_a(&bell);
+    let woken = block_on(async {
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(100);
+        let after_the_look = async {
+            tokio::task::yield_now().await;
+            bell.hear(&push(PushKind::Invalidate));
+            bell.hear(&push(PushKind::Invalidate));
+        };
+        let (a, b, ()) = tokio::join!(
+            bell.wait(ticket, deadline),
+            bell.wait(ticket, deadline),
+            after_the_look
+        );
+        [a, b]
+    });
+    assert_eq!(
+        woken.iter().filter(|w| **w == Woken::Rang).count(),
+        1,
+        "{woken:?}"
+    );
+}
+
 #[test]
 fn other_push_messages_change_nothing() {
     let bell = Doorbell::default();

@@ -8,16 +8,17 @@
 -- RATE_WAKE_KEY, the key the doorbell then tracks, rather than
 -- RATE_PARKED_KEY, which every window's opening writes. A time past, which
 -- may be older than the first opening now (it moves later without a
--- write), reads the set itself. Without RATE_WAKE_KEY, RATE_DUE_KEY: limits
--- parked by an older version of the gem, which writes no RATE_WAKE_KEY,
--- are found by their first opening (tracked, every opening rings, as it
--- did then), until a look sets RATE_WAKE_KEY (release_opened).
+-- write), is said as it is: the doorbell rings at once, and the look it
+-- wakes, whose reads are not tracked, learns the first opening. Read here,
+-- the set would be tracked: the next opening would ring every sleeping
+-- fetcher, whose arming would read it again, and so at every opening.
+-- Without RATE_WAKE_KEY, RATE_DUE_KEY: limits parked by an older version
+-- of the gem, which writes no RATE_WAKE_KEY, are found by their first
+-- opening (tracked, every opening rings, as it did then), until a look
+-- sets RATE_WAKE_KEY (release_opened).
 local function wake_at()
   local wake = tonumber(redis.call('GET', RATE_WAKE_KEY) or redis.call('GET', RATE_DUE_KEY))
-  if not wake then return end
-  if wake > now() then return opens_at(wake) end
-  local first = redis.call('ZRANGE', RATE_PARKED_KEY, 0, 0, 'WITHSCORES')
-  if #first > 0 then opens_at(tonumber(first[2])) end
+  if wake then opens_at(wake) end
 end
 
 -- The in-progress list a job of queue `name` that a window let go goes
