@@ -238,6 +238,16 @@ RSpec.describe "bin/chaos's accounting" do
     unread = LimitFetchChaos::RateWindows.of(rated, late, fetched.first(5), unsampled: (900 * ms)..(2000 * ms))
     expect(unread.lag).to be_within(ms).of(236 * ms)
 
+    # One begun 310 ms late (fetched at 4 ms): lags longer than RATE_SLACK are allowed, up to half the period.
+    later = LimitFetchChaos::RateWindows.of(rated, starts.call(1, 2, 3, 4, 310, 1000, 1001, 1002, 1003, 1004), fetched)
+    expect(later.to_h).to include(shortest_span_ms: 694.0, checked_ms: be_within(1).of(694), windows_over: 0)
+    expect(later.violations).to eq([])
+    # A start the gem did not count pairs with none: no lag, RATE_SLACK.
+    uncounted = LimitFetchChaos::RateWindows.of(rated, starts.call(1, 2, 3, 4, 310, 600, 1000, 1001, 1002), fetched)
+    expect(uncounted.to_h).to include(shortest_span_ms: 599.0, checked_ms: 750.0, windows_over: 1)
+    slow = LimitFetchChaos::RateWindows.of(rated, starts.call(700, 701, 702, 703, 704, 1000), fetched.first(6))
+    expect([slow.lag, slow.checked_ms]).to match([be_within(ms).of(700 * ms), 500.0])
+
     crowded = LimitFetchChaos::RateWindows.of(rated, starts.call(0, 1, 2, 3, 4, 700, 1000), [0, 999].map { _1 * ms })
     expect(crowded.to_h).to include(windows_over: 1, shortest_span_ms: 700.0,
       recorded: {starts: 2, most_in_period: 2, lag_ms: nil})

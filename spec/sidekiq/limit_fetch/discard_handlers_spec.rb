@@ -31,8 +31,9 @@ RSpec.describe Sidekiq::LimitFetch, "discard handlers" do
   end
 
   # Runs webhook 7 ("first") and, while it runs, pushes +count+ duplicates
-  # (discarded) then lets the first (@first) end. Returns the duplicates'
-  # jids.
+  # (discarded) then lets the first (@first) end, and waits for its slot to
+  # be freed (its acknowledgement, which rides on its thread's next fetch,
+  # reached Redis). Returns the duplicates' jids.
   def discard_duplicates(count)
     @first = first = LimitFetchSpec::WebhookJob.perform_async(7, "first")
     wait_until(message: "the first webhook to run") { running(key_label("webhook-7")) == 1 }
@@ -40,6 +41,8 @@ RSpec.describe Sidekiq::LimitFetch, "discard handlers" do
     wait_until(message: "the duplicates to be discarded") { discarded_count == count }
     open_gate("first")
     wait_for_done([first])
+    busy = LimitFetchHelpers::KEYS.job_busy(limit)
+    wait_until(message: "the first's slot to be freed") { redis.call("LLEN", busy).zero? }
     duplicates
   end
 
