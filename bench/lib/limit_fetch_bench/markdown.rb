@@ -28,7 +28,6 @@ module LimitFetchBench
     private
 
     def keyed = summary["keyed"] || {}
-
     def rate = summary["rate"] || {}
 
     # The column `cell` makes, headed `head`, after the ratio to BasicFetch, with a baseline.
@@ -79,18 +78,13 @@ module LimitFetchBench
     end
 
     def stretch(seen) = "#{percent(seen["too_many_share"], "%.1f")}, #{percent(seen["capacity_used"], "%.0f")}"
-
     # "9.1%": a share in percent.
     def percent(share, fmt) = "#{num(share && (share * 100), fmt)}%"
-
     def joined(row, key, fmt) = row["variants"].values.map { num(_1[key], fmt) }.join(" / ")
-
     # "0.41 / 0.97 / 1.60": a row's percentiles.
     def percentiles(values, fmt = "%.2f") = values ? values.values.map { num(_1, fmt) }.join(" / ") : "–"
-
     # CPU per executed job, with its ratio to the same jobs with no key.
     def vs_none(row, name) = with_ratio(row["#{name}_us_per_executed_job"], "%.0f", row["#{name}_vs_none"])
-
     def none(row) = row["vs_none"] || {}
 
     # "39 (×1.02 / ×0.74)": the figure, its ratios to no limit and to BasicFetch.
