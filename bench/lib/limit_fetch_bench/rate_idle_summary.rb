@@ -34,7 +34,6 @@ module LimitFetchBench
 
     private
 
-    # nil where a phase did not run.
     def pooled(mix)
       pooled = @phases.to_h { |phase, runs| [phase, runs.empty? ? nil : mix[phase].values.sum] }
       parked, blocking = pooled.values_at("parked", "blocking")
