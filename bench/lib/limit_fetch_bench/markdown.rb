@@ -93,14 +93,6 @@ module LimitFetchBench
       value ? "#{format(fmt, value)} (#{ratio(none(row)[name])} / #{ratio(row["#{name}_ratio"])})" : "–"
     end
 
-    # With a note where the sampler saw fewer starts than the hot jobs (a lower bound then).
-    def most(row)
-      seen = row["hot_starts_counted_min"]
-      missed = seen && seen < row["hot_jobs"] ? " (only #{seen} of #{row["hot_jobs"]} starts sampled)" : ""
-      "#{row["hot_most_in_window_counted"] || "–"} / #{row["hot_most_in_window_perform"] || "–"} / " \
-        "#{row["rate"][0]}#{missed}"
-    end
-
     # "fcall 0.60, get 0.30, ...": the commands of a phase, per second.
     def mix(commands)
       commands.empty? ? "none" : commands.first(10).map { |name, rate| "#{name} #{format("%.2f", rate)}" }.join(", ")
