@@ -28,7 +28,6 @@ module LimitFetchBench
     private
 
     def keyed = summary["keyed"] || {}
-
     def rate = summary["rate"] || {}
 
     # The column `cell` makes, headed `head`, after the ratio to BasicFetch, with a baseline.
@@ -79,32 +78,19 @@ module LimitFetchBench
     end
 
     def stretch(seen) = "#{percent(seen["too_many_share"], "%.1f")}, #{percent(seen["capacity_used"], "%.0f")}"
-
     # "9.1%": a share in percent.
     def percent(share, fmt) = "#{num(share && (share * 100), fmt)}%"
-
     def joined(row, key, fmt) = row["variants"].values.map { num(_1[key], fmt) }.join(" / ")
-
     # "0.41 / 0.97 / 1.60": a row's percentiles.
     def percentiles(values, fmt = "%.2f") = values ? values.values.map { num(_1, fmt) }.join(" / ") : "–"
-
     # CPU per executed job, with its ratio to the same jobs with no key.
     def vs_none(row, name) = with_ratio(row["#{name}_us_per_executed_job"], "%.0f", row["#{name}_vs_none"])
-
     def none(row) = row["vs_none"] || {}
 
     # "39 (×1.02 / ×0.74)": the figure, its ratios to no limit and to BasicFetch.
     def rate_cpu(row, name, fmt)
       value = row["#{name}_us_per_job"]
       value ? "#{format(fmt, value)} (#{ratio(none(row)[name])} / #{ratio(row["#{name}_ratio"])})" : "–"
-    end
-
-    # With a note where the sampler saw fewer starts than the hot jobs (a lower bound then).
-    def most(row)
-      seen = row["hot_starts_counted_min"]
-      missed = seen && seen < row["hot_jobs"] ? " (only #{seen} of #{row["hot_jobs"]} starts sampled)" : ""
-      "#{row["hot_most_in_window_counted"] || "–"} / #{row["hot_most_in_window_perform"] || "–"} / " \
-        "#{row["rate"][0]}#{missed}"
     end
 
     # "fcall 0.60, get 0.30, ...": the commands of a phase, per second.

@@ -34,20 +34,17 @@ module LimitFetchBench
 
     private
 
-    # nil where a phase did not run.
     def pooled(mix)
       pooled = @phases.to_h { |phase, runs| [phase, runs.empty? ? nil : mix[phase].values.sum] }
       parked, blocking = pooled.values_at("parked", "blocking")
-      both = parked && blocking
-      {"pooled_commands_per_s" => pooled, "commands_ratio" => (Stats.ratio(parked, blocking) if both),
-       "no_more_than_blocking" => (parked <= blocking if both)}
+      {"pooled_commands_per_s" => pooled, "commands_ratio" => Stats.ratio(parked, blocking),
+       "no_more_than_blocking" => (parked <= blocking if parked && blocking)}
     end
 
     # Commands per second of each name over all the runs' windows, the most frequent first.
     def mix(runs)
       seconds = runs.sum { _1["idle"]["seconds"] }
-      totals = Hash.new(0)
-      runs.each { |run| run["idle"]["commands"].each { |name, calls| totals[name] += calls } }
+      totals = runs.map { _1["idle"]["commands"] }.reduce({}) { |all, one| all.merge(one) { |_, a, b| a + b } }
       totals.sort_by { |_, calls| -calls }.to_h { |name, calls| [name, calls / seconds] }
     end
 

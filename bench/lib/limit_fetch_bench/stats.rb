@@ -6,8 +6,6 @@ module LimitFetchBench
   module Stats
     module_function
 
-    def median(values) = percentile(values, 50)
-
     # Nearest-rank percentile; nil for no values.
     def percentile(values, pct)
       return nil if values.empty?
@@ -21,15 +19,12 @@ module LimitFetchBench
       names.to_h { [_1, _1.start_with?("p") ? percentile(values, _1[1..].to_i) : values.public_send(_1)] }
     end
 
+    def median(values) = percentile(values, 50)
     def mean(values) = values.empty? ? nil : values.sum.fdiv(values.size)
-
     def spread(values) = values.empty? ? nil : {"median" => median(values), "min" => values.min, "max" => values.max}
-
     def ratio(value, base) = value && base&.nonzero? && value.fdiv(base)
-
     # The figure `key` of the runs (an array: a path).
     def of(runs, key) = runs.filter_map { _1.dig(*key) }
-
     # The median of the runs' figure over that of the other runs' (nil without them).
     def versus(runs, other, key) = other && ratio(median(of(runs, key)), median(of(other, key)))
   end

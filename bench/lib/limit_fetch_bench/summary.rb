@@ -48,7 +48,6 @@ module LimitFetchBench
     end
 
     def group(section) = @groups.fetch(section, {})
-
     def twin(groups, key) = @rev && groups[Twin.key(key, @rev)]
 
     # The keys whose runs there are, each followed by its twin's, if any.

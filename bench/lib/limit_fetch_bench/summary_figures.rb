@@ -16,13 +16,9 @@ module LimitFetchBench
 
     # "process_cpu" => "process_cpu_us_per_job".
     def cost(name, per = "per_job") = "#{name}#{"_us" if name.end_with?("cpu")}_#{per}"
-
     def versus(runs, other, key) = runs && Stats.versus(runs, other, key)
-
     def spread(runs, key) = Stats.spread(Stats.of(runs, key))
-
     def medians(runs, keys) = keys.to_h { [_1, Stats.median(Stats.of(runs, _1))] }
-
     def most(runs, keys) = keys.to_h { [_1, Stats.of(runs, _1).max] }
 
     # "ratio" (of jobs/s) and "<cost>_ratio" to the other runs; `name` "rev_ratio" for the twin.
@@ -51,7 +47,6 @@ module LimitFetchBench
     end
 
     def per_job(run, side) = run["round_trips"][side].fdiv(run["jobs"])
-
     # The most jobs of one queue seen in flight, and running, in any run.
     def concurrency(runs) = %w[max_in_flight max_running].to_h { |key| [key, runs.map { _1[key].values.max || 0 }.max] }
 
@@ -99,9 +94,7 @@ module LimitFetchBench
     end
 
     def run_p99(runs) = Stats.spread(runs.map { Stats.percentile(_1["cold_first_start_s"], 99) })
-
     def first_starts(runs) = Stats.percentiles(runs.flat_map { _1["cold_first_start_s"] }, "p50", "p99")
-
     def first_start_ratio(runs, other, pct) = Stats.ratio(first_starts(runs)[pct], first_starts(other)[pct])
 
     # A hot key's ratios to the same jobs with no key: of throughputs (also
@@ -133,8 +126,7 @@ module LimitFetchBench
     def memory_row(key, runs, basic, index)
       {"label" => Variant[key].label, "jobs" => runs.first["checkpoints"][index]["jobs"], "runs" => runs.size,
        **MEMORY.to_h { [_1, Stats.spread(megabytes(runs, index, _1))] },
-       "threads" => Stats.of(runs, ["checkpoints", index, "Threads"]).max,
-       **versus_basic(runs, basic, index)}
+       "threads" => Stats.of(runs, ["checkpoints", index, "Threads"]).max, **versus_basic(runs, basic, index)}
     end
 
     def versus_basic(runs, basic, index)

@@ -63,11 +63,11 @@ module LimitFetchChaos
     %i[plan jobs limited tuner chaos fault].each { |name| define_method(name) { report[name] } }
 
     def discards = limited[:discards]
-
     def code(name) = "`#{name}`"
-
     # "a 2, b 0": a hash's pairs.
     def pairs(hash) = hash.map { _1.join(" ") }.join(", ")
+    # Booked#to_h, in short.
+    def booked(booked) = booked.values.all?(&:empty?) ? "nothing" : "see the failures"
 
     def recorded(seen)
       lag = seen[:lag_ms] ? "#{seen[:lag_ms]} ms" : "- (a run paired with none within FETCH_LAG)"
@@ -80,19 +80,6 @@ module LimitFetchChaos
 
       "#{freeze[:worker]} stopped (SIGSTOP) for #{freeze[:seconds]} s, holding #{freeze[:held]&.size.inspect} jobs; " \
         "#{freeze[:originals]} of its runs went on once it woke (its woken originals, left out of the limits' counts)"
-    end
-
-    # Booked#to_h, in short.
-    def booked(booked) = booked.values.all?(&:empty?) ? "nothing" : "see the failures"
-
-    # The table of the jobs run more than once, then how many more the JSON
-    # report lists, and a blank line; nothing if none.
-    def repeats
-      repeated = jobs[:repeated_jobs]
-      return "" if repeated.empty?
-
-      more = repeated.size > SHOWN ? "\n#{repeated.size - SHOWN} more in the JSON report (results/latest.json).\n" : ""
-      "#{table(REPEATS, repeated.first(SHOWN))}\n#{more}\n"
     end
   end
 end

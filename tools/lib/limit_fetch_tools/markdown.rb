@@ -43,14 +43,10 @@ module LimitFetchTools
     end
 
     def grid(head, rows) = [head, head.map { "---" }, *rows].map { "| #{_1.join(" | ")} |" }.join("\n")
-
     def num(value, fmt) = value ? format(fmt, value) : "–"
-
     def ratio(value) = value ? format("×%.2f", value) : "–"
-
     # "28.0 ×2.95"; the value alone without a ratio.
     def with_ratio(value, fmt, factor) = value ? [format(fmt, value), (ratio(factor) if factor)].compact.join(" ") : "–"
-
     # "9695 (9503–9731)": a median and its range.
     def spread(spread, fmt) = spread ? format("#{fmt} (#{fmt}–#{fmt})", *spread.values_at("median", "min", "max")) : "–"
   end
