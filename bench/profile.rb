@@ -7,7 +7,7 @@
 # (INFO cpu), commands, and each command's time (INFO commandstats; a
 # script's own commands are counted, and in its FCALL's time too).
 #
-#   bin/sandbox ruby bench/profile.rb [ROUNDS]   (after bin/bench or bin/test compiled the gem)
+#   bin/sandbox ruby bench/profile.rb [ROUNDS [PATTERN]]   (after bin/bench or bin/test compiled the gem)
 $LOAD_PATH.unshift(File.join(__dir__, "lib"), File.expand_path("../lib", __dir__))
 require "limit_fetch_bench"
 require "sidekiq/limit_fetch"
@@ -15,4 +15,5 @@ require "limit_fetch_bench/redis_probe"
 require "limit_fetch_bench/profile"
 
 $stdout.sync = true
-LimitFetchBench::Profile.new(rounds: Integer(ARGV.fetch(0, "3"))).run
+only = ARGV[1] && Regexp.new(ARGV[1])
+LimitFetchBench::Profile.new(rounds: Integer(ARGV.fetch(0, "3")), only: only).run
