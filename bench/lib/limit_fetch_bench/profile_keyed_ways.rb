@@ -33,6 +33,7 @@ module LimitFetchBench
     def all
       {
         "keyed hand-over, WATCH/MULTI/EXEC (10)" => [method(:watched), nil, true],
+        "keyed hand-over, MULTI/EXEC of the writes only (10)" => [method(:writes_watched), nil, true],
         "keyed hand-over, plain (7)" => [method(:plain), nil, true],
         "keyed hand-over, second a function" => [method(:second_function), nil, true]
       }
@@ -47,6 +48,22 @@ module LimitFetchBench
         pipe.call("MULTI") if last
         second(pipe, thread, last, job)
         pipe.call("EXEC") if last
+      end
+      job
+    end
+
+    # As watched, the transaction holding only what writes (the LREMs and
+    # the RPUSH), the reads after its EXEC.
+    def writes_watched(client, thread, last)
+      job = first(client, thread, last, watched: true)
+      return unless job
+
+      client.pipelined do |pipe|
+        pipe.call("MULTI") if last
+        free(pipe, thread, last) if last
+        pipe.call("RPUSH", Keys.job_busy(id(job)), capsule(thread))
+        pipe.call("EXEC") if last
+        read(pipe, last, job)
       end
       job
     end
@@ -80,12 +97,20 @@ module LimitFetchBench
     end
 
     def second(pipe, thread, last, job)
-      if last
-        pipe.call("LREM", Keys.job_busy(id(last)), 1, capsule(thread))
-        pipe.call("LREM", in_progress(thread), 1, last)
-      end
-      busy, limit, back_off, parked = booking_keys(id(job))
-      pipe.call("RPUSH", busy, capsule(thread))
+      free(pipe, thread, last) if last
+      pipe.call("RPUSH", Keys.job_busy(id(job)), capsule(thread))
+      read(pipe, last, job)
+    end
+
+    # The acknowledged job's key slot freed, then its acknowledgement.
+    def free(pipe, thread, last)
+      pipe.call("LREM", Keys.job_busy(id(last)), 1, capsule(thread))
+      pipe.call("LREM", in_progress(thread), 1, last)
+    end
+
+    # The moved job's key's stored limit and back-off, and both keys' parked lists.
+    def read(pipe, last, job)
+      _, limit, back_off, parked = booking_keys(id(job))
       pipe.call("MGET", limit, back_off)
       pipe.call("EXISTS", parked, *(last && Keys.parked(id(last))))
     end
