@@ -1,25 +1,30 @@
 # frozen_string_literal: true
 
 require "limit_fetch_bench/profile_ways"
+require "limit_fetch_bench/profile_keyed_ways"
 
 module LimitFetchBench
   # bench/profile.rb: runs each of ProfileWays on a Redis of its own and
   # prints, per job, Redis CPU, commands and each command's time.
   class Profile
-    JOBS = 40_000
-    THREADS = 10
+    JOBS = Integer(ENV.fetch("PROFILE_JOBS", "40000"))
+    # PROFILE_THREADS=1: one client, whose every request wakes Redis by
+    # itself (as on a quiet machine, where few requests arrive together).
+    THREADS = Integer(ENV.fetch("PROFILE_THREADS", "10"))
 
-    def initialize(rounds:)
+    # `only`: a pattern of the ways' labels to run (all by default).
+    def initialize(rounds:, only: nil)
       @rounds = rounds
+      @only = only
       @server = LimitFetchTools::RedisServer.new
     end
 
     def run
       @server.start
       @probe = RedisProbe.new(@server.url)
-      ways = ProfileWays.new(load_library)
+      ways = selected(load_library)
       @rounds.times do
-        ways.all.each { |label, (way, limit, keyed)| puts line(label, measure(way, limit, keyed)) }
+        ways.each { |label, (way, limit, keyed)| puts line(label, measure(way, limit, keyed)) }
         puts
       end
     ensure
@@ -28,6 +33,12 @@ module LimitFetchBench
     end
 
     private
+
+    # The ways to run: all, or those whose label matches `only`.
+    def selected(fetch)
+      ways = ProfileWays.new(fetch).all.merge(ProfileKeyedWays.new.all)
+      @only ? ways.select { |label, _| label.match?(@only) } : ways
+    end
 
     # The gem loads its function library on first use (setting a job limit
     # runs its release script); returns the fetch script's function name.

@@ -138,6 +138,7 @@ module LimitFetchBench
   # and reads the id as keyed_pipeline does, from the payload's head.
   module ProfileFloor
     NAME = "profile_floor"
+    SECOND = "profile_floor_second"
     MARK = "<id>"
     AROUND_ID = %i[job_busy job_limit parked].flat_map do |name|
       Sidekiq::LimitFetch::Keys.public_send(name, MARK).partition(MARK).values_at(0, 2)
@@ -166,6 +167,21 @@ module LimitFetchBench
         redis.call('EXISTS', key(argv, 11, id))
         redis.call('RPUSH', busy, capsule)
         return job
+      end)
+      -- ProfileKeyedWays#second_function's. ARGV: heartbeat, in-progress
+      -- list, capsule, the acknowledged job's busy list, parked list and
+      -- payload (or "" x 3), the moved job's busy list, stored limit,
+      -- back-off and parked list.
+      redis.register_function('#{SECOND}', function(_, argv)
+        local capsule = argv[3]
+        if argv[6] ~= '' then
+          if redis.call('EXISTS', argv[1]) == 1 then redis.call('LREM', argv[4], 1, capsule) end
+          redis.call('LREM', argv[2], 1, argv[6])
+        end
+        local n = redis.call('RPUSH', argv[7], capsule)
+        local values = redis.call('MGET', argv[8], argv[9])
+        local parked = redis.call('EXISTS', argv[10], argv[5] ~= '' and argv[5] or argv[10])
+        return {n, values, parked}
       end)
     LUA
 

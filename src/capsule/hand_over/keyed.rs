@@ -1,20 +1,26 @@
 //! A keyed hand-over's second round trip: the moved job's limits booked
 //! optimistically, with the reads that prove each booking within its limit
 //! (see the module's documentation), and, where the first round trip left
-//! it, the acknowledgement with its job's slots freed, then in a
-//! transaction:
+//! it, the acknowledgement with its job's slots freed, its writes then in
+//! a transaction:
 //!
 //! ```text
-//! MULTI                     with the acknowledgement: runs the rest only
+//! MULTI                     with the acknowledgement: runs the writes only
 //!                           if the heartbeat the first read is unchanged
 //! LREM   job-busy 1 <uuid>  (one a limit of the acknowledged job, if left)
 //! LREM   in-progress 1 <finished job>   the acknowledgement, if left
 //! RPUSH  job-busy <uuid>    (one a limit of the moved job): its count after
+//! EXEC                      with the MULTI: the replies above, or nil
 //! MGET   job-limit job-back-off...      each such limit's stored value and
 //!                                       back-off
 //! EXISTS parked...          every limit above: whether any has parked jobs
-//! EXEC                      with the MULTI: the replies above, or nil
 //! ```
+//!
+//! The reads go after the `EXEC`, outside the transaction (Redis queues
+//! each command of one, and answers each `QUEUED`: two fewer a keyed job):
+//! they only check what the writes did, as they do in a pipeline without
+//! the acknowledgement, and, the transaction aborted, nothing they read is
+//! used.
 //!
 //! The `LREM`s of the busy lists remove an entry of the capsule, any of
 //! its jobs' of the same limit: right only while the capsule was not
@@ -24,11 +30,11 @@
 //! capsule may book a slot of the same limit before this round trip lands,
 //! and an `LREM` would free that one: one job too many could start under
 //! the limit until the capsule reconciles. So the first round trip
-//! `WATCH`es the heartbeat key before reading it, and the second is a
-//! transaction that Redis runs only if nothing wrote, deleted or expired
-//! the key since (a beat's write, every heartbeat period, aborts one for
-//! nothing): aborted, nothing of it ran, and the script decides as of the
-//! first round trip, the acknowledgement riding with it.
+//! `WATCH`es the heartbeat key before reading it, and the second's writes
+//! are a transaction that Redis runs only if nothing wrote, deleted or
+//! expired the key since (a beat's write, every heartbeat period, aborts
+//! one for nothing): aborted, none of them ran, and the script decides as
+//! of the first round trip, the acknowledgement riding with it.
 
 use std::ops::Range;
 
@@ -54,12 +60,15 @@ pub(super) struct Keyed {
     layout: Layout,
 }
 
-/// Where each read reply is (see pipeline.rs's): in the `EXEC`'s reply
-/// within a transaction.
+/// Where each read reply is (see pipeline.rs's), in the order of the
+/// commands, the `MULTI` and `EXEC` left out: within a transaction, the
+/// first `written` are in the `EXEC`'s reply.
 struct Layout {
     replies: usize,
     /// Sent as a transaction (with the acknowledgement).
     transaction: bool,
+    /// How many commands write (the `LREM`s and `RPUSH`es), the first.
+    written: usize,
     acked: Option<usize>,
     pushed: Range<usize>,
     values: Option<usize>,
@@ -108,6 +117,10 @@ impl Keyed {
         }
         let pushed = n..n + booking.booked.len();
         n = pushed.end;
+        if transaction {
+            pipe.cmd("EXEC");
+        }
+        let written = n;
         let values = (!booking.booked.is_empty()).then(|| {
             let mget = pipe.cmd("MGET");
             for limit in &booking.booked {
@@ -125,9 +138,6 @@ impl Keyed {
             n += 1;
             n - 1
         });
-        if transaction {
-            pipe.cmd("EXEC");
-        }
         let keyed = Keyed {
             job: booking.job,
             booked: booking.booked,
@@ -137,6 +147,7 @@ impl Keyed {
             layout: Layout {
                 replies: n,
                 transaction,
+                written,
                 acked,
                 pushed,
                 values,
@@ -155,19 +166,25 @@ impl Keyed {
         }
     }
 
-    /// Its commands' replies, if they ran (a transaction's, in the
-    /// `EXEC`'s reply: nil if aborted).
-    fn read<'a>(&self, replies: &'a Value) -> Option<&'a [Value]> {
+    /// Its commands' replies in their order, if they ran (a transaction's
+    /// writes, in the `EXEC`'s reply: nil if aborted, and then none).
+    fn read<'a>(&self, replies: &'a Value) -> Option<Vec<&'a Value>> {
+        let at = &self.layout;
         let all = match replies {
             Value::Array(all) if all.len() == self.replies() => all,
             _ => return None,
         };
-        let ran = match (self.layout.transaction, all.last()) {
-            (false, _) => all,
-            (true, Some(Value::Array(ran))) => ran,
-            _ => return None,
-        };
-        (ran.len() == self.layout.replies).then_some(ran)
+        if !at.transaction {
+            return Some(all.iter().collect());
+        }
+        // The MULTI's, each write's QUEUED, the EXEC's, then the reads'.
+        let (queued, reads) = all.split_at(at.written + 2);
+        match queued.last() {
+            Some(Value::Array(ran)) if ran.len() == at.written => {
+                Some(ran.iter().chain(reads).collect())
+            }
+            _ => None,
+        }
     }
 
     /// Whether the replies say the job may start: the acknowledgement (if
@@ -180,13 +197,13 @@ impl Keyed {
         let Some(replies) = self.read(replies) else {
             return false;
         };
-        if at.acked.is_some_and(|i| replies[i] != Value::Int(1)) {
+        if at.acked.is_some_and(|i| *replies[i] != Value::Int(1)) {
             return false;
         }
-        if at.parked.is_some_and(|i| replies[i] != Value::Int(0)) {
+        if at.parked.is_some_and(|i| *replies[i] != Value::Int(0)) {
             return false;
         }
-        let values = match at.values.map(|i| &replies[i]) {
+        let values = match at.values.map(|i| replies[i]) {
             Some(Value::Array(values)) if values.len() == 2 * self.booked.len() => values,
             None => return true,
             _ => return false,
@@ -226,8 +243,8 @@ impl Keyed {
                 acks_ride: true,
             };
         }
-        let replies = ran.unwrap_or(&[]);
-        let reply = |i: usize| replies.get(i).unwrap_or(&Value::Nil);
+        let replies = ran.unwrap_or_default();
+        let reply = |i: usize| replies.get(i).copied().unwrap_or(&Value::Nil);
         let booked = replies.len() == at.replies
             && replies[at.pushed.clone()]
                 .iter()
@@ -260,8 +277,9 @@ mod tests {
     }
 
     /// The finished job's slots are freed before its acknowledgement (while
-    /// it is in progress, a reap finds them by it), both in a transaction,
-    /// and every read reply is where the layout says.
+    /// it is in progress, a reap finds them by it), both in a transaction
+    /// with the bookings, the reads after it, and every read reply is where
+    /// the layout says.
     #[test]
     fn the_slots_go_before_the_acknowledgement_and_the_layout_points_at_its_commands() {
         let acked_limits = limits(2);
@@ -276,20 +294,27 @@ mod tests {
             let (keyed, packed) = Keyed::build("q", "u", booking);
             let all = names(&packed);
             assert_eq!(all.len(), keyed.replies(), "{all:?}");
-            // With the acknowledgement, a transaction of the rest.
-            let sent = match acked {
+            // With the acknowledgement, a transaction of the writes, the
+            // reads after it.
+            let at = &keyed.layout;
+            let freed = if acked { acked_limits.len() } else { 0 };
+            assert_eq!(at.written, freed + usize::from(acked) + booked);
+            let sent: Vec<String> = match acked {
                 true => {
                     assert_eq!(all[0], "MULTI");
-                    assert_eq!(all[all.len() - 1], "EXEC");
-                    &all[1..all.len() - 1]
+                    assert_eq!(all[at.written + 1], "EXEC");
+                    assert!(all[1..=at.written]
+                        .iter()
+                        .all(|c| c == "LREM" || c == "RPUSH"));
+                    let reads = &all[at.written + 2..];
+                    assert!(reads.iter().all(|c| c == "MGET" || c == "EXISTS"));
+                    all[1..=at.written].iter().chain(reads).cloned().collect()
                 }
-                false => &all[..],
+                false => all.clone(),
             };
             assert!(!sent.iter().any(|c| c == "MULTI" || c == "EXEC"));
-            let at = &keyed.layout;
             assert_eq!(at.transaction, acked);
             assert_eq!(sent.len(), at.replies, "{sent:?}");
-            let freed = if acked { acked_limits.len() } else { 0 };
             assert!(sent[..freed].iter().all(|c| c == "LREM"));
             assert_eq!(at.acked, acked.then_some(freed));
             assert!(sent[at.pushed.clone()].iter().all(|c| c == "RPUSH"));

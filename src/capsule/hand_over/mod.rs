@@ -64,13 +64,13 @@
 //! (an `LREM` of each busy list) and then acknowledges it; the `MGET` then
 //! reads the capsule's heartbeat key too, without which (a reaper may have
 //! freed the slots) the script acknowledges instead. The key is `WATCH`ed
-//! before that read, and the second round trip is then a transaction
-//! (`MULTI` ... `EXEC`) that Redis runs only if nothing wrote, deleted or
-//! expired it since: a reaper that took the capsule between the round
-//! trips freed every entry of it, and an `LREM` (which removes an entry of
-//! the capsule, not of a job) would free a slot that another of its
-//! processors, woken, booked since; not run, the script decides as of the
-//! first round trip (keyed.rs). A watch left by a first round trip whose
+//! before that read, and the second round trip's writes are then a
+//! transaction (`MULTI` ... `EXEC`) that Redis runs only if nothing
+//! wrote, deleted or expired it since: a reaper that took the capsule
+//! between the round trips freed every entry of it, and an `LREM` (which
+//! removes an entry of the capsule, not of a job) would free a slot that
+//! another of its processors, woken, booked since; not run, the script
+//! decides as of the first round trip (keyed.rs). A watch left by a first round trip whose
 //! second is not sent lasts until the connection's next `EXEC`, which it
 //! aborts for nothing if a beat wrote the key since. The moved job's
 //! head read ([`Carried`]: a concurrency, no rate, share or range), the
