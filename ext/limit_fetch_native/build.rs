@@ -8,9 +8,9 @@
 //! Only glibc 2.36 and later reads DT_RELR (the linker then records a
 //! dependency on `GLIBC_ABI_DT_RELR`, so an older glibc refuses the file
 //! with a clear error rather than misloading it). A build for the machine
-//! it runs on takes the flag when that machine's glibc is 2.36 or later; a
-//! cross build (the release's platform gems, built for older systems) does
-//! not.
+//! it runs on takes the flag when that machine's glibc is 2.36 or later;
+//! a build for another target does not, nor one on an older glibc (the
+//! release's platform gems, built on old systems to load on them).
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
