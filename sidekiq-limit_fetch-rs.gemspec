@@ -17,7 +17,7 @@ Gem::Specification.new do |spec|
   # are modules of `cargo test` only. A platform gem ships the binary instead
   # of src/, ext/ and Cargo.* (tools/lib/limit_fetch_tools/platform_gem.rb).
   spec.files = Dir["lib/**/*.rb", "web/{assets,locales,views}/**/*.{css,yml,erb}", "src/**/*.{rs,lua,txt}",
-    "ext/limit_fetch_native/{Cargo.toml,extconf.rb}", "ext/limit_fetch_native/src/**/*.rs",
+    "ext/limit_fetch_native/{Cargo.toml,build.rs,extconf.rb}", "ext/limit_fetch_native/src/**/*.rs",
     "Cargo.{toml,lock}", "exe/sidekiq-limits", "README.md", "LICENSE"].reject { |path| path.end_with?("/tests.rs") }
   spec.bindir = "exe"
   spec.executables = ["sidekiq-limits"]
