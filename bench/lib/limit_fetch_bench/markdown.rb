@@ -2,7 +2,8 @@
 
 module LimitFetchBench
   # The summary as Markdown (markdown.md.erb): a header with the setup, one
-  # table per section, the limit check, and how round trips are counted.
+  # table per section, the limit check, and how round trips are counted;
+  # written to results beside the summary's JSON.
   # With --baseline, a column after the ratio to BasicFetch gives each
   # LimitFetch variant's ratio to its twin (a note in its cell, for the
   # fetch cost); in the keyed section only if the baseline had job limits.
@@ -24,6 +25,19 @@ module LimitFetchBench
     end
 
     def render = LimitFetchTools::Markdown.render(TEMPLATE, binding)
+
+    # Writes latest.json, then latest.md, into `dir`, each through a
+    # temporary file, so that a failed bench leaves the previous ones whole;
+    # the paths written.
+    def write(dir)
+      FileUtils.mkdir_p(dir)
+      [["latest.json", -> { "#{JSON.pretty_generate(summary)}\n" }], ["latest.md", -> { render }]].map do |name, text|
+        path = File.join(dir, name)
+        File.write("#{path}.tmp", text.call)
+        File.rename("#{path}.tmp", path)
+        path
+      end
+    end
 
     private
 
