@@ -2,27 +2,16 @@
 
 $LOAD_PATH.unshift(File.expand_path("../../bench/lib", __dir__))
 require "limit_fetch_bench"
-require "digest"
 
 # bin/bench's report from the committed results/latest.json, a full run
 # with a baseline (no bench is run): its runs summarised anew give the
 # summary stored beside them, and the summary renders as the committed
-# results/latest.md and (with gnuplot) latest.png, byte for byte.
+# results/latest.md, byte for byte.
 RSpec.describe LimitFetchBench::Markdown do
   let(:json) { JSON.parse(File.read(File.join(LimitFetchBench::RESULTS, "latest.json"))) }
 
   it "renders results/latest.json as results/latest.md" do
     expect(described_class.new(json).render).to eq(File.read(File.join(LimitFetchBench::RESULTS, "latest.md")))
-  end
-
-  it "draws results/latest.json as results/latest.png, byte for byte" do
-    skip "no gnuplot" unless LimitFetchBench::Chart.available?
-
-    Dir.mktmpdir do |dir|
-      path = LimitFetchBench::Chart.new(json).write(File.join(dir, "chart.png"))
-      digests = [path, File.join(LimitFetchBench::RESULTS, "latest.png")].map { Digest::SHA256.file(_1).hexdigest }
-      expect(digests.first).to eq(digests.last)
-    end
   end
 
   it "summarises the runs of results/latest.json as stored beside them, rows in the same order" do

@@ -25,7 +25,7 @@ module LimitFetchBench
              rate_jobs: 5_000, rate_hot_jobs: 100, rate_openings: 17, rate_idle_seconds: 2.0}.freeze
 
     BANNER = "Usage: bin/bench [options]\n\nMeasures Sidekiq::LimitFetch against Sidekiq's BasicFetch on a Redis " \
-             "of its own and writes\nbench/results/latest.{json,md,png}.\n\n"
+             "of its own and writes\nbench/results/latest.{json,md}.\n\n"
 
     # [key, switch, type, description lines...]
     FLAGS = [
@@ -68,7 +68,7 @@ module LimitFetchBench
        "(default 20000; 300000,1000000: whether it stays flat)"],
       [:fair_form, "--fair-form FORM", FairVariants::FORMS, "fair: class (a class's slots, fair:; default) or queue",
        "(a queue's, fair_limits:, its jobs' tenants their keys; its plain twin a queue limit)"],
-      [:output, "--output DIR", String, "where to write latest.{json,md,png} (default bench/results)"],
+      [:output, "--output DIR", String, "where to write latest.{json,md} (default bench/results)"],
       [:baseline, "--baseline REV", String, "also every LimitFetch variant with the gem of git revision REV",
        "(built in tmp/bench-baseline), alternated with this checkout's; ratios to it"]
     ].freeze

@@ -9,6 +9,8 @@ module LimitFetchBench
   # as windows open (over all runs' openings; "runs_without_latencies":
   # runs that could not work them out) against its target.
   class RateIdleSummary
+    include SummaryFigures
+
     TARGET_P99_MS = 5.0
     PERCENTILES = %w[min p50 p95 p99 max].freeze
 
@@ -21,8 +23,7 @@ module LimitFetchBench
     def to_h
       mix = @phases.transform_values { mix(_1) }
       {"runs" => @phases.transform_values(&:size), "concurrency" => @all.first["concurrency"],
-       "costs" => @phases.transform_values { SummaryFigures.idle_costs(_1) },
-       "command_mix" => mix}.merge(parked, pooled(mix), pickup)
+       "costs" => @phases.transform_values { idle_costs(_1) }, "command_mix" => mix}.merge(parked, pooled(mix), pickup)
     end
 
     # Jobs parked, and how late a window started at worst (a run not settled
@@ -53,9 +54,8 @@ module LimitFetchBench
       paces = @phases["parked"].map { _1["pace"] }
       return {} if paces.empty?
 
-      {"period" => paces.first["period"], "most_in_window" => Stats.of(paces, "most_in_window").max,
-       **%w[commands_per_opening scripts_per_opening].to_h { [_1, Stats.median(Stats.of(paces, _1))] }}
-        .merge(latency(paces))
+      {"period" => paces.first["period"], **most(paces, %w[most_in_window]),
+       **medians(paces, %w[commands_per_opening scripts_per_opening]), **latency(paces)}
     end
 
     def latency(paces)

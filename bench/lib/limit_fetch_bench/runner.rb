@@ -116,7 +116,7 @@ module LimitFetchBench
 
     def finish(seconds)
       summary = Summary.new(@runs, options: @options, setup: setup, seconds: seconds).to_h
-      Report.new(summary, @options.output).write.each { say "wrote #{_1}" }
+      Markdown.new(summary).write(@options.output).each { say "wrote #{_1}" }
       puts "", Markdown.new(summary).render
       exit_status(summary["limit_checks"].reject { _1["ok"] })
     end

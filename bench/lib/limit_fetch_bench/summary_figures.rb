@@ -72,7 +72,6 @@ module LimitFetchBench
 
     # Each idle cost's spread (RateIdleSummary's too).
     def idle_costs(runs) = IDLE_COSTS.to_h { |key| [key, Stats.spread(runs.map { _1["idle"][key] })] }
-    module_function :idle_costs
 
     # Time per retrieve_work call (the median of the runs' medians), its
     # ratio to BasicFetch's (and the twin's), and the medians of the rest.

@@ -108,14 +108,13 @@ module LimitFetchChaos
       end
     end
 
-    # The rates' and the LIMITED classes' checks, each as its report (a
-    # RatesChecks, a LimitedChecks) that can also write down what it saw.
-    def rates = @rates ||= RatesReport.new(counted, runs, *@outcome.fetch_values(:rate_stalls, :recorded), @restart)
+    # The rates' and the LIMITED classes' checks (Report writes down what they saw).
+    def rates = @rates ||= RatesChecks.new(counted, runs, *@outcome.fetch_values(:rate_stalls, :recorded), @restart)
 
-    def limited
-      tuned = limits.grep(JobLimitConcurrency).find { _1.id == Tuner::ID }
-      @limited ||= LimitedReport.new(@outcome.merge(runs: counted, every_run: runs), lost, tuned)
-    end
+    def limited = @limited ||= LimitedChecks.new(@outcome.merge(runs: counted), lost, tuned)
+
+    # The JobLimitConcurrency of the limit the Tuner changes.
+    def tuned = limits.grep(JobLimitConcurrency).find { _1.id == Tuner::ID }
 
     def duplicates
       @duplicates ||= Duplicates.new(runs, @fleet.killed.to_h { [_1, @fleet.ended.fetch(_1)] }, @fleet.held_at_kill,

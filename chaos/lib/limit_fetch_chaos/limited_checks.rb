@@ -24,6 +24,13 @@ module LimitFetchChaos
        *@discards.problems(@feeder.tenants)].compact
     end
 
+    # tenant => the most of its PerQueueChaosJob runs at once, across its queues.
+    def per_queue_most
+      PerQueueChaosJob::TENANTS.to_h do |tenant|
+        [tenant, Concurrency.peak(@runs.select { PerQueueChaosJob::QUEUES.include?(_1.queue) && _1.tenant == tenant })]
+      end
+    end
+
     private
 
     # Each class pushed, carrying its job limits (CARRY_NONE's: none).
@@ -38,13 +45,6 @@ module LimitFetchChaos
     def parked_problems
       @feeder.limited_h[:ticks_parked_by_queue].filter_map do |queue, ticks|
         "no job of queue #{queue} was ever seen parked" if ticks.zero?
-      end
-    end
-
-    # tenant => the most of its PerQueueChaosJob runs at once, across its queues.
-    def per_queue_most
-      PerQueueChaosJob::TENANTS.to_h do |tenant|
-        [tenant, Concurrency.peak(@runs.select { PerQueueChaosJob::QUEUES.include?(_1.queue) && _1.tenant == tenant })]
       end
     end
 

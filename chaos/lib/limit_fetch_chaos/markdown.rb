@@ -20,7 +20,7 @@ module LimitFetchChaos
     ].freeze
     # Each rate's starts, its tightest window, the shortest span of one start
     # more than its limit against what the check allows (its period less
-    # RATE_SLACK), and its parked jobs' waits (RatesReport#to_h).
+    # RATE_SLACK), and its parked jobs' waits (Report#rates_h).
     RATES = [
       ["rate", 0, :code], ["queues", -> { plan.dig(:rates, _1[0], :queues).join(", ") }], ["starts", [1, :starts]],
       ["most in any period / limit", -> { "#{_1[1][:most_in_period]} / #{_1[1][:limit]} per #{_1[1][:period_s]} s" }],

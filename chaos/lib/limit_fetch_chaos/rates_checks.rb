@@ -8,6 +8,9 @@ module LimitFetchChaos
   # let go), and a sign that it was at work: jobs seen parked behind it
   # (else it never bound, and its windows tested little).
   class RatesChecks
+    # Each rate's RateWindows; "rate <id>" => the longest wait of its parked jobs (Stalls#longest).
+    attr_reader :windows, :waits
+
     # `counted`: the runs the limits are held to; `runs`: all of them;
     # `stalls`: the Stalls of the rates' parked jobs; `recorded`: the
     # RecordedStarts; `restart`: the Mayhem::Restart, if any.

@@ -6,7 +6,7 @@ module LimitFetchChaos
   class Report < Checks
     def to_h
       {passed: passed?, failures: failures, environment: @outcome.fetch(:environment), plan: @plan.to_h,
-       jobs: jobs_h.merge(duplicates_h), limited: limited.to_h, tuner: @tuner.to_h, **limits_h,
+       jobs: jobs_h.merge(duplicates_h), limited: limited_h, tuner: @tuner.to_h, **limits_h,
        chaos: chaos_h, booked_after_jobs: @outcome.fetch(:booked).to_h, redis_after_stop: leftovers_h,
        timing: timing_h}
     end
@@ -16,7 +16,44 @@ module LimitFetchChaos
     def limits_h
       queues, job_limits = limits.partition { _1.is_a?(Concurrency) }
       {concurrency: queues.to_h { [_1.queue, _1.to_h.except(:queue)] },
-       job_limits: job_limits.to_h { [_1.id, _1.to_h.except(:id)] }, rates: rates.to_h}
+       job_limits: job_limits.to_h { [_1.id, _1.to_h.except(:id)] }, rates: rates_h}
+    end
+
+    # Per rate (RatesChecks), its windows, its longest wait with jobs parked
+    # and none of its runs begun within a period, and in how many samples
+    # jobs were parked.
+    def rates_h
+      rates.windows.to_h do |seen|
+        wait = rates.waits.fetch("rate #{seen.id}")
+        [seen.id, seen.to_h.merge(longest_wait_s: wait[:seconds], parked_samples: wait[:waiting],
+          samples: wait[:samples], stall_after_s: Stalls::RATE_STALL)]
+      end
+    end
+
+    # What the LIMITED classes' jobs showed: per class, what was pushed,
+    # completed, discarded and lost, and whether the pushes carried their
+    # job limits; how many were parked; the signs of each kind of job limit
+    # at work (LimitedChecks); per FAIR class, what its tenants got
+    # (FairShares: of every run, the frozen process's woken originals too).
+    def limited_h
+      {classes: LIMITED.to_h { [_1.name, class_h(_1.name)] }, **feeder.limited_h.except(:classes),
+       discards: @outcome.fetch(:discards).to_h, per_queue_most: limited.per_queue_most, tuned: tuned.phases,
+       fair: fair_h}
+    end
+
+    def feeder = @outcome.fetch(:feeder)
+
+    def class_h(name)
+      jids = feeder.limited_jids.fetch(name)
+      {enqueued: jids.size, **{completed:, discarded:, lost:}.transform_values { (jids & _1).size },
+       **feeder.limited_h[:classes].fetch(name)}
+    end
+
+    def fair_h
+      FAIR.to_h do |job_class|
+        pushed = feeder.fair_pushes.fetch(job_class.name)
+        [job_class.name, FairShares.new(job_class.name, job_class::TENANTS, runs, pushed).to_h]
+      end
     end
 
     def jobs_h
