@@ -165,6 +165,7 @@
 //! `keyed.rs`, a keyed hand-over's second round trip and what it says.
 
 mod keyed;
+mod lease;
 mod memory;
 mod pipeline;
 mod values;
@@ -173,10 +174,13 @@ mod verdict;
 pub(super) use memory::{forget, note, note_more};
 pub(super) use verdict::Outcome;
 
+use std::cell::Cell;
+
 use crate::carried::{Carried, CarriedLimit};
 use crate::ledger::Ack;
 use crate::script::fetch::{carries_job_limits, Mode};
 use keyed::Keyed;
+use lease::Spend;
 use memory::{continues_run, noted};
 use pipeline::{Layout, Sends};
 
@@ -197,6 +201,10 @@ pub(super) struct HandOver {
     keyed: Option<Box<Keyed>>,
     /// The next job comes from the parked jobs of the one job limit.
     from_parked_list: bool,
+    /// The start a run's rated limit spends (lease.rs), and whether its
+    /// reply found one held, once asked (the answer stands).
+    lease: Option<Spend>,
+    covered: Cell<Option<bool>>,
     /// Where its pipeline's replies are.
     layout: Layout,
 }
@@ -230,16 +238,22 @@ impl HandOver {
         }
         let (limits, deferred, from_parked_list) = if carries_job_limits(&ack.job) {
             let carried = Carried::read(&ack.job)?;
+            let rated = carried.limits.iter().any(|l| l.rate.is_some());
             match continues_run(capsule, &carried) {
+                // A rated limit's parked jobs are the script's (lease.rs).
                 Some(parked_left) => {
-                    let one = carried.limits.len() == 1;
+                    let one = carried.limits.len() == 1 && !rated;
                     (Some((carried, ack.job.clone())), None, parked_left && one)
                 }
+                // A rated run starts with the script, as a rated job does.
+                None if rated => return None,
                 None => (None, Some((carried, ack.job.clone())), false),
             }
         } else {
             (None, None, false)
         };
+        let carried = limits.as_ref().map_or(&[][..], |(c, _)| &c.limits[..]);
+        let lease = Spend::of(capsule, carried)?;
         // Parked jobs are taken whether or not the queue holds any.
         let (count_busy, recoveries_counted) =
             noted(capsule, generation, first, report && !from_parked_list)?;
@@ -249,8 +263,9 @@ impl HandOver {
             recoveries_counted,
             report,
             defer_ack: deferred.is_some(),
+            grant: lease.as_ref().and_then(|l| l.call(uuid)),
+            released: lease.as_ref().map(|l| l.limit.id.clone()),
         };
-        let carried = limits.as_ref().map_or(&[][..], |(c, _)| &c.limits[..]);
         let (request, layout) = pipeline::build(first, uuid, ack, carried, &sends);
         let hand_over = HandOver {
             queue: first.clone(),
@@ -260,6 +275,8 @@ impl HandOver {
             deferred,
             keyed: None,
             from_parked_list,
+            lease,
+            covered: Cell::new(None),
             layout,
         };
         Some((hand_over, request))
