@@ -17,15 +17,20 @@ use support::{capsule_whose_acks_ride, jid_of, next, push_jobs, queue, redis};
 
 /// A job of queue `q` under class rate `id` of `limit` starts a `period`
 /// (seconds), as the client middleware writes it.
-fn rated(q: &str, jid: &str, id: &str, (limit, period): (u64, f64)) -> String {
+fn rated(q: &str, jid: &str, id: &str, (limit, period): (u64, f64), discard: bool) -> String {
+    let discard = if discard { r#","discard":true"# } else { "" };
     format!(
-        r#"{{"limit_fetch":[{{"id":"{id}","rate":[{limit},{period}]}}],"queue":"{q}","class":"Rated","args":[],"jid":"{jid}"}}"#
+        r#"{{"limit_fetch":[{{"id":"{id}","rate":[{limit},{period}]{discard}}}],"queue":"{q}","class":"Rated","args":[],"jid":"{jid}"}}"#
     )
 }
 
 fn push_rated(q: &str, id: &str, rate: (u64, f64), from: usize, n: usize) {
+    push_rated_or_discarded(q, id, rate, false, from, n);
+}
+
+fn push_rated_or_discarded(q: &str, id: &str, rate: (u64, f64), discard: bool, from: usize, n: usize) {
     let jobs: Vec<String> = (from..from + n)
-        .map(|i| rated(q, &format!("j{i}"), id, rate))
+        .map(|i| rated(q, &format!("j{i}"), id, rate, discard))
         .collect();
     push_jobs(q, &jobs);
 }
@@ -40,6 +45,13 @@ fn processor() -> Capsule {
 fn redis_now(conn: &mut redis::Connection) -> u64 {
     let (secs, micros): (u64, u64) = redis::cmd("TIME").query(conn).unwrap();
     secs * 1_000_000 + micros
+}
+
+/// This host's clock, which Redis's TIME reads (microseconds).
+fn clock() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64)
 }
 
 /// The starts counted in `id`'s window, (member, stamp).
@@ -147,8 +159,8 @@ impl Random {
     }
 }
 
-/// Each start as known: between Redis's clock before its fetch was sent
-/// and after it returned (microseconds).
+/// Each start as known: between the clock before its fetch was sent and
+/// after it returned (microseconds; Redis runs on this host, on its clock).
 type Start = (u64, u64);
 
 /// A group of `limit` + 1 starts that surely fell within one window of
@@ -174,15 +186,18 @@ fn too_many(starts: &[Start], limit: usize, period: u64) -> Option<Vec<Start>> {
     None
 }
 
-/// Random arrivals around the rate, random job lengths, two capsules of
-/// two threads each: no window of the period holds more than the limit's
-/// starts, each start's time bounded by Redis's clock around its fetch;
-/// and leases were spent.
+/// Random bursts of arrivals, each more than a window takes, at random
+/// gaps, of jobs dropped over the rate (nothing parked: the threads'
+/// fetches contest each window as it opens, on leases), random job lengths
+/// (a lease spent over its span), two capsules of two threads each: no
+/// window of the period holds more than the limit's starts, each start's
+/// time bounded by Redis's clock around its fetch; and leases were spent.
 #[test]
 fn over_random_arrivals_no_window_holds_more_than_the_limit() {
     let q = queue("windows");
     let id = format!("class:Windows-{q}");
-    let (limit, period) = (8_u64, 0.4);
+    // A span of 50 ms.
+    let (limit, period) = (30_u64, 1.0);
     let seed = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(1, |d| d.as_nanos() as u64)
@@ -194,11 +209,11 @@ fn over_random_arrivals_no_window_holds_more_than_the_limit() {
             let mut random = Random(seed);
             let mut pushed = 0;
             while !done.load(Ordering::Relaxed) {
-                // About the rate: bursts of 0..8 jobs every 0..0.4 s.
-                let n = random.below(9) as usize;
-                push_rated(&q, &id, (limit, period), pushed, n);
+                // Bursts of 100..300 jobs 0.6..1.6 s apart.
+                let n = 100 + random.below(201) as usize;
+                push_rated_or_discarded(&q, &id, (limit, period), true, pushed, n);
                 pushed += n;
-                std::thread::sleep(Duration::from_millis(random.below(400)));
+                std::thread::sleep(Duration::from_millis(600 + random.below(1000)));
             }
         })
     };
@@ -208,22 +223,27 @@ fn over_random_arrivals_no_window_holds_more_than_the_limit() {
         let (q, done) = (q.clone(), done.clone());
         threads.push(std::thread::spawn(move || {
             let mut random = Random(seed.wrapping_mul(t as u64 + 3) | 1);
-            let mut conn = redis();
             let (mut starts, mut handed) = (Vec::new(), 0);
             let mut held = None;
             while !done.load(Ordering::Relaxed) {
-                let asked = redis_now(&mut conn);
+                let asked = clock();
                 let (fetched, alone) = next_counted(&c, &q, held.take());
-                let returned = redis_now(&mut conn);
+                let returned = clock();
                 match fetched {
                     Some(job) => {
                         starts.push((asked, returned));
                         handed += usize::from(alone);
                         held = Some(job);
-                        // The job's own length: a lease spent over its span.
-                        std::thread::sleep(Duration::from_millis(random.below(8)));
+                        // The job's own length: mostly none (a lease is
+                        // spent whole, over part of its span), at times
+                        // longer than a span.
+                        let micros = match random.below(10) {
+                            0 => 20_000 + random.below(60) * 1_000,
+                            _ => random.below(4) * 500,
+                        };
+                        std::thread::sleep(Duration::from_micros(micros));
                     }
-                    None => std::thread::sleep(Duration::from_millis(random.below(20))),
+                    None => std::thread::sleep(Duration::from_millis(random.below(3))),
                 }
             }
             if let Some(job) = held {
@@ -232,7 +252,7 @@ fn over_random_arrivals_no_window_holds_more_than_the_limit() {
             (starts, handed)
         }));
     }
-    std::thread::sleep(Duration::from_secs(4));
+    std::thread::sleep(Duration::from_secs(5));
     done.store(true, Ordering::Relaxed);
     pusher.join().unwrap();
     let (mut starts, mut handed) = (Vec::new(), 0);
@@ -248,7 +268,10 @@ fn over_random_arrivals_no_window_holds_more_than_the_limit() {
         "seed {seed}: {} starts within {period} s: {found:?}",
         limit + 1
     );
-    assert!(starts.len() >= 40, "seed {seed}: {} starts", starts.len());
+    assert!(starts.len() >= 60, "seed {seed}: {} starts", starts.len());
     assert!(handed > 0, "seed {seed}: no start was leased");
-    eprintln!("seed {seed}: {} starts, {handed} handed over on leases", starts.len());
+    eprintln!(
+        "seed {seed}: {} starts, {handed} handed over on leases",
+        starts.len()
+    );
 }

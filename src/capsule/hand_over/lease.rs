@@ -13,10 +13,12 @@
 //! they started (fewer may start, never more). Why no window then holds
 //! more than the rate's limit: lua/lease.lua.
 //!
-//! k adapts to the room: 1 at first, doubled while grants come back full,
-//! up to [`MOST`]; a grant short of k (the room is scarce) falls back to
-//! 1, so that near its limit a rate is counted start by start, as the
-//! script counts it. Jobs parked behind the rate, or sent back for it and
+//! k adapts to the room and to the thread: 1 at first, doubled while
+//! grants come back full and are spent, up to [`MOST`]; a grant short of k
+//! (the room is scarce) falls back to 1, so that near its limit a rate is
+//! counted start by start, as the script counts it; a lease whose span
+//! ended before it was spent asks next for what it spent (1 at least), so
+//! that few starts counted go unused. Jobs parked behind the rate, or sent back for it and
 //! not started, are the script's: their limit's parked list or count of
 //! released jobs, read by every such hand-over, sends its job there.
 
@@ -38,6 +40,7 @@ static LEASE_SCRIPT: LazyLock<LuaScript> = LazyLock::new(|| LuaScript::new(LEASE
 struct Lease {
     capsule: u64,
     id: String,
+    granted: u64,
     left: u64,
     /// When the span ends, by this thread's clock.
     until: Instant,
@@ -80,6 +83,8 @@ impl Spend {
                 .find(|l| l.capsule == capsule && l.id == limit.id)
             {
                 Some(l) if l.left > 0 && sent < l.until => None,
+                // Its span ended first: as many as were spent in it.
+                Some(l) if l.left > 0 => Some((l.granted - l.left).max(1)),
                 Some(l) => Some(l.ask),
                 None => Some(1),
             }
@@ -137,6 +142,7 @@ impl Spend {
                 let lease = Lease {
                     capsule: self.capsule,
                     id: self.limit.id.clone(),
+                    granted,
                     left: granted,
                     until: self.sent + span,
                     ask,

@@ -10,6 +10,8 @@
 //! LREM   in-progress 1 <finished job>  the acknowledgement
 //! HDEL   recoveries <its digest>       as the script's acknowledgement
 //!                                      does, unless recoveries are known gone
+//! FCALL  lease <id> <rate> k           a run's rated limit with no start
+//!                                      held: starts leased (lease.rs)
 //! LMOVE  queue in-progress RIGHT LEFT  the next job, under the same slot
 //!                                      (from a job limit's parked list
 //!                                      instead of the queue: below)
@@ -17,9 +19,10 @@
 //!        rate rate_due recovered       its rate, when parked rates are due,
 //!        class_back_off fair_limit     the count of reaps that recovered
 //!        job-limit job-back-off...     jobs, whether classes back off in
-//!                                      it, its fair limit (a fair queue),
+//!        [released]                    it, its fair limit (a fair queue),
 //!                                      each job limit's stored value and
-//!                                      back-off,
+//!                                      back-off, a rated limit's jobs sent
+//!                                      back for its rate, not started,
 //! LLEN   busy                          the queue's count (the slot
 //!                                      included), while it has a limit,
 //! LLEN   job-busy  (one a job limit)   each job limit's count,
@@ -45,8 +48,9 @@
 //! (`LLEN`), and whether it has parked jobs (one `EXISTS`), which go first:
 //! once a hand-over from the queue finds some, the next ones take them,
 //! oldest first, from the limit's parked list instead of the queue (a
-//! job of one limit only: a job parked by one of several limits may be
-//! behind the parked jobs of another), without the `EXISTS`, until a move
+//! job of one limit only, without a rate: a job parked by one of several
+//! limits may be behind the parked jobs of another, and a rate's are the
+//! script's), without the `EXISTS`, until a move
 //! finds the list empty (the script then decides). It opens with an `SADD` of their
 //! ids to the capsule's set of run limits: a job limit's slot is otherwise
 //! found, if the capsule dies, by the job that holds it, in an in-progress
@@ -73,7 +77,8 @@
 //! decides as of the first round trip (keyed.rs). A watch left by a first round trip whose
 //! second is not sent lasts until the connection's next `EXEC`, which it
 //! aborts for nothing if a beat wrote the key since. The moved job's
-//! head read ([`Carried`]: a concurrency, no rate, share or range), the
+//! head read ([`Carried`]: a concurrency, no share or range; a rate sends
+//! it to the script, which counts its start), the
 //! second books each of its limits as the script does, an `RPUSH` of the
 //! capsule on its busy list, whose reply is the count with it, and reads
 //! each one's stored value and back-off and whether any limit named there
@@ -103,7 +108,9 @@
 //! than its limit (the passed slot counted; a queue that had no limit at
 //! the last hand-over is not counted, and a limit read after the move
 //! sends the job to the script, which counts), and the same of each job
-//! limit the job carries (no rate: [`Carried`] reads none). Then
+//! limit the job carries; a run's one rated limit, if any, with a start
+//! leased to this thread and still within its span when the reply came
+//! (lease.rs: why no window then holds more than the rate's limit). Then
 //! it starts within the limit: since the read, every other capsule booked
 //! a slot only below it. A keyed hand-over books first and checks after:
 //! its job is handed to Sidekiq only if, after its own push, each limit's
