@@ -28,7 +28,14 @@ fn push_rated(q: &str, id: &str, rate: (u64, f64), from: usize, n: usize) {
     push_rated_or_discarded(q, id, rate, false, from, n);
 }
 
-fn push_rated_or_discarded(q: &str, id: &str, rate: (u64, f64), discard: bool, from: usize, n: usize) {
+fn push_rated_or_discarded(
+    q: &str,
+    id: &str,
+    rate: (u64, f64),
+    discard: bool,
+    from: usize,
+    n: usize,
+) {
     let jobs: Vec<String> = (from..from + n)
         .map(|i| rated(q, &format!("j{i}"), id, rate, discard))
         .collect();
@@ -90,7 +97,10 @@ fn a_run_of_rated_jobs_is_handed_over_on_leased_starts() {
         let before = redis_now(&mut conn);
         let (fetched, alone) = next_counted(&c, &q, held);
         let fetched = fetched.expect("a job");
-        assert_eq!(jid_of(&String::from_utf8_lossy(&fetched.job)), format!("j{i}"));
+        assert_eq!(
+            jid_of(&String::from_utf8_lossy(&fetched.job)),
+            format!("j{i}")
+        );
         handed += usize::from(alone);
         held = Some(fetched);
         // A grant's stamps: ahead of Redis's clock when it was asked.
@@ -136,8 +146,15 @@ fn a_lease_is_stamped_at_its_span_and_not_spent_past_it() {
     }
     let now = redis_now(&mut conn);
     let newest = counted(&id).into_iter().map(|(_, at)| at).max().unwrap();
-    assert!(newest > now, "a leased start is stamped ahead: {newest} <= {now}");
-    assert!(newest <= now + 10_000, "by its span at most: {}", newest - now);
+    assert!(
+        newest > now,
+        "a leased start is stamped ahead: {newest} <= {now}"
+    );
+    assert!(
+        newest <= now + 10_000,
+        "by its span at most: {}",
+        newest - now
+    );
     std::thread::sleep(Duration::from_millis(15));
     let later = redis_now(&mut conn);
     let (fetched, alone) = next_counted(&c, &q, held);
@@ -219,7 +236,11 @@ fn over_random_arrivals_no_window_holds_more_than_the_limit() {
     };
     let capsules: Vec<Arc<Capsule>> = (0..2).map(|_| Arc::new(processor())).collect();
     let mut threads = Vec::new();
-    for (t, c) in capsules.iter().flat_map(|c| [c.clone(), c.clone()]).enumerate() {
+    for (t, c) in capsules
+        .iter()
+        .flat_map(|c| [c.clone(), c.clone()])
+        .enumerate()
+    {
         let (q, done) = (q.clone(), done.clone());
         threads.push(std::thread::spawn(move || {
             let mut random = Random(seed.wrapping_mul(t as u64 + 3) | 1);

@@ -29,6 +29,7 @@ use std::time::{Duration, Instant};
 use redis::{Cmd, Value};
 
 use crate::carried::CarriedLimit;
+use crate::limits::MAX_LIMIT;
 use crate::script::{LuaScript, LEASE};
 
 /// The most starts one grant asks for.
@@ -161,6 +162,17 @@ impl Spend {
             }
         });
     }
+}
+
+/// Whether a run's `limits` are one rate and no concurrency (none
+/// declared): its hand-over reads neither its busy list nor its parked
+/// list. Its jobs are parked only behind its rate (or a back-off, noted
+/// alike): then `rate_due` is set, and a stored concurrency is read; either
+/// sends the job to the script. (Behind a rate of 0, unnoted, no start is
+/// granted: a lease granted before it was stored overtakes them for its
+/// span at most.)
+pub(super) fn bare(limits: &[CarriedLimit]) -> bool {
+    matches!(limits, [limit] if limit.rate.is_some() && limit.concurrency >= MAX_LIMIT)
 }
 
 /// The starts and span a grant's reply says: none for anything else (an

@@ -272,6 +272,7 @@ impl HandOver {
             defer_ack: deferred.is_some(),
             grant: lease.as_ref().and_then(|l| l.call(uuid)),
             released: lease.as_ref().map(|l| l.limit.id.clone()),
+            bare_rate: lease::bare(carried),
         };
         let (request, layout) = pipeline::build(first, uuid, ack, carried, &sends);
         let hand_over = HandOver {

@@ -31,6 +31,9 @@ pub(super) struct Sends {
     /// The rated limit whose count of jobs sent back for its rate the
     /// `MGET` reads last (lease.rs).
     pub(super) released: Option<String>,
+    /// The one limit is a bare rate (lease.rs's `bare`): its busy and
+    /// parked lists are not read.
+    pub(super) bare_rate: bool,
 }
 
 /// Where each read reply is in the pipeline's replies (one a command, in
@@ -160,12 +163,14 @@ pub(super) fn build(
         pipe.cmd("LLEN").arg(keys::busy(queue));
         next.one()
     });
-    for limit in limits {
+    let counted = if sends.bare_rate { &[][..] } else { limits };
+    for limit in counted {
         pipe.cmd("LLEN").arg(keys::job_busy(&limit.id));
     }
-    let job_busy = next.many(limits.len());
+    let job_busy = next.many(counted.len());
     // From a parked list, its `LMOVE` says when it is empty.
-    let parked_lists = (!limits.is_empty() && !sends.from_parked_list).then(|| {
+    let look_parked = !sends.from_parked_list && !sends.bare_rate;
+    let parked_lists = (!limits.is_empty() && look_parked).then(|| {
         let exists = pipe.cmd("EXISTS");
         for limit in limits {
             exists.arg(keys::parked(&limit.id));
@@ -231,6 +236,7 @@ mod tests {
                     defer_ack: bits & 16 != 0,
                     grant: (bits & 32 != 0).then(|| redis::cmd("FCALL")),
                     released: (bits & 32 != 0).then(|| "class:C0".into()),
+                    bare_rate: bits & 32 != 0 && n == 1,
                 };
                 let (packed, at) = build("q", "u", &ack, &limits[..n], &sends);
                 let sent = names(&packed);
@@ -249,9 +255,10 @@ mod tests {
                 assert!(at.grant.map_or(true, |i| i < at.moved));
                 assert_eq!(sent[at.state], "MGET");
                 assert_eq!(named(at.busy), sends.count_busy.then_some("LLEN"));
-                assert_eq!(at.job_busy.len(), n);
+                let counted = if sends.bare_rate { 0 } else { n };
+                assert_eq!(at.job_busy.len(), counted);
                 assert!(sent[at.job_busy.clone()].iter().all(|c| c == "LLEN"));
-                let exists = n > 0 && !sends.from_parked_list;
+                let exists = n > 0 && !sends.from_parked_list && !sends.bare_rate;
                 assert_eq!(named(at.parked_lists), exists.then_some("EXISTS"));
                 assert_eq!(named(at.queued), sends.report.then_some("LLEN"));
                 assert_eq!(

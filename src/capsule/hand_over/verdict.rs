@@ -7,6 +7,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use redis::Value;
 
 use super::keyed::{Booking, Keyed};
+use super::lease;
 use super::memory::{note_parked_left, note_read};
 use super::values::{count, stored_limit};
 use super::HandOver;
@@ -76,11 +77,16 @@ impl HandOver {
         if !self.carried().is_empty() {
             // From the queue, a job would overtake the parked ones; from a
             // parked list (no `EXISTS`), it is the oldest of them.
+            let bare = lease::bare(self.carried());
             let parked = match at.parked_lists.map(|i| &replies[i]) {
                 Some(Value::Int(parked)) => *parked,
-                None if self.from_parked_list => 0,
+                None if self.from_parked_list || bare => 0,
                 _ => return None,
             };
+            // A bare rate's stored concurrency, unread, is the script's.
+            if bare && read.values.first() != Some(&Value::Nil) {
+                return None;
+            }
             if parked > 0 || !self.lease_covers(replies) {
                 return None;
             }
@@ -133,7 +139,10 @@ impl HandOver {
             _ if self.lease.is_some() => return None,
             _ => values,
         };
+        // A bare rate's parked jobs, unread, are the script's (lease.rs).
+        let parked_rates = lease::bare(self.carried()) && *rate_due != Value::Nil;
         if values.len() != 2 * self.carried().len()
+            || parked_rates
             || rate_release_due(rate_due)
             || values.chunks(2).any(|v| v[1] != Value::Nil)
         {
