@@ -163,6 +163,33 @@ fn a_lease_is_stamped_at_its_span_and_not_spent_past_it() {
     assert!(newest > later, "a lease past its span was spent");
 }
 
+/// Starts a lease did not spend go back once its hand-over leaves a job
+/// to the script (here: the next job is not of the run), in the script's
+/// request: the window counts only the starts that happened.
+#[test]
+fn starts_a_lease_did_not_spend_are_given_back() {
+    let q = queue("given-back");
+    let id = format!("class:Back-{q}");
+    push_rated(&q, &id, (1_000_000, 60.0), 0, 6);
+    push_jobs(
+        &q,
+        &[format!(
+            r#"{{"queue":"{q}","class":"Plain","args":[],"jid":"p"}}"#
+        )],
+    );
+    let c = processor();
+    let mut held = next(&c, &q, None);
+    // j1 by the script; j2 on a grant of 1, j3 and j4 on one of 2, j5 on
+    // one of 4, three left.
+    for _ in 1..6 {
+        held = next(&c, &q, held);
+    }
+    assert_eq!(counted(&id).len(), 9, "six started, three leased ahead");
+    let plain = next(&c, &q, held).expect("the plain job");
+    assert_eq!(jid_of(&String::from_utf8_lossy(&plain.job)), "p");
+    assert_eq!(counted(&id).len(), 6, "the three unspent given back");
+}
+
 /// A small xorshift generator: random arrivals and job lengths, from a
 /// seed printed on failure.
 struct Random(u64);

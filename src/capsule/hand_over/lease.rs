@@ -9,9 +9,14 @@
 //! never later, by Redis's clock, than g + span, so that no start comes
 //! after its stamp. A hand-over's job spends a start only if its reply came
 //! before that (its `LMOVE` ran before); else the script decides it, and
-//! counts its start as it counts any. Unspent starts stay counted, as if
-//! they started (fewer may start, never more). Why no window then holds
-//! more than the rate's limit: lua/lease.lua.
+//! counts its start as it counts any. Starts not spent are given back: a
+//! lease whose span ended, by the next grant's call; one whose hand-over
+//! left the job to the script, by a call ahead of the script, in its
+//! request ([`abandon`]; jobs parked behind the rate are then due at once,
+//! for the room). Until then they stay counted, as if they started (fewer
+//! may start, never more). Members are the capsule's and the thread's own
+//! (`<uuid>.<thread>#<n>:<stamp>`), so that one gives back only its own.
+//! Why no window then holds more than the rate's limit: lua/lease.lua.
 //!
 //! k adapts to the room and to the thread: 1 at first, doubled while
 //! grants come back full and are spent, up to [`MOST`]; a grant short of k
@@ -41,6 +46,8 @@ static LEASE_SCRIPT: LazyLock<LuaScript> = LazyLock::new(|| LuaScript::new(LEASE
 struct Lease {
     capsule: u64,
     id: String,
+    /// Their stamp (µs of Redis's clock, as its members name it).
+    stamp: String,
     granted: u64,
     left: u64,
     /// When the span ends, by this thread's clock.
@@ -49,8 +56,30 @@ struct Lease {
     ask: u64,
 }
 
+impl Lease {
+    /// The numbers of its members not spent (`from`, `to`), with its
+    /// stamp, if any.
+    fn unspent(&self) -> Option<[String; 3]> {
+        (self.left > 0).then(|| {
+            let from = self.granted - self.left + 1;
+            [
+                self.stamp.clone(),
+                from.to_string(),
+                self.granted.to_string(),
+            ]
+        })
+    }
+}
+
 thread_local! {
     static LEASES: RefCell<Vec<Lease>> = const { RefCell::new(Vec::new()) };
+    /// This thread's part of its members' names.
+    static THREAD: String = uuid::Uuid::new_v4().simple().to_string()[..8].to_owned();
+}
+
+/// The members' prefix of this thread's leases for capsule `uuid`.
+fn who(uuid: &str) -> String {
+    THREAD.with(|thread| format!("{uuid}.{thread}"))
 }
 
 /// What a hand-over does of a rated limit's start.
@@ -60,6 +89,8 @@ pub(super) struct Spend {
     pub(super) limit: CarriedLimit,
     /// How many starts its pipeline asks for, if it asks (no start held).
     pub(super) ask: Option<u64>,
+    /// The last lease's starts not spent, which its call gives back.
+    give_back: Option<[String; 3]>,
     /// When its pipeline was built, just before it is sent.
     sent: Instant,
 }
@@ -77,23 +108,24 @@ impl Spend {
             return None;
         }
         let sent = Instant::now();
-        let ask = LEASES.with(|leases| {
+        let (ask, give_back) = LEASES.with(|leases| {
             let leases = leases.borrow();
-            match leases
-                .iter()
-                .find(|l| l.capsule == capsule && l.id == limit.id)
-            {
-                Some(l) if l.left > 0 && sent < l.until => None,
+            match leases.iter().find(|l| l.capsule == capsule) {
+                Some(l) if l.id == limit.id && l.left > 0 && sent < l.until => (None, None),
                 // Its span ended first: as many as were spent in it.
-                Some(l) if l.left > 0 => Some((l.granted - l.left).max(1)),
-                Some(l) => Some(l.ask),
-                None => Some(1),
+                Some(l) if l.id == limit.id && l.left > 0 => {
+                    (Some((l.granted - l.left).max(1)), l.unspent())
+                }
+                Some(l) if l.id == limit.id => (Some(l.ask), None),
+                Some(l) => (Some(1), l.unspent()),
+                None => (Some(1), None),
             }
         });
         Some(Some(Spend {
             capsule,
             limit: limit.clone(),
             ask,
+            give_back,
             sent,
         }))
     }
@@ -101,14 +133,15 @@ impl Spend {
     /// The lease's call, for the pipeline (`uuid`: the capsule's).
     pub(super) fn call(&self, uuid: &str) -> Option<Cmd> {
         let (ask, rate) = (self.ask?, self.limit.rate.as_ref()?);
-        let args = [
-            &self.limit.id,
-            &rate.limit,
-            &rate.period,
-            &ask.to_string(),
-            uuid,
+        let mut args = vec![
+            self.limit.id.clone(),
+            rate.limit.clone(),
+            rate.period.clone(),
+            ask.to_string(),
+            who(uuid),
         ];
-        Some(LEASE_SCRIPT.call(&args[..]))
+        args.extend(self.give_back.iter().flatten().cloned());
+        Some(LEASE_SCRIPT.call(args))
     }
 
     /// Whether a start is held now to spend on the job whose reply is
@@ -117,7 +150,7 @@ impl Spend {
     pub(super) fn covers(&self, grant: Option<&Value>) -> bool {
         let now = Instant::now();
         if let (Some(_), Some(reply)) = (self.ask, grant) {
-            let (granted, span) = granted(reply);
+            let (granted, span, _) = granted(reply);
             return granted > 0 && now < self.sent + span;
         }
         LEASES.with(|leases| {
@@ -135,7 +168,7 @@ impl Spend {
         LEASES.with(|leases| {
             let mut leases = leases.borrow_mut();
             if let (Some(asked), Some(reply)) = (self.ask, grant) {
-                let (granted, span) = granted(reply);
+                let (granted, span, stamp) = granted(reply);
                 let ask = match granted >= asked {
                     true => (asked * 2).min(MOST),
                     false => 1,
@@ -143,6 +176,7 @@ impl Spend {
                 let lease = Lease {
                     capsule: self.capsule,
                     id: self.limit.id.clone(),
+                    stamp,
                     granted,
                     left: granted,
                     until: self.sent + span,
@@ -175,17 +209,42 @@ pub(super) fn bare(limits: &[CarriedLimit]) -> bool {
     matches!(limits, [limit] if limit.rate.is_some() && limit.concurrency >= MAX_LIMIT)
 }
 
-/// The starts and span a grant's reply says: none for anything else (an
-/// error, the library lost: the script decides, and loads it).
-fn granted(reply: &Value) -> (u64, Duration) {
-    match reply {
-        Value::Array(pair) => match pair.as_slice() {
-            [Value::Int(granted), Value::Int(span)] => (
-                u64::try_from(*granted).unwrap_or(0),
-                Duration::from_micros(u64::try_from(*span).unwrap_or(0)),
-            ),
-            _ => (0, Duration::ZERO),
-        },
-        _ => (0, Duration::ZERO),
+/// The call that gives back the starts this thread leased for capsule
+/// `id` (`uuid`) and did not spend, encoded, if any: for the request of
+/// the script its hand-over left a job to (capsule/direct_look.rs), ahead
+/// of it. The lease is done.
+pub(in crate::capsule) fn abandon(id: u64, uuid: &str) -> Option<Vec<u8>> {
+    let lease = LEASES.with(|leases| {
+        let mut leases = leases.borrow_mut();
+        let at = leases.iter().position(|l| l.capsule == id && l.left > 0)?;
+        Some(leases.swap_remove(at))
+    })?;
+    let mut args = vec![
+        lease.id.clone(),
+        String::new(),
+        String::new(),
+        "0".into(),
+        who(uuid),
+    ];
+    args.extend(lease.unspent().into_iter().flatten());
+    let mut pipe = redis::pipe();
+    pipe.add_command(LEASE_SCRIPT.call(args));
+    Some(pipe.get_packed_pipeline())
+}
+
+/// The starts, span and stamp a grant's reply says: none for anything else
+/// (an error, the library lost: the script decides, and loads it).
+fn granted(reply: &Value) -> (u64, Duration, String) {
+    let none = (0, Duration::ZERO, String::new());
+    let Value::Array(reply) = reply else {
+        return none;
+    };
+    match reply.as_slice() {
+        [Value::Int(granted), Value::Int(span), Value::BulkString(stamp)] => (
+            u64::try_from(*granted).unwrap_or(0),
+            Duration::from_micros(u64::try_from(*span).unwrap_or(0)),
+            String::from_utf8_lossy(stamp).into_owned(),
+        ),
+        _ => none,
     }
 }

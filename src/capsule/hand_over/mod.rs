@@ -178,6 +178,7 @@ mod pipeline;
 mod values;
 mod verdict;
 
+pub(super) use lease::abandon;
 pub(super) use memory::{forget, note, note_more};
 pub(super) use verdict::Outcome;
 
