@@ -54,11 +54,11 @@ return function(KEYS, ARGV)
   local args = {}
   for i = 1, granted do
     args[#args + 1] = stamp
-    -- Unique per grant: a capsule's threads may be granted in the same
-    -- microsecond; NX then adds only the new ones, which alone are granted.
+    -- Unique: `who` names the thread, which asks once a round trip. Were
+    -- one there, its ZADD would not count it: only those added are granted.
     args[#args + 1] = who .. '#' .. i .. ':' .. stamp
   end
-  granted = redis.call('ZADD', starts, 'NX', unpack(args))
+  granted = redis.call('ZADD', starts, unpack(args))
   redis.call('PEXPIRE', starts, math.ceil((rate[2] + LEASE_SPAN_MAX) / 1000))
   return {granted, span, stamp}
 end
