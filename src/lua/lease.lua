@@ -35,10 +35,12 @@ return function(KEYS, ARGV)
   if ARGV[6] then
     local back = {}
     for i = tonumber(ARGV[7]), tonumber(ARGV[8]) do back[#back + 1] = who .. '#' .. i .. ':' .. ARGV[6] end
-    -- Jobs parked behind the rate wait for the room just given back.
+    -- Jobs parked behind the rate wait for the room just given back: due
+    -- now, if parked (XX) for later (LT), as rate_parks notes them.
     if #back > 0 and redis.call('ZREM', starts, unpack(back)) > 0
-      and redis.call('ZSCORE', RATE_PARKED_KEY, id) then
-      rate_parks(id, now())
+      and redis.call('ZADD', RATE_PARKED_KEY, 'XX', 'LT', 'CH', now(), id) > 0 then
+      rate_parked_written = true
+      sync_rate_due()
     end
   end
   if not asked or asked < 1 then return {0, 0, ''} end
