@@ -47,10 +47,11 @@ module LimitFetchChaos
     # an fsync before every write is answered: whatever Redis told a job or
     # the gem it had written survives the restart, so a lost job or slot is
     # the gem's doing, never the persistence's. No RDB snapshots: the restart
-    # loads the AOF alone.
+    # loads the AOF alone. No rewrite of the AOF: it keeps every write, which
+    # RecordedStarts reads.
     def start_redis(dir)
       ENV["LIMIT_FETCH_SERVER"] = @plan.options.server # what LimitFetchTools::RedisServer runs
-      @redis = LimitFetchTools::RedisServer.new(dir: dir, aof: true).start
+      @redis = LimitFetchTools::RedisServer.new(dir: dir, aof: true, args: %w[--auto-aof-rewrite-percentage 0]).start
       @sidekiq = Sidekiq::Config.new.tap do |config|
         config.redis = {url: @redis.url}
         config.logger.level = :warn
