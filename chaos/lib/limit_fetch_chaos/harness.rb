@@ -11,10 +11,14 @@ module LimitFetchChaos
     STATUS_EVERY = 5.0
 
     # The app directory (the processes' logs, Redis's AOF) is removed after a
-    # run that passed, and kept for one that failed or was cut short.
+    # run that passed, and kept for one that failed or was cut short: in the
+    # checkout's tmp/, not the system's, which bin/sandbox empties as its
+    # command exits.
+    RUNS = File.expand_path("../../../tmp", __dir__)
+
     def run
       passed = false
-      dir = Dir.mktmpdir("limit-fetch-chaos-")
+      dir = Dir.mktmpdir("limit-fetch-chaos-", FileUtils.mkdir_p(RUNS).first)
       say "#{@plan.describe}; app and Redis in #{dir}"
       attempt(dir).tap { passed = _1.passed? }
     ensure
