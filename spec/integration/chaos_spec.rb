@@ -389,6 +389,27 @@ RSpec.describe "bin/chaos's accounting" do
       )
     end
 
+    it "explains a job the frozen process held, run elsewhere, booked again by it once woken and then killed" do
+      runs = [
+        # Fetched by w1 as it froze, reaped and run in w2; w1, woken at 30 s, booked it again, killed at 31 s.
+        run("rebooked", "w2", 30.5 * second, 30.6 * second), run("rebooked", "w2", 31.5 * second, 31.6 * second),
+        # The same two runs of a job w1 did not hold: unexplained.
+        run("twice", "w2", 30.5 * second, 30.6 * second), run("twice", "w2", 31.5 * second, 31.6 * second),
+        # Its second run begun before w1 was killed: unexplained.
+        run("early", "w2", 30.5 * second, 30.6 * second), run("early", "w2", 30.8 * second, 30.9 * second)
+      ]
+      duplicates = LimitFetchChaos::Duplicates.new(runs, {"w1" => 31 * second}, {"w1" => []}, nil,
+        frozen: frozen.with(held: %w[rebooked early]))
+
+      expect(duplicates.counts).to include(frozen_reaped: 1)
+      expect(duplicates.unexplained.map { _1[:jid] }).to contain_exactly("twice", "early")
+      expect(duplicates.jobs.first[:repeats].first[:evidence]).to eq(
+        "in w1's in-progress list when it was frozen (SIGSTOP) for 20.0 s; ran in w2 20500 ms after the freeze " \
+        "began; booked again by w1 once woken, which was killed 1000 ms after it woke; ran again in w2 500 ms " \
+        "after the kill"
+      )
+    end
+
     it "explains by a kill a job killed elsewhere before the freeze that the frozen process then took" do
       runs = [
         # Killed in w3 5 s before the freeze, taken by w1 just before it; again in w2 during it.
