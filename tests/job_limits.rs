@@ -392,6 +392,31 @@ fn a_hot_backlog_is_parked_in_bulk_in_order_up_to_the_first_job_it_may_take() {
     assert_eq!(queued, 0);
 }
 
+/// A run parked in bulk is read by its head, the text its limits open
+/// with: a job that holds that text among its arguments, opening otherwise
+/// (it carries no limit), is not of the run, and is taken.
+#[test]
+fn a_job_holding_a_hot_keys_head_in_its_arguments_is_not_parked_with_its_run() {
+    let _turn = turn();
+    let q = queue("head");
+    let hot = id("head-hot");
+    let mut jobs: Vec<String> = (0..20)
+        .map(|i| job(&q, &format!("h{i}"), &[(&hot, 1, false)]))
+        .collect();
+    let head = format!(r#"{{"limit_fetch":{}"#, limits_field(&[(&hot, 1, false)]));
+    jobs.push(format!(
+        r#"{{"queue":"{q}","class":"SyncJob","args":[{head},"x":1}}],"jid":"cold"}}"#
+    ));
+    push_jobs(&q, &jobs);
+    let c = capsule();
+    assert_eq!(fetch(&c, &[&q]).as_deref(), Some("h0"));
+    assert_eq!(fetch(&c, &[&q]).as_deref(), Some("cold"));
+    let parked_jobs: Vec<String> = redis().lrange(keys::parked(&hot), 0, -1).unwrap();
+    let oldest_first: Vec<String> = parked_jobs.iter().rev().map(|j| jid_of(j)).collect();
+    let expected: Vec<String> = (1..20).map(|i| format!("h{i}")).collect();
+    assert_eq!(oldest_first, expected);
+}
+
 #[test]
 fn a_discarding_limit_drops_the_job_counts_it_and_hands_its_payload_over() {
     let q = queue("discard");

@@ -234,9 +234,6 @@ RSpec.describe "bin/chaos's accounting" do
       windows_over: 0, recorded: {starts: 10, most_in_period: 5, lag_ms: be_within(1).of(236)})
     expect(seen.violations).to eq([])
     expect(LimitFetchChaos::RateWindows.of(rated, late, fetched.first(6)).lag).to be_nil
-    # The starts fetched from 900 ms on were never read (Redis went down): their runs are left out.
-    unread = LimitFetchChaos::RateWindows.of(rated, late, fetched.first(5), unsampled: (900 * ms)..(2000 * ms))
-    expect(unread.lag).to be_within(ms).of(236 * ms)
 
     # One begun 310 ms late (fetched at 4 ms): lags longer than RATE_SLACK are allowed, up to half the period.
     later = LimitFetchChaos::RateWindows.of(rated, starts.call(1, 2, 3, 4, 310, 1000, 1001, 1002, 1003, 1004), fetched)
@@ -258,6 +255,26 @@ RSpec.describe "bin/chaos's accounting" do
     gem_over = LimitFetchChaos::RateWindows.of(rated, [], [0, 1, 2, 3, 4, 999].map { _1 * ms })
     expect(gem_over.violations).to eq(["rate key:TenantRatedChaosJob#t1: the gem counted 6 starts within 1 s (its " \
                                        "starts set, on Redis's clock), limit 5"])
+  end
+
+  it "reads every start the gem counted from the append-only file, those of its functions and across a restart" do
+    server = LimitFetchTools::RedisServer.new(aof: true, args: %w[--auto-aof-rewrite-percentage 0]).start
+    rated = LimitFetchChaos::RatedLimit.all.first(2)
+    starts = rated.map { LimitFetchChaos::KEYS.job_starts(_1.id) }
+    add = "redis.call('ZADD', KEYS[1], ARGV[1], ARGV[2]); redis.call('PEXPIRE', KEYS[1], 1)"
+    server.with_client do |redis|
+      redis.call("EVAL", add, 1, starts[0], 1, "c1:1000")
+      redis.call("ZADD", starts[1], 2, "c1:2000", 3, "c2:3000")
+      redis.call("ZADD", "other", 4, "c1:4000")
+      sleep 0.01 # the first set has expired: its start is in the file alone
+    end
+    server.stop
+    server.start
+    server.with_client { _1.call("EVAL", add, 1, starts[0], 5, "c2:5000") }
+    recorded = LimitFetchChaos::RecordedStarts.read(server.dir, rated)
+    expect(rated.map { recorded.times(_1.id) }).to eq([[1_000_000, 5_000_000], [2_000_000, 3_000_000]])
+  ensure
+    server&.remove
   end
 
   it "finds a rate's parked jobs waiting while none of its runs began within a period" do
@@ -369,6 +386,27 @@ RSpec.describe "bin/chaos's accounting" do
       expect(duplicates.jobs.first[:repeats].first[:evidence]).to eq(
         "in w1's in-progress list when it was frozen (SIGSTOP) for 20.0 s, 10 ms after its end was written; " \
         "ran again in w1 20100 ms after the freeze began"
+      )
+    end
+
+    it "explains a job the frozen process held, run elsewhere, booked again by it once woken and then killed" do
+      runs = [
+        # Fetched by w1 as it froze, reaped and run in w2; w1, woken at 30 s, booked it again, killed at 31 s.
+        run("rebooked", "w2", 30.5 * second, 30.6 * second), run("rebooked", "w2", 31.5 * second, 31.6 * second),
+        # The same two runs of a job w1 did not hold: unexplained.
+        run("twice", "w2", 30.5 * second, 30.6 * second), run("twice", "w2", 31.5 * second, 31.6 * second),
+        # Its second run begun before w1 was killed: unexplained.
+        run("early", "w2", 30.5 * second, 30.6 * second), run("early", "w2", 30.8 * second, 30.9 * second)
+      ]
+      duplicates = LimitFetchChaos::Duplicates.new(runs, {"w1" => 31 * second}, {"w1" => []}, nil,
+        frozen: frozen.with(held: %w[rebooked early]))
+
+      expect(duplicates.counts).to include(frozen_reaped: 1)
+      expect(duplicates.unexplained.map { _1[:jid] }).to contain_exactly("twice", "early")
+      expect(duplicates.jobs.first[:repeats].first[:evidence]).to eq(
+        "in w1's in-progress list when it was frozen (SIGSTOP) for 20.0 s; ran in w2 20500 ms after the freeze " \
+        "began; booked again by w1 once woken, which was killed 1000 ms after it woke; ran again in w2 500 ms " \
+        "after the kill"
       )
     end
 

@@ -109,7 +109,7 @@ module LimitFetchChaos
     end
 
     # The rates' and the LIMITED classes' checks (Report writes down what they saw).
-    def rates = @rates ||= RatesChecks.new(counted, runs, *@outcome.fetch_values(:rate_stalls, :recorded), @restart)
+    def rates = @rates ||= RatesChecks.new(counted, runs, *@outcome.fetch_values(:rate_stalls, :recorded))
 
     def limited = @limited ||= LimitedChecks.new(@outcome.merge(runs: counted), lost, tuned)
 

@@ -21,9 +21,10 @@ module LimitFetchChaos
   # And by a freeze (Frozen) longer than a heartbeat's expiry, which the
   # other processes cannot tell from a death: a job in the frozen process's
   # in-progress lists when it stopped may run again elsewhere, even while
-  # the frozen process, once woken, runs it on (frozen_reaped), but not
-  # before the frozen capsule's heartbeat could have expired
-  # (Frozen#reapable_from).
+  # the frozen process, once woken, runs it on, or once more if the woken
+  # process, which booked it again, is killed before it runs it
+  # (frozen_reaped), but not before the frozen capsule's heartbeat could
+  # have expired (Frozen#reapable_from).
   #
   # Any other repeat is unexplained, and a failure: a job pushed back while
   # it ran, or twice, or a run lost track of.
@@ -74,6 +75,8 @@ module LimitFetchChaos
     # A pair that involves the frozen process may still be a kill's: a job
     # killed elsewhere before the freeze, which the frozen process then took.
     def repeat(before, after)
+      rebooked = @frozen&.rebooked(before, after, @killed[@frozen.worker])
+      return rebooked if rebooked
       return killed_repeat(before, after) unless @frozen&.involves?(before, after)
 
       frozen = @frozen.explain(before, after)

@@ -40,6 +40,21 @@ module LimitFetchChaos
       [one, other].all? { _1.worker == worker } && !to.nil? && other.start >= to
     end
 
+    # Two runs elsewhere of a job it held when it stopped, the later begun
+    # after it woke and was then killed (at `killed_at`): its capsule reaped,
+    # the job pushed back and run (the first); the woken process booked it
+    # again as one it holds, as its reconciliation does for a job its thread
+    # has, and died before running it, which sent it back once more.
+    # {category: frozen_reaped, evidence:} of such runs, else nil.
+    def rebooked(one, other, killed_at)
+      return unless rebooked?(one, other, killed_at)
+
+      {category: :frozen_reaped, evidence: "#{frozen_for}; ran in #{one.worker} #{ms(one.start - from)} after the " \
+                                           "freeze began; booked again by #{worker} once woken, which was killed " \
+                                           "#{ms(killed_at - to)} after it woke; ran again in #{other.worker} " \
+                                           "#{ms(other.start - killed_at)} after the kill"}
+    end
+
     # {category:, evidence:} of two runs it #involves?: frozen_reaped, or
     # nil (unexplained) if the freeze was too short or the other run began
     # too early.
@@ -58,8 +73,18 @@ module LimitFetchChaos
 
     def too_early?(run) = run.start < reapable_from
 
+    # Two runs of a job it held, neither in it, the first once it could be
+    # taken for dead, the other once it was killed after it woke.
+    def rebooked?(one, other, killed_at) = elsewhere?(one, other) && killed_at&.>=(to) && other.start >= killed_at
+
+    def elsewhere?(one, other)
+      held&.include?(one.jid) && [one, other].none? { _1.worker == worker } && reaped? && !too_early?(one)
+    end
+
+    def frozen_for = "in #{worker}'s in-progress list when it was frozen (SIGSTOP) for #{seconds.round(1)} s"
+
     def evidence(original, again)
-      "in #{worker}'s in-progress list when it was frozen (SIGSTOP) for #{seconds.round(1)} s, #{state(original)}; " \
+      "#{frozen_for}, #{state(original)}; " \
         "ran again in #{again.worker} #{ms(again.start - from)} after the freeze began" \
         "#{" at the same time" if original.overlaps?(again.start, again.end_ns)}"
     end

@@ -11,10 +11,14 @@ module LimitFetchChaos
     STATUS_EVERY = 5.0
 
     # The app directory (the processes' logs, Redis's AOF) is removed after a
-    # run that passed, and kept for one that failed or was cut short.
+    # run that passed, and kept for one that failed or was cut short: in the
+    # checkout's tmp/, not the system's, which bin/sandbox empties as its
+    # command exits.
+    RUNS = File.expand_path("../../../tmp", __dir__)
+
     def run
       passed = false
-      dir = Dir.mktmpdir("limit-fetch-chaos-")
+      dir = Dir.mktmpdir("limit-fetch-chaos-", FileUtils.mkdir_p(RUNS).first)
       say "#{@plan.describe}; app and Redis in #{dir}"
       attempt(dir).tap { passed = _1.passed? }
     ensure
@@ -47,10 +51,11 @@ module LimitFetchChaos
     # an fsync before every write is answered: whatever Redis told a job or
     # the gem it had written survives the restart, so a lost job or slot is
     # the gem's doing, never the persistence's. No RDB snapshots: the restart
-    # loads the AOF alone.
+    # loads the AOF alone. No rewrite of the AOF: it keeps every write, which
+    # RecordedStarts reads.
     def start_redis(dir)
       ENV["LIMIT_FETCH_SERVER"] = @plan.options.server # what LimitFetchTools::RedisServer runs
-      @redis = LimitFetchTools::RedisServer.new(dir: dir, aof: true).start
+      @redis = LimitFetchTools::RedisServer.new(dir: dir, aof: true, args: %w[--auto-aof-rewrite-percentage 0]).start
       @sidekiq = Sidekiq::Config.new.tap do |config|
         config.redis = {url: @redis.url}
         config.logger.level = :warn

@@ -40,15 +40,13 @@ module LimitFetchChaos
   # it: 315 ms, the gem's own count exact).
   RATE_SLACK = 250_000_000
 
-  RateWindows = Data.define(:rated, :runs, :spans, :recorded, :unsampled) do
+  RateWindows = Data.define(:rated, :runs, :spans, :recorded) do
     # `runs`: the runs that count (woken originals left out); `recorded`:
-    # the times of the starts the gem counted (RecordedStarts#times);
-    # `unsampled`: when the driver may have missed some (a Range of ns, or
-    # nil).
-    def self.of(rated, runs, recorded = [], unsampled: nil)
+    # the times of the starts the gem counted (RecordedStarts#times).
+    def self.of(rated, runs, recorded = [])
       runs = rated.runs_of(runs).sort_by(&:start)
       new(rated: rated, runs: runs, spans: runs.each_cons(rated.limit + 1).map { _1.last.start - _1.first.start },
-        recorded: recorded, unsampled: unsampled)
+        recorded: recorded)
     end
 
     # The most of the sorted times `at` within any window of `period` ns
@@ -91,10 +89,9 @@ module LimitFetchChaos
     # with a start of its own the gem counted, at or before it (ns, to the
     # ms; nil if none up to FETCH_LAG does, or nothing was recorded): the
     # largest lag, or less (a pairing's, not the jobs' own), to hold
-    # RATE_SLACK against. The runs begun while the driver may have missed
-    # their starts (`unsampled`) are left out.
+    # RATE_SLACK against.
     def lag
-      at = runs.map(&:start).reject { unsampled&.cover?(_1) }
+      at = runs.map(&:start)
       return unless recorded.any? && paired?(at, FETCH_LAG)
 
       low = -1

@@ -13,10 +13,9 @@ module LimitFetchChaos
 
     # `counted`: the runs the limits are held to; `runs`: all of them;
     # `stalls`: the Stalls of the rates' parked jobs; `recorded`: the
-    # RecordedStarts; `restart`: the Mayhem::Restart, if any.
-    def initialize(counted, runs, stalls, recorded, restart)
-      unsampled = RecordedStarts.unsampled(restart)
-      @windows = RatedLimit.all.map { RateWindows.of(_1, counted, recorded.times(_1.id), unsampled:) }
+    # RecordedStarts.
+    def initialize(counted, runs, stalls, recorded)
+      @windows = RatedLimit.all.map { RateWindows.of(_1, counted, recorded.times(_1.id)) }
       @runs = runs
       @stalls = stalls
       @waits = stalls.longest(runs)

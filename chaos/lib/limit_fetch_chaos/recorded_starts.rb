@@ -1,38 +1,37 @@
 # frozen_string_literal: true
 
 module LimitFetchChaos
-  # The starts the gem counted for each rate (RatedLimit), as it keeps them:
-  # its job limit's starts set (Keys.job_starts), a sorted set of its
-  # window's starts, each member "<capsule>:<microseconds of Redis's clock>"
-  # (so each start is told from the others). The driver reads every set at
-  # each tick (#sample); their union is what the gem counted, on Redis's
-  # clock: the fetches themselves, with no lag to allow for. It cannot count
-  # too high (a member is a start the gem counted), and too low only by
-  # starts that came and left between two reads more than a period apart:
-  # the driver reads every 0.1 s, but the starts counted between its last
-  # read and Redis's outage have expired when Redis is back (#unsampled).
-  # What the gem counted then holds to the rate exactly, while the jobs'
-  # own starts (RateWindows) hold to it only with RATE_SLACK.
+  # The starts the gem counted for each rate (RatedLimit), as it wrote them:
+  # every member added to its job limit's starts set (Keys.job_starts),
+  # "<capsule>:<microseconds of Redis's clock>" (so each start is told from
+  # the others), read from the run's append-only file once the run is over
+  # (#read). The file holds every write Redis acknowledged (an fsync before
+  # each reply), the gem's functions' writes as the commands they ran,
+  # across the outage too, and is never rewritten (the harness turns the
+  # rewrite off): what the gem counted, all of it, on Redis's clock, the
+  # fetches themselves with no lag to allow for. Read from the sets while
+  # the run went on instead, a start that came and left between two reads a
+  # period apart went unseen (a driver starved of CPU by a loaded machine
+  # missed 18 of 514). What the gem counted then holds to the rate exactly,
+  # while the jobs' own starts (RateWindows) hold to it only with
+  # RATE_SLACK.
   class RecordedStarts
-    # When starts may have been counted that no read saw (ns), with a
-    # Mayhem::Restart (nil: none): from a period before Redis went down
-    # (the last read before came later) until it was back.
-    def self.unsampled(restart)
-      restart && ((restart.down_from - (RatedLimit.longest_period * 1_000_000_000))..restart.down_until)
+    # `dir`: the run's Redis directory.
+    def self.read(dir, rated = RatedLimit.all)
+      ids = rated.to_h { [KEYS.job_starts(_1.id), _1.id] }
+      seen = rated.to_h { [_1.id, []] }
+      AppendOnlyFile.new(dir).each_command do |name, key, *scored|
+        id = ids[key]
+        next unless id && name.casecmp?("ZADD")
+
+        scored.each_slice(2) { |_score, member| seen.fetch(id) << member }
+      end
+      new(seen)
     end
 
-    def initialize(rated = RatedLimit.all)
-      @ids = rated.map(&:id)
-      @keys = @ids.map { KEYS.job_starts(_1) }
-      @seen = @ids.to_h { [_1, Set.new] }
-    end
-
-    def sample(conn)
-      replies = conn.pipelined { |pipe| @keys.each { pipe.call("ZRANGE", _1, 0, -1) } }
-      @ids.zip(replies) { |id, members| @seen.fetch(id).merge(members) }
-    end
+    def initialize(seen) = @seen = seen
 
     # The sorted times (wall-clock ns) of the starts counted for rate `id`.
-    def times(id) = @seen.fetch(id).map { Integer(_1.split(":").last) * 1000 }.sort
+    def times(id) = @seen.fetch(id).uniq.map { Integer(_1.split(":").last) * 1000 }.sort
   end
 end

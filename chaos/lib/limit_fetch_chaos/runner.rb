@@ -19,7 +19,6 @@ module LimitFetchChaos
       @mayhem = Mayhem.new(@plan, @fleet, @redis, @sidekiq, say: method(:say_at))
       @tuner = Tuner.new(app, @redis.url, say: method(:say_at))
       @rate_stalls = Stalls.new(Stalls.rate_lines, limit: Stalls::RATE_STALL)
-      @recorded = RecordedStarts.new
     end
 
     # Feeds, changes a limit, kills, restarts and freezes until every job
@@ -49,14 +48,13 @@ module LimitFetchChaos
     end
 
     # Checks the processes and feeds them, samples the rates' parked jobs
-    # (Stalls.rate_lines) and the starts the gem counted (RecordedStarts);
-    # returns how many jobs have completed or were discarded.
+    # (Stalls.rate_lines); returns how many jobs have completed or were
+    # discarded.
     def tick(elapsed)
       @fleet.check!
       @feeder.feed(elapsed)
       redis do |conn|
         @rate_stalls.sample(conn)
-        @recorded.sample(conn)
         Discards.settled(conn)
       end
     end
@@ -71,13 +69,16 @@ module LimitFetchChaos
       say "Stopped the Sidekiq processes (TERM); reading the ledger"
       redis do |conn|
         completed = conn.call("SMEMBERS", ChaosLedger::COMPLETED)
-        discards = Discards.read(conn, @fleet.logs, pushed: @feeder.limited_jids.fetch(Discards::NAME), completed:)
         Report.new(@plan, @fleet, @mayhem, @tuner,
           jids: @feeder.jids, completed:, runs: Run.read(conn, @fleet.ended),
-          leftovers: Leftovers.read(conn, @plan.queues), booked:, feeder: @feeder, discards:, reaped: @fleet.reaped,
-          rate_stalls: @rate_stalls, recorded: @recorded, unclean:, unsettled:, seconds:,
-          environment: Environment.read(conn))
+          leftovers: Leftovers.read(conn, @plan.queues), booked:, feeder: @feeder, discards: discards(conn, completed),
+          reaped: @fleet.reaped, rate_stalls: @rate_stalls, recorded: RecordedStarts.read(@redis.dir), unclean:,
+          unsettled:, seconds:, environment: Environment.read(conn))
       end
+    end
+
+    def discards(conn, completed)
+      Discards.read(conn, @fleet.logs, pushed: @feeder.limited_jids.fetch(Discards::NAME), completed:)
     end
 
     def cleanup = [@mayhem, @tuner, @fleet, @redis].each { _1&.stop }

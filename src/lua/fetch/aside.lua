@@ -61,15 +61,26 @@ local function park_front(name, queue, batch)
   local room = math.min(batch, lookahead - aside)
   local front = redis.call('LRANGE', queue, -room, -1)
   local by_id, limits, n = {}, {}, 0
+  -- A job that opens with the head of the last one parked (carried_head)
+  -- carries the same limits, and nothing written since changes what they
+  -- say: it parks as that one did, unread (a hot key's backlog, whose jobs
+  -- each cost the reading more than the move). In a fair queue too: that
+  -- head holds the queue's share already (fair_queued gives a job without
+  -- it another, and its rewritten job no head), and so does the job.
+  local head, jobs
   for i = #front, 1, -1 do
-    local job = fair_queued(front[i], name)
-    local _, limit = held_back(job, name)
-    if not limit or limit.discard then break end
-    local jobs = by_id[limit.id]
-    if not jobs then
-      jobs = {}
-      by_id[limit.id] = jobs
-      limits[#limits + 1] = limit
+    local job = front[i]
+    if not (head and string.find(job, head, 1, true) == 1) then
+      job = fair_queued(job, name)
+      local _, limit = held_back(job, name)
+      if not limit or limit.discard then break end
+      jobs = by_id[limit.id]
+      if not jobs then
+        jobs = {}
+        by_id[limit.id] = jobs
+        limits[#limits + 1] = limit
+      end
+      head = select(2, job_limits(job, true))
     end
     jobs[#jobs + 1] = job
     n = n + 1

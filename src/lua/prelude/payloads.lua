@@ -60,16 +60,29 @@ local function carried(job)
   return valid_limits(parsed and parsed.limit_fetch)
 end
 
+-- The head `job` opens with that says alone which job limits it carries
+-- (the "limit_fetch" field first, its array valid), or nil: a payload
+-- that opens with the same head carries the same limits (carried reads
+-- nothing else of it).
+local function carried_head(job)
+  if string.sub(job, 1, #LIMITS_FIRST) ~= LIMITS_FIRST then return nil end
+  local array = string.match(job, '^%b[]', #LIMITS_FIRST + 1)
+  if type(array and carried_arrays[array]) ~= 'table' then return nil end
+  return LIMITS_FIRST .. array
+end
+
 -- The job limits a payload carries, each {id =, concurrency =, discard =}
 -- (lib/sidekiq/limit_fetch/job_limits.rb writes them); nil for a job that
--- carries none, which costs one plain find.
-local function job_limits(job)
+-- carries none, which costs one plain find. `with_head`: also its head
+-- (carried_head), if it has one.
+local function job_limits(job, with_head)
   if not string.find(job, '"limit_fetch":', 1, true) then return nil end
   local limits = carried_limits[job]
   if limits == nil then
     limits = carried(job)
     carried_limits[job] = limits
   end
+  if with_head and limits then return limits, carried_head(job) end
   return limits or nil
 end
 
