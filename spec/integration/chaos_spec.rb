@@ -257,7 +257,8 @@ RSpec.describe "bin/chaos's accounting" do
                                        "starts set, on Redis's clock), limit 5"])
   end
 
-  it "reads every start the gem counted from the append-only file, those of its functions and across a restart" do
+  it "reads every start the gem counted from the append-only file, those of its functions and across a restart, " \
+     "less a lease's starts given back" do
     server = LimitFetchTools::RedisServer.new(aof: true, args: %w[--auto-aof-rewrite-percentage 0]).start
     rated = LimitFetchChaos::RatedLimit.all.first(2)
     starts = rated.map { LimitFetchChaos::KEYS.job_starts(_1.id) }
@@ -266,13 +267,16 @@ RSpec.describe "bin/chaos's accounting" do
       redis.call("EVAL", add, 1, starts[0], 1, "c1:1000")
       redis.call("ZADD", starts[1], 2, "c1:2000", 3, "c2:3000")
       redis.call("ZADD", "other", 4, "c1:4000")
+      # A lease of two starts, one of them given back (src/lua/lease.lua).
+      redis.call("ZADD", starts[1], 6, "c3.t#1:6000", 6, "c3.t#2:6000")
+      redis.call("ZREM", starts[1], "c3.t#2:6000")
       sleep 0.01 # the first set has expired: its start is in the file alone
     end
     server.stop
     server.start
     server.with_client { _1.call("EVAL", add, 1, starts[0], 5, "c2:5000") }
     recorded = LimitFetchChaos::RecordedStarts.read(server.dir, rated)
-    expect(rated.map { recorded.times(_1.id) }).to eq([[1_000_000, 5_000_000], [2_000_000, 3_000_000]])
+    expect(rated.map { recorded.times(_1.id) }).to eq([[1_000_000, 5_000_000], [2_000_000, 3_000_000, 6_000_000]])
   ensure
     server&.remove
   end
