@@ -16,6 +16,10 @@ local back_off_ends, adaptive_states = {}, {}
 -- false where its count of jobs sent back for its rate was read absent
 -- (book_start then need not look; a write of it forgets that).
 local clock, job_rates, rate_rooms, rate_opens, rate_parked_written, rate_released
+-- Whether RATE_DUE_KEY and RATE_WAKE_KEY are kept in step with
+-- RATE_PARKED_KEY once, as the call ends, rather than at every change
+-- (defer_rate_due).
+local rate_due_deferred
 -- Job limits whose last parked jobs a release handed to the fetch (`held`,
 -- see release), by id, or nil: they leave LIMITS_WITH_PARKED_KEY once those jobs are in
 -- a list again (lua/fetch/reply.lua's done).
@@ -24,6 +28,7 @@ local function new_call()
   parsed_jobs, carried_limits, carried_arrays, carried_queues, stored_job_limits = {}, {}, {}, {}, {}
   back_off_ends, adaptive_states = {}, {}
   clock, job_rates, rate_rooms, rate_opens, rate_parked_written, rate_released = nil, {}, {}, {}, false, {}
+  rate_due_deferred = false
   emptied = nil
   guard_none()
 end
