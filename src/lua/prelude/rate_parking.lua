@@ -28,10 +28,16 @@ end
 -- RATE_WAKE_KEY are kept in step once, as it ends, if the call wrote
 -- RATE_PARKED_KEY (rate_parked_written), rather than at every change: the
 -- fetch, which may send back many limits and park some again, writes them
--- once.
+-- once. So are the counts of jobs sent back for a rate (release), less
+-- those that started in the call: a window's job that the fetch sends back
+-- and takes at once costs no write of its count.
 local function defer_rate_due(on)
   rate_due_deferred = on
-  if not on and rate_parked_written then sync_rate_due() end
+  if on then return end
+  if rate_parked_written then sync_rate_due() end
+  for id, pending in pairs(released_pending or NONE) do
+    redis.call('SET', job_released_key(id), pending[1], 'PX', pending[2])
+  end
 end
 
 -- Notes that job limit `id` has jobs parked behind its rate, whose window
@@ -68,11 +74,19 @@ local function book_start(id, rate, who)
   -- Most starts were never sent back: their count, read with the limit's
   -- values (job_limit), said so.
   if not released_outstanding(id) then return nil end
-  local released = job_released_key(id)
-  local left = redis.call('DECR', released)
+  -- Counted in this call (release, deferred) or in Redis.
+  local pending = released_pending and released_pending[id]
+  local left
+  if pending then
+    left = pending[1] - 1
+    pending[1] = left
+    if left <= 0 then released_pending[id] = nil end
+  else
+    left = redis.call('DECR', job_released_key(id))
+  end
   rate_released[id] = left > 0
   if left > 0 then return nil end
-  redis.call('DEL', released)
+  if not pending then redis.call('DEL', job_released_key(id)) end
   if left < 0 or redis.call('EXISTS', parked_key(id)) == 0 then return nil end
   local room, opens = rate_room(starts, rate, true)
   local at = room > 0 and now() or opens

@@ -164,8 +164,15 @@ local function release(id, n, held, freed, known, take_first)
   if rate then
     -- Counted until they start (book_start), or for a period at most. None
     -- were (released_outstanding, above): one SET writes the count and its
-    -- expiry.
-    redis.call('SET', job_released_key(id), sent, 'PX', math.ceil(rate[2] / 1000))
+    -- expiry; in the fetch, as it ends, less those it started (a window's
+    -- job it takes at once is counted in no write).
+    local ms = math.ceil(rate[2] / 1000)
+    if rate_due_deferred then
+      released_pending = released_pending or {}
+      released_pending[id] = {sent, ms}
+    else
+      redis.call('SET', job_released_key(id), sent, 'PX', ms)
+    end
     rate_released[id] = true
   end
   return queues, sent, carries or nil, first
