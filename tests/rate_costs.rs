@@ -235,3 +235,52 @@ fn jobs_sent_back_and_not_started_are_counted_as_the_fetch_ends() {
     assert_eq!(count, Some(1), "two sent back, one started");
     assert!(ttl > 0 && ttl <= 1000, "for a period at most: {ttl} ms");
 }
+
+/// The fetch's way: a job of one tenant's rate acknowledged, another
+/// tenant's taken: both limits' values in one read, the freed slot decided
+/// as the call ends (nothing to send back without concurrency).
+#[test]
+fn a_freed_slot_in_the_fetch_is_read_with_the_next_limits_values() {
+    let _one = alone();
+    let (id, queue) = parked("acked", 1);
+    let (costs, reply) = costs(
+        "new_call()\ndefer_rate_due(true)\n\
+         release(KEYS[1], 1, nil, nil, {id = KEYS[1], rate = {3, 1}})\n\
+         local taken = job_limit({id = KEYS[1] .. '-next', rate = {3, 1}})\n\
+         return {tostring(#defer_rate_due(false)), taken == MAX_LIMIT and 'none' or tostring(taken)}",
+        &id,
+        &queue,
+    );
+    assert_eq!(reply, ["0", "none"], "no queue written; no concurrency");
+    assert_calls(
+        &costs,
+        &[("mget", 1), ("sismember", 0), ("llen", 0)],
+        "acknowledged and taken",
+    );
+}
+
+/// A rate limit that declares no concurrency but has one stored: its freed
+/// slot, decided as the fetch ends, sends its parked job back then.
+#[test]
+fn a_freed_slot_of_a_stored_concurrency_sends_its_parked_job_back_as_the_fetch_ends() {
+    let _one = alone();
+    let (id, queue) = parked("stored", 1);
+    let _: () = redis()
+        .set(format!("sidekiq:limit_fetch:limit:{id}:limit"), 1)
+        .unwrap();
+    let (_, reply) = costs(
+        "new_call()\ndefer_rate_due(true)\n\
+         release(KEYS[1], 1, nil, nil, {id = KEYS[1], rate = {3, 1}})\n\
+         return defer_rate_due(false)",
+        &id,
+        &queue,
+    );
+    assert_eq!(reply, [format!("queue:{queue}")], "its queue written");
+    let mut conn = redis();
+    let queued: Vec<String> = conn.lrange(format!("queue:{queue}"), 0, -1).unwrap();
+    assert_eq!(queued.len(), 1, "sent back");
+    let left: u64 = conn
+        .llen(format!("sidekiq:limit_fetch:limit:{id}:parked"))
+        .unwrap();
+    assert_eq!(left, 0, "none left parked");
+}

@@ -60,10 +60,12 @@ local function done(reply)
       wrote(busy)
     end
   end
+  -- The writes left to the end of the call (defer_rate_due): freed slots
+  -- of rate limits decided, counts of jobs sent back for a rate, and
   -- RATE_PARKED_KEY's first opening, noted once for all this call's
   -- changes of it (see sync_rate_due). The doorbell tracks RATE_WAKE_KEY
   -- alone of them (lua/fetch/rates.lua).
-  defer_rate_due(false)
+  for _, queue in ipairs(defer_rate_due(false)) do wrote(queue) end
   if rate_parked_written then wrote(RATE_WAKE_KEY) end
   -- The last writes: until the reply carries their payloads, discarded jobs
   -- stay where a refused write (the ACL changed under a running process)

@@ -24,22 +24,6 @@ local function sync_rate_due()
   if not wake or tonumber(first[2]) < tonumber(wake) then redis.call('SET', RATE_WAKE_KEY, first[2]) end
 end
 
--- From `on` (true) to the end of the call (false), RATE_DUE_KEY and
--- RATE_WAKE_KEY are kept in step once, as it ends, if the call wrote
--- RATE_PARKED_KEY (rate_parked_written), rather than at every change: the
--- fetch, which may send back many limits and park some again, writes them
--- once. So are the counts of jobs sent back for a rate (release), less
--- those that started in the call: a window's job that the fetch sends back
--- and takes at once costs no write of its count.
-local function defer_rate_due(on)
-  rate_due_deferred = on
-  if on then return end
-  if rate_parked_written then sync_rate_due() end
-  for id, pending in pairs(released_pending or NONE) do
-    redis.call('SET', job_released_key(id), pending[1], 'PX', pending[2])
-  end
-end
-
 -- Notes that job limit `id` has jobs parked behind its rate, whose window
 -- opens at `opens` (Redis's clock, microseconds): a fetch then sends them
 -- back (see lua/fetch/rates.lua). Without `opens` (a rate of 0) only a

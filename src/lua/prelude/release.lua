@@ -27,7 +27,19 @@ local function release(id, n, held, freed, known, take_first)
   -- declares none has one only if it is stored: its values (one read,
   -- which the fetch that takes its next job reads too) say so before the
   -- looks below.
-  if n and known and known.concurrency == nil and not known.fair and job_limit(known) == MAX_LIMIT then return {} end
+  if n and known and known.concurrency == nil and not known.fair then
+    -- In the fetch, a rate limit's are read with those of the next limit
+    -- it reads (most often the job it takes: read_wanted), and the slot is
+    -- decided as the call ends (defer_rate_due).
+    if rate_due_deferred and known.rate ~= nil and known.ceiling == nil and stored_job_limits[id] == nil then
+      values_wanted = values_wanted or {}
+      values_wanted[#values_wanted + 1] = known
+      undecided = undecided or {}
+      undecided[#undecided + 1] = known
+      return {}
+    end
+    if job_limit(known) == MAX_LIMIT then return {} end
+  end
   -- A limit with parked jobs is in LIMITS_WITH_PARKED_KEY: every script
   -- that parks a job adds its limit. Most limits never park: a slot freed
   -- (n) of one costs this one look.
@@ -176,4 +188,33 @@ local function release(id, n, held, freed, known, take_first)
     rate_released[id] = true
   end
   return queues, sent, carries or nil, first
+end
+
+-- From `on` (true) to the end of the call (false), RATE_DUE_KEY and
+-- RATE_WAKE_KEY are kept in step once, as it ends, if the call wrote
+-- RATE_PARKED_KEY (rate_parked_written), rather than at every change: the
+-- fetch, which may send back many limits and park some again, writes them
+-- once. So are the counts of jobs sent back for a rate (release), less
+-- those that started in the call: a window's job that the fetch sends back
+-- and takes at once costs no write of its count. And freed slots of rate
+-- limits without concurrency are decided then (release): one whose limit
+-- is stored after all sends its parked job back to its queue. Returns the
+-- queues' keys that wrote (NONE if none).
+local function defer_rate_due(on)
+  rate_due_deferred = on
+  if on then return NONE end
+  local queues = NONE
+  for _, known in ipairs(undecided or NONE) do
+    if job_limit(known) < MAX_LIMIT then
+      for _, queue in ipairs(release(known.id, 1, nil, nil, known)) do
+        if queues == NONE then queues = {} end
+        queues[#queues + 1] = queue
+      end
+    end
+  end
+  if rate_parked_written then sync_rate_due() end
+  for id, pending in pairs(released_pending or NONE) do
+    redis.call('SET', job_released_key(id), pending[1], 'PX', pending[2])
+  end
+  return queues
 end
