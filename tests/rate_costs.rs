@@ -284,3 +284,60 @@ fn a_freed_slot_of_a_stored_concurrency_sends_its_parked_job_back_as_the_fetch_e
         .unwrap();
     assert_eq!(left, 0, "none left parked");
 }
+
+/// Starts of one window, each call of its own (its clock set): the set is
+/// given its expiry (two periods) as it is made, and again only once a
+/// start would outlive what it reaches by less than a period.
+#[test]
+fn a_windows_set_is_given_its_expiry_once_a_period() {
+    let _one = alone();
+    let (id, queue) = parked("expiry", 0);
+    let (costs, reply) = costs(
+        "local starts, rate = job_starts_key(KEYS[1]), {3, 1000000}\n\
+         local t0 = now()\n\
+         for _, later in ipairs({0, 100000, 900000, 1000001}) do\n\
+           new_call()\n\
+           clock = t0 + later\n\
+           if rate_room(starts, rate) > 0 then record_start(starts, rate, 'who') end\n\
+         end\n\
+         return {tostring(redis.call('PTTL', starts))}",
+        &id,
+        &queue,
+    );
+    assert_calls(&costs, &[("zadd", 4), ("pexpire", 2)], "four starts");
+    let ttl: i64 = reply[0].parse().unwrap();
+    assert!(
+        ttl > 1000 && ttl <= 2000,
+        "two periods from the last refresh: {ttl} ms"
+    );
+    let _: () = redis()
+        .del(format!("sidekiq:limit_fetch:limit:{id}:starts"))
+        .unwrap();
+}
+
+/// A set gone (expired, deleted) and made anew by a start is given its
+/// expiry, whatever the library noted of the set before.
+#[test]
+fn a_set_made_anew_is_given_its_expiry() {
+    let _one = alone();
+    let (id, queue) = parked("anew", 0);
+    let (_, reply) = costs(
+        "local starts, rate = job_starts_key(KEYS[1]), {3, 1000000}\n\
+         new_call()\n\
+         rate_room(starts, rate)\n\
+         record_start(starts, rate, 'who')\n\
+         redis.call('DEL', starts)\n\
+         new_call()\n\
+         clock = now() + 1000\n\
+         rate_room(starts, rate)\n\
+         record_start(starts, rate, 'who')\n\
+         return {tostring(redis.call('PTTL', starts))}",
+        &id,
+        &queue,
+    );
+    let ttl: i64 = reply[0].parse().unwrap();
+    assert!(ttl > 1000 && ttl <= 2000, "an expiry: {ttl} ms");
+    let _: () = redis()
+        .del(format!("sidekiq:limit_fetch:limit:{id}:starts"))
+        .unwrap();
+}
