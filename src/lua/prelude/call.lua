@@ -27,10 +27,10 @@ local rate_pruned
 -- started in the call (defer_rate_due); those counts by job limit id
 -- ({count, period in ms}), or nil.
 local rate_due_deferred, released_pending
--- In the fetch: freed slots of limits without concurrency whose values are
--- read with the next limit's (values_wanted: job_limit), and decided as
--- the call ends (undecided: defer_rate_due), or nil.
-local values_wanted, undecided
+-- In the fetch: freed slots of limits without concurrency, decided as the
+-- call ends (defer_rate_due), or nil; and whether some of their values are
+-- still to read, with the next limit's (job_limit).
+local undecided, values_wanted
 -- Job limits whose last parked jobs a release handed to the fetch (`held`,
 -- see release), by id, or nil: they leave LIMITS_WITH_PARKED_KEY once those jobs are in
 -- a list again (lua/fetch/reply.lua's done).
@@ -39,7 +39,7 @@ local function new_call()
   parsed_jobs, carried_limits, carried_arrays, carried_queues, stored_job_limits = {}, {}, {}, {}, {}
   back_off_ends, adaptive_states = {}, {}
   clock, job_rates, rate_rooms, rate_opens, rate_parked_written, rate_released = nil, {}, {}, {}, false, {}
-  rate_pruned, rate_due_deferred, released_pending, values_wanted, undecided = nil, false, nil, nil, nil
+  rate_pruned, rate_due_deferred, released_pending, undecided, values_wanted = nil, false, nil, nil, false
   emptied = nil
   guard_none()
 end

@@ -26,21 +26,22 @@ local function keep_rate_values(limit, values, at)
   if back_off_ends[id] == nil then back_off_ends[id] = parse_back_off(values[at + 1]) or false end
 end
 
--- Reads the values of the limits in values_wanted (rate limits without
--- concurrency, whose freed slots the fetch decides as it ends) in one MGET
--- with `limit`'s, if that is one too (a job's next to take: most often a
--- tenant's rate read with the last one's).
+-- Reads the values of the limits in `undecided` not read yet (rate limits
+-- without concurrency, whose freed slots the fetch decides as it ends) in
+-- one MGET with `limit`'s, if that is one too (a job's next to take: most
+-- often a tenant's rate read with the last one's). A few limits at most:
+-- looked for one by one.
 local function read_wanted(limit)
-  local batch, seen = {}, {}
-  if limit.rate ~= nil and limit.ceiling == nil and stored_job_limits[limit.id] == nil then
-    batch[1], seen[limit.id] = limit, true
-  end
-  for _, wanted in ipairs(values_wanted) do
-    if not seen[wanted.id] and stored_job_limits[wanted.id] == nil then
-      batch[#batch + 1], seen[wanted.id] = wanted, true
+  values_wanted = false
+  local batch = {}
+  if limit.rate ~= nil and limit.ceiling == nil and stored_job_limits[limit.id] == nil then batch[1] = limit end
+  for _, wanted in ipairs(undecided) do
+    local fresh = stored_job_limits[wanted.id] == nil
+    for _, one in ipairs(batch) do
+      if one.id == wanted.id then fresh = false end
     end
+    if fresh then batch[#batch + 1] = wanted end
   end
-  values_wanted = nil
   if #batch == 0 then return end
   local keys = {}
   for i, one in ipairs(batch) do

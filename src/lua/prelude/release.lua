@@ -32,8 +32,7 @@ local function release(id, n, held, freed, known, take_first)
     -- it reads (most often the job it takes: read_wanted), and the slot is
     -- decided as the call ends (defer_rate_due).
     if rate_due_deferred and known.rate ~= nil and known.ceiling == nil and stored_job_limits[id] == nil then
-      values_wanted = values_wanted or {}
-      values_wanted[#values_wanted + 1] = known
+      values_wanted = true
       undecided = undecided or {}
       undecided[#undecided + 1] = known
       return {}
