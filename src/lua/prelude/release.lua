@@ -1,5 +1,6 @@
 -- Sending a job limit's oldest parked jobs back to their queues as it has
--- room (release), or holding them for the fetch that takes them.
+-- room (release), or holding them for the fetch that takes them; and the
+-- fetch's rate writes left to the end of its call (defer_rate_due).
 
 -- Sends up to `n` of a job limit's oldest parked jobs (n > 0; nil: as many
 -- as it has room for) back to the front of their queues, to be fetched
