@@ -172,7 +172,7 @@ module LimitFetchChaos
     # rate's periods (its starts' expiry), then reads.
     def self.after_jobs(sidekiq, ended, period)
       last = sidekiq.redis { Run.read(_1, ended) }.map(&:end_ns).select(&:finite?).max
-      after = 2 * [period, RatedLimit.longest_period].max
+      after = [2 * period, 2 * RatedLimit.longest_period].max
       wait = last ? ((last - LimitFetchChaos.now_ns) / 1e9) + after : 0
       sleep wait if wait.positive?
       sidekiq.redis { read(_1) }
