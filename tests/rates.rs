@@ -247,8 +247,7 @@ fn an_idle_rate_leaves_nothing_in_redis_once_its_window_passed() {
         c.acknowledge(&q, fetched.job);
     }
     c.flush(&Interrupt::new()).unwrap();
-    // A window's starts expire within two periods of the last.
-    std::thread::sleep(Duration::from_millis(500));
+    std::thread::sleep(Duration::from_millis(300));
     let mut conn = redis();
     for key in [
         keys::starts(&q),

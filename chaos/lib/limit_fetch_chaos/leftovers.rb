@@ -46,7 +46,7 @@ module LimitFetchChaos
     EXPIRING = [OUTAGE, KEYS::LAST_BEAT, KEYS::CENSUS].freeze
     # What the rates keep while they work, none of it once their windows
     # have passed: a window's starts (a job limit's, a queue's; they expire
-    # within two periods of the last), a job limit's count of jobs released for
+    # a period after the last), a job limit's count of jobs released for
     # its rate and not started yet (a period after the last release), and
     # the job limits whose jobs are parked behind their rate (until the
     # first fetch after their window opens).
@@ -152,8 +152,7 @@ module LimitFetchChaos
   # What the gem still books while its processes run, once every job has
   # ended, the dead capsules were reaped and two heartbeat periods passed
   # (so that every live capsule's beat has healed its own lists, and every
-  # rate's window has passed and its starts expired, within two of
-  # RatedLimit.longest_period, which is shorter): busy
+  # rate's window has passed: RatedLimit.longest_period is shorter): busy
   # slots, in-progress entries, job limits' busy slots and parked jobs (key
   # => length), and what the rates keep (Leftovers::RATES, key => what).
   # All of it should be empty: a slot booked then is a slot leaked, which
@@ -168,11 +167,11 @@ module LimitFetchChaos
     end
 
     # Waits until two heartbeat periods (`period`) after the last job ended
-    # (by the ledger; `ended`: as Fleet#ended), and two of the longest
-    # rate's periods (its starts' expiry), then reads.
+    # (by the ledger; `ended`: as Fleet#ended), and the longest rate's
+    # period, then reads.
     def self.after_jobs(sidekiq, ended, period)
       last = sidekiq.redis { Run.read(_1, ended) }.map(&:end_ns).select(&:finite?).max
-      after = [2 * period, 2 * RatedLimit.longest_period].max
+      after = [2 * period, RatedLimit.longest_period].max
       wait = last ? ((last - LimitFetchChaos.now_ns) / 1e9) + after : 0
       sleep wait if wait.positive?
       sidekiq.redis { read(_1) }

@@ -15,9 +15,7 @@
 -- removed at every PRUNE_EVERY-th count: a large limit's set holds at most
 -- that many more than its window held then, not the limit's count.
 -- `exact`: removes them first, for the room itself (how many parked jobs a
--- release sends back). A count that removed them stays exact for the rest
--- of the call, through the starts it records (rate_pruned): a window they
--- fill is full, and only its opening is read.
+-- release sends back).
 local PRUNE_EVERY = 128
 local function rate_room(starts, rate, exact)
   local room = rate_rooms[starts]
@@ -54,38 +52,15 @@ local function rate_room(starts, rate, exact)
   return 0, opens
 end
 
--- How far each starts key's expiry reaches (microseconds, Redis's clock),
--- as this library last set it: kept across calls (the library's memory,
--- not new_call's), so that a busy window's set is given its expiry once a
--- period rather than at every start. Forgotten whole past EXPIRIES_KEPT
--- keys; empty again after a restart, a failover or a new version of the
--- library, where each key's next start sets its expiry.
-local starts_expire_at, starts_expiring = {}, 0
-local EXPIRIES_KEPT = 10000
-
 -- Counts a start now in the window `starts` of `rate`, which expires with
--- its last start, a period or two after it: an idle rate leaves nothing in
--- Redis. `who`: the capsule (a member is unique per capsule and time).
---
--- The set must outlive its last start by a period. Its expiry is set to
--- two periods from now where it would reach less than a period past this
--- start (as noted in starts_expire_at), where nothing is noted, and where
--- the set was empty (this start makes it anew, without an expiry: its
--- count said 0, or it was not counted in this call).
+-- its last start: an idle rate leaves nothing in Redis. `who`: the capsule
+-- (a member is unique per capsule and time).
 local function record_start(starts, rate, who)
   local t = now()
-  local room = rate_rooms[starts]
   -- Lua's own number to text keeps 14 digits; Redis's, for arguments, all.
   redis.call('ZADD', starts, t, who .. ':' .. string.format('%.0f', t))
-  local reaches = starts_expire_at[starts]
-  if room == nil or room == rate[1] or not reaches or reaches < t + rate[2] then
-    local ms = math.ceil(2 * rate[2] / 1000)
-    redis.call('PEXPIRE', starts, ms)
-    if not reaches then starts_expiring = starts_expiring + 1 end
-    if starts_expiring > EXPIRIES_KEPT then starts_expire_at, starts_expiring = {}, 1 end
-    -- A millisecond short: Redis counts the expiry from its own clock.
-    starts_expire_at[starts] = t + (ms - 1) * 1000
-  end
+  redis.call('PEXPIRE', starts, math.ceil(rate[2] / 1000))
+  local room = rate_rooms[starts]
   if room and room > 1 then
     rate_rooms[starts] = room - 1
   else
