@@ -118,8 +118,5 @@ local function fair_queued(job, name)
   rest = string.match(rest, '^{%s*(.*)$')
   if not rest then return job end
   if string.sub(rest, 1, 1) ~= '}' then rest = ',' .. rest end
-  local rewritten = LIMITS_FIRST .. cjson.encode(shared) .. rest
-  carried_limits[rewritten] = shared
-  carried_queues[rewritten] = carried_queues[job]
-  return rewritten
+  return carrying(job, shared, rest)
 end

@@ -2,7 +2,7 @@
 -- back first (release_opened), and the doorbell's arming learns when the
 -- next may (wake_at).
 -- Reads: argv, uuid, freed_limits. Writes: opens, held, held_in, written
--- (wrote), rate_emptied, the prelude's rate_parked_written.
+-- (wrote), the prelude's rate_parked_written.
 
 -- Arming (no job taken): when the first parked limit may go, by
 -- RATE_WAKE_KEY, the key the doorbell then tracks, rather than
@@ -53,6 +53,11 @@ local function release_opened(may_release, first_queue)
   if at > now() then return opens_at(at) end
   local ids = redis.call('ZRANGE', RATE_PARKED_KEY, '-inf', now(), 'BYSCORE', 'LIMIT', 0, RELEASE_AT_ONCE)
   redis.call('ZREM', RATE_PARKED_KEY, unpack(ids))
+  -- RATE_DUE_KEY and RATE_WAKE_KEY follow as the call ends (done), once
+  -- for these limits and any they park again in this call: a later first
+  -- opening leaves RATE_WAKE_KEY as it is (see sync_rate_due), and one is
+  -- written where none was (limits parked by an older version: see
+  -- wake_at).
   rate_parked_written = true
   local take_first = function(name) return take_first_from(name, first_queue) end
   for _, id in ipairs(ids) do
@@ -70,17 +75,5 @@ local function release_opened(may_release, first_queue)
     end
   end
   local following = redis.call('ZRANGE', RATE_PARKED_KEY, 0, 0, 'WITHSCORES')
-  if #following > 0 then
-    -- Later than RATE_WAKE_KEY says: that stays (see sync_rate_due); set
-    -- only where none was (limits parked by an older version: see wake_at),
-    -- which NX writes, and rings, only then.
-    redis.call('SET', RATE_DUE_KEY, following[2])
-    redis.call('SET', RATE_WAKE_KEY, following[2], 'NX')
-    opens_at(tonumber(following[2]))
-  else
-    -- A start of these jobs may park their limit again, in this call: the
-    -- set is looked at again as it ends (done).
-    redis.call('DEL', RATE_DUE_KEY)
-    rate_emptied = true
-  end
+  if #following > 0 then opens_at(tonumber(following[2])) end
 end

@@ -1,9 +1,11 @@
 -- The end of a call: the writes left to its end (held jobs pushed, slots
 -- freed, limits leaving the parked set and the capsule's set, discarded
--- jobs removed; push_held, done), and the reply without a job (none).
+-- jobs removed, the rate's due time noted; push_held, done), and the reply
+-- without a job (none).
 -- Reads: uuid, watch, freed, freed_limits, fair_freed, held, held_in, parked_into, ended,
--- discarded_from, discarded, aside, opens, written, rate_emptied, the
--- prelude's emptied and rate_parked_written. Writes: held (each queue's jobs cleared), held_in, written.
+-- discarded_from, discarded, aside, opens, written, the prelude's emptied
+-- and rate_parked_written. Writes: held (each queue's jobs cleared), held_in, written,
+-- and ends the deferral of the rate's due time (defer_rate_due).
 
 -- Pushes the held jobs this fetch did not take to the front of their
 -- queues, as release would have: the last held goes first. A window's job
@@ -58,8 +60,12 @@ local function done(reply)
       wrote(busy)
     end
   end
-  -- The doorbell tracks RATE_WAKE_KEY alone of them (lua/fetch/rates.lua).
-  if rate_emptied and redis.call('EXISTS', RATE_PARKED_KEY) == 0 then redis.call('DEL', RATE_WAKE_KEY) end
+  -- The writes left to the end of the call (defer_rate_due): freed slots
+  -- of rate limits decided, counts of jobs sent back for a rate, and
+  -- RATE_PARKED_KEY's first opening, noted once for all this call's
+  -- changes of it (see sync_rate_due). The doorbell tracks RATE_WAKE_KEY
+  -- alone of them (lua/fetch/rates.lua).
+  for _, queue in ipairs(defer_rate_due(false)) do wrote(queue) end
   if rate_parked_written then wrote(RATE_WAKE_KEY) end
   -- The last writes: until the reply carries their payloads, discarded jobs
   -- stay where a refused write (the ACL changed under a running process)

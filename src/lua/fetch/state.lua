@@ -121,8 +121,6 @@ local took_held
 -- The held job a window let go, in the capsule's in-progress list already
 -- (lua/fetch/rates.lua), or nil.
 local held_in
--- This call's release_opened emptied RATE_PARKED_KEY (done looks again).
-local rate_emptied
 -- The job limits of a run that ended here (the acknowledged job whose
 -- slots a hand-over passed, ARGV[8]), or nil.
 local ended

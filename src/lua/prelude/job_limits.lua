@@ -16,6 +16,43 @@ local function adaptive_range(limit)
   return nil
 end
 
+-- A rate limit's values as MGET read them from values[at]: its stored
+-- value, back-off, rate and count of jobs sent back, kept.
+local function keep_rate_values(limit, values, at)
+  local id = limit.id
+  if job_rates[id] == nil then job_rates[id] = parse_rate(values[at + 2]) or declared_rate(limit.rate) end
+  if rate_released[id] == nil then rate_released[id] = values[at + 3] and true or false end
+  stored_job_limits[id] = parse_limit(values[at]) or false
+  if back_off_ends[id] == nil then back_off_ends[id] = parse_back_off(values[at + 1]) or false end
+end
+
+-- Reads the values of the limits in `undecided` not read yet (rate limits
+-- without concurrency, whose freed slots the fetch decides as it ends) in
+-- one MGET with `limit`'s, if that is one too (a job's next to take: most
+-- often a tenant's rate read with the last one's). A few limits at most:
+-- looked for one by one.
+local function read_wanted(limit)
+  values_wanted = false
+  local batch = {}
+  if limit.rate ~= nil and limit.ceiling == nil and stored_job_limits[limit.id] == nil then batch[1] = limit end
+  for _, wanted in ipairs(undecided) do
+    local fresh = stored_job_limits[wanted.id] == nil
+    for _, one in ipairs(batch) do
+      if one.id == wanted.id then fresh = false end
+    end
+    if fresh then batch[#batch + 1] = wanted end
+  end
+  if #batch == 0 then return end
+  local keys = {}
+  for i, one in ipairs(batch) do
+    local id, at = one.id, 4 * i - 4
+    keys[at + 1], keys[at + 2] = job_limit_key(id), job_back_off_key(id)
+    keys[at + 3], keys[at + 4] = job_rate_key(id), job_released_key(id)
+  end
+  local values = redis.call('MGET', unpack(keys))
+  for i, one in ipairs(batch) do keep_rate_values(one, values, 4 * i - 3) end
+end
+
 -- A job limit's value: the one stored for its id (set at run time), else
 -- the default its job carries: for an adaptive limit, its limit in force
 -- (see adaptive.lua), its floor until it has one. Like a stored limit, a
@@ -24,6 +61,7 @@ end
 -- give, fair.lua), has none (the largest limit), unless one is stored.
 local function job_limit(limit)
   local id = limit.id
+  if values_wanted then read_wanted(limit) end
   local stored = stored_job_limits[id]
   if stored == nil then
     -- Its back-off in the same read: a limit checked for room is checked

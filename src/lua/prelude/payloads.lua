@@ -86,6 +86,16 @@ local function job_limits(job, with_head)
   return limits or nil
 end
 
+-- Payload `job` rewritten to carry job limits `limits` first, before
+-- `rest`, its members after the first (a leading comma if any): known to
+-- carry them, and `job`'s queue, without a decode.
+local function carrying(job, limits, rest)
+  local rewritten = LIMITS_FIRST .. cjson.encode(limits) .. rest
+  carried_limits[rewritten] = limits
+  carried_queues[rewritten] = carried_queues[job]
+  return rewritten
+end
+
 -- The name of the queue a payload says it belongs to, or nil.
 local function job_queue(job)
   if job_limits(job) and carried_queues[job] then return carried_queues[job] end

@@ -10,8 +10,10 @@
 -- too where that is earlier than RATE_WAKE_KEY says, or none was: a write
 -- of it rings every sleeping fetcher, so a first score that moves later (a
 -- window opened, and its limit waits for the next) leaves it alone.
--- Without parked limits, both go.
+-- Without parked limits, both go. Deferred (defer_rate_due), it waits
+-- for the end of the call.
 local function sync_rate_due()
+  if rate_due_deferred then return end
   local first = redis.call('ZRANGE', RATE_PARKED_KEY, 0, 0, 'WITHSCORES')
   if #first == 0 then
     redis.call('DEL', RATE_DUE_KEY, RATE_WAKE_KEY)
@@ -34,6 +36,15 @@ local function rate_parks(id, opens)
   end
 end
 
+-- Whether jobs of job limit `id` sent back for its rate are counted as not
+-- started yet (its key in job_released_key): known where this call read or
+-- wrote the count (rate_released), else looked at.
+local function released_outstanding(id)
+  local known = rate_released[id]
+  if known ~= nil then return known end
+  return redis.call('EXISTS', job_released_key(id)) == 1
+end
+
 -- Counts a start of job limit `id` under its rate now, and one fewer of
 -- its jobs sent back but not started. The last of those to start, if the
 -- limit has more parked (release holds them back until then), notes it due
@@ -46,13 +57,20 @@ local function book_start(id, rate, who)
   record_start(starts, rate, who)
   -- Most starts were never sent back: their count, read with the limit's
   -- values (job_limit), said so.
-  if rate_released[id] == false then return nil end
-  local released = job_released_key(id)
-  rate_released[id] = nil
-  if redis.call('EXISTS', released) == 0 then return nil end
-  local left = redis.call('DECR', released)
+  if not released_outstanding(id) then return nil end
+  -- Counted in this call (release, deferred) or in Redis.
+  local pending = released_pending and released_pending[id]
+  local left
+  if pending then
+    left = pending[1] - 1
+    pending[1] = left
+    if left <= 0 then released_pending[id] = nil end
+  else
+    left = redis.call('DECR', job_released_key(id))
+  end
+  rate_released[id] = left > 0
   if left > 0 then return nil end
-  redis.call('DEL', released)
+  if not pending then redis.call('DEL', job_released_key(id)) end
   if left < 0 or redis.call('EXISTS', parked_key(id)) == 0 then return nil end
   local room, opens = rate_room(starts, rate, true)
   local at = room > 0 and now() or opens

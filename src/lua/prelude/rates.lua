@@ -30,16 +30,27 @@ local function lease_span(rate) return math.min(LEASE_SPAN_MAX, math.floor(rate[
 local PRUNE_EVERY = 128
 local function rate_room(starts, rate, exact)
   local room = rate_rooms[starts]
-  -- A room cached from a count that removed nothing may be short of it.
-  if room ~= nil and not (exact and room) then return room or 0, rate_opens[starts] end
+  local pruned = rate_pruned and rate_pruned[starts]
+  -- A room cached from a count that removed nothing may be short of it. A
+  -- room of 0 (a pruned window its recorded starts filled) needs its
+  -- opening read.
+  if room ~= nil and room ~= 0 and not (exact and room and not pruned) then
+    if room then return room, nil end
+    return 0, rate_opens[starts]
+  end
   local limit, period = rate[1], rate[2]
   if limit == 0 then
     rate_rooms[starts] = false
     return 0, nil
   end
-  local n = redis.call('ZCARD', starts)
-  if exact or n >= limit or (n > 0 and n % PRUNE_EVERY == 0) then
-    n = n - redis.call('ZREMRANGEBYSCORE', starts, '-inf', now() - period)
+  local n = limit
+  if room ~= 0 then
+    n = redis.call('ZCARD', starts)
+    if exact or n >= limit or (n > 0 and n % PRUNE_EVERY == 0) then
+      n = n - redis.call('ZREMRANGEBYSCORE', starts, '-inf', now() - period)
+      rate_pruned = rate_pruned or {}
+      rate_pruned[starts] = true
+    end
   end
   if n < limit then
     rate_rooms[starts] = limit - n
@@ -62,9 +73,11 @@ local function record_start(starts, rate, who)
   -- A period past the latest stamp, a lease's too.
   redis.call('PEXPIRE', starts, math.ceil((rate[2] + LEASE_SPAN_MAX) / 1000))
   local room = rate_rooms[starts]
-  if room then
-    rate_rooms[starts] = room > 1 and room - 1 or nil
+  if room and room > 1 then
+    rate_rooms[starts] = room - 1
   else
-    rate_rooms[starts] = nil
+    -- A pruned window's last room taken: full, and its set holds the
+    -- window alone (rate_room reads its opening).
+    rate_rooms[starts] = room == 1 and rate_pruned and rate_pruned[starts] and 0 or nil
   end
 end

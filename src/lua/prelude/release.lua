@@ -1,5 +1,6 @@
 -- Sending a job limit's oldest parked jobs back to their queues as it has
--- room (release), or holding them for the fetch that takes them.
+-- room (release), or holding them for the fetch that takes them; and the
+-- fetch's rate writes left to the end of its call (defer_rate_due).
 
 -- Sends up to `n` of a job limit's oldest parked jobs (n > 0; nil: as many
 -- as it has room for) back to the front of their queues, to be fetched
@@ -21,6 +22,24 @@
 -- limit's entry it read (nil when it sent none), and the job moved for
 -- `take_first` (else nil).
 local function release(id, n, held, freed, known, take_first)
+  -- A slot freed (n) of a limit without concurrency sends nothing back: its
+  -- jobs were parked by its rate, and go, in order, as its window opens;
+  -- or, a fair class's tenant, at its turn (fair.lua). A limit that
+  -- declares none has one only if it is stored: its values (one read,
+  -- which the fetch that takes its next job reads too) say so before the
+  -- looks below.
+  if n and known and known.concurrency == nil and not known.fair then
+    -- In the fetch, a rate limit's are read with those of the next limit
+    -- it reads (most often the job it takes: read_wanted), and the slot is
+    -- decided as the call ends (defer_rate_due).
+    if rate_due_deferred and known.rate ~= nil and known.ceiling == nil and stored_job_limits[id] == nil then
+      values_wanted = true
+      undecided = undecided or {}
+      undecided[#undecided + 1] = known
+      return {}
+    end
+    if job_limit(known) == MAX_LIMIT then return {} end
+  end
   -- A limit with parked jobs is in LIMITS_WITH_PARKED_KEY: every script
   -- that parks a job adds its limit. Most limits never park: a slot freed
   -- (n) of one costs this one look.
@@ -31,6 +50,17 @@ local function release(id, n, held, freed, known, take_first)
     redis.call('SREM', LIMITS_WITH_PARKED_KEY, id)
     return {}
   end
+  -- The oldest parked job, read once: it tells the limits (unless `known`)
+  -- and the queue the first job goes to.
+  local oldest = not known and redis.call('LINDEX', parked, -1) or nil
+  -- Jobs parked by the back-off of a class that declares no limit carry
+  -- none (back_off.lua): nothing but the back-off held them.
+  local limits = known and {known} or job_limits(oldest) or {}
+  -- The limit's values first: they hold its back-off's end, which
+  -- back_off_end then need not read again.
+  for _, limit in ipairs(limits) do
+    if limit.id == id then job_limit(limit) end
+  end
   -- A back-off holds every job of the limit until it ends, when its
   -- parked jobs go (lua/fetch/rates.lua's release_opened).
   local back_off = back_off_end(id)
@@ -39,19 +69,14 @@ local function release(id, n, held, freed, known, take_first)
     return {}
   end
   local room, rate, rate_left, opens = 0, nil, nil, nil
-  -- Jobs parked by the back-off of a class that declares no limit carry
-  -- none (back_off.lua): nothing but the back-off held them.
   local carries = false
-  local limits = known and {known} or job_limits(redis.call('LINDEX', parked, -1)) or {}
   for _, limit in ipairs(limits) do
     if limit.id == id then
       carries = limit
       local concurrency = job_limit(limit)
-      -- A slot freed (n) of a limit without concurrency sends nothing
-      -- back: its jobs were parked by its rate, and go, in order, as its
-      -- window opens; or, a fair class's tenant, at its turn (fair.lua).
       if n and concurrency == MAX_LIMIT and not limit.fair then return {} end
-      local busy = redis.call('LLEN', job_busy_key(id)) - (freed or 0)
+      -- Without concurrency, its busy list bounds nothing: not read.
+      local busy = concurrency < MAX_LIMIT and redis.call('LLEN', job_busy_key(id)) - (freed or 0) or 0
       -- More jobs than its limit lets run: an adaptive limit may grow
       -- (adaptive.lua), and a slot freed then sends one more.
       if concurrency < MAX_LIMIT and busy + left > concurrency then
@@ -79,7 +104,7 @@ local function release(id, n, held, freed, known, take_first)
     -- Jobs sent back earlier wait at the front of their queues until they
     -- start: more sent now would go ahead of them. The last to start says
     -- when (book_start); a period at most, as the count then expires.
-    if rate_released[id] ~= false and redis.call('EXISTS', job_released_key(id)) == 1 then return {} end
+    if released_outstanding(id) then return {} end
     rate_left, opens = rate_room(starts, rate, true)
     if rate_left < room then room = rate_left end
   end
@@ -90,7 +115,7 @@ local function release(id, n, held, freed, known, take_first)
   end
   local first, sent = nil, 0
   if not held then
-    local name = job_queue(redis.call('LINDEX', parked, -1))
+    local name = job_queue(oldest or redis.call('LINDEX', parked, -1))
     local into = take_first and name and take_first(name)
     if into then
       -- The first write: one command takes it out of its list and puts it
@@ -111,22 +136,29 @@ local function release(id, n, held, freed, known, take_first)
   local jobs = room > 0 and sent < left and redis.call('RPOP', parked, room) or {}
   sent = sent + #jobs
   local queues = {}
-  for i = #jobs, 1, -1 do
+  -- Jobs of one queue in a row go in one RPUSH, in the same order (a
+  -- thousand at most: unpack's stack is bounded).
+  local run, run_queue = {}, nil
+  for i = #jobs, 0, -1 do
     -- A job without a queue was written by hand (Sidekiq's payloads all
     -- name theirs): it goes where Sidekiq shows it, not nowhere.
-    local name = job_queue(jobs[i])
-    if name then
-      if held then
-        local waiting = held[name] or {}
-        waiting[#waiting + 1] = jobs[i]
-        held[name] = waiting
-      else
-        local queue = queue_key(name)
-        redis.call('RPUSH', queue, jobs[i])
-        queues[#queues + 1] = queue
-      end
-    else
-      redis.call('ZADD', DEAD_KEY, 0, jobs[i])
+    local job = jobs[i]
+    local name = job and job_queue(job)
+    local queue = name and not held and queue_key(name)
+    if run_queue and (queue ~= run_queue or #run == 1000) then
+      redis.call('RPUSH', run_queue, unpack(run))
+      run, run_queue = {}, nil
+    end
+    if queue then
+      run_queue = queue
+      run[#run + 1] = job
+      queues[#queues + 1] = queue
+    elseif name then
+      local waiting = held[name] or {}
+      waiting[#waiting + 1] = job
+      held[name] = waiting
+    elseif job then
+      redis.call('ZADD', DEAD_KEY, 0, job)
     end
   end
   if sent == left then
@@ -142,10 +174,47 @@ local function release(id, n, held, freed, known, take_first)
     rate_parks(id, reopens(starts, rate))
   end
   if rate then
-    -- Counted until they start (book_start), or for a period at most.
-    rate_released[id] = nil
-    redis.call('INCRBY', job_released_key(id), sent)
-    redis.call('PEXPIRE', job_released_key(id), math.ceil(rate[2] / 1000))
+    -- Counted until they start (book_start), or for a period at most. None
+    -- were (released_outstanding, above): one SET writes the count and its
+    -- expiry; in the fetch, as it ends, less those it started (a window's
+    -- job it takes at once is counted in no write).
+    local ms = math.ceil(rate[2] / 1000)
+    if rate_due_deferred then
+      released_pending = released_pending or {}
+      released_pending[id] = {sent, ms}
+    else
+      redis.call('SET', job_released_key(id), sent, 'PX', ms)
+    end
+    rate_released[id] = true
   end
   return queues, sent, carries or nil, first
+end
+
+-- From `on` (true) to the end of the call (false), RATE_DUE_KEY and
+-- RATE_WAKE_KEY are kept in step once, as it ends, if the call wrote
+-- RATE_PARKED_KEY (rate_parked_written), rather than at every change: the
+-- fetch, which may send back many limits and park some again, writes them
+-- once. So are the counts of jobs sent back for a rate (release), less
+-- those that started in the call: a window's job that the fetch sends back
+-- and takes at once costs no write of its count. And freed slots of rate
+-- limits without concurrency are decided then (release): one whose limit
+-- is stored after all sends its parked job back to its queue. Returns the
+-- queues' keys that wrote (NONE if none).
+local function defer_rate_due(on)
+  rate_due_deferred = on
+  if on then return NONE end
+  local queues = NONE
+  for _, known in ipairs(undecided or NONE) do
+    if job_limit(known) < MAX_LIMIT then
+      for _, queue in ipairs(release(known.id, 1, nil, nil, known)) do
+        if queues == NONE then queues = {} end
+        queues[#queues + 1] = queue
+      end
+    end
+  end
+  if rate_parked_written then sync_rate_due() end
+  for id, pending in pairs(released_pending or NONE) do
+    redis.call('SET', job_released_key(id), pending[1], 'PX', pending[2])
+  end
+  return queues
 end
