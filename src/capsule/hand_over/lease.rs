@@ -40,6 +40,11 @@ use crate::script::{LuaScript, LEASE};
 /// The most starts one grant asks for.
 const MOST: u64 = 16;
 
+/// How long a thread leaves a bare rate's run to the script once its
+/// hand-over read parked rates (which send its job there): a round trip
+/// less a job while they last.
+const PARKED_PAUSE: Duration = Duration::from_secs(1);
+
 static LEASE_SCRIPT: LazyLock<LuaScript> = LazyLock::new(|| LuaScript::new(LEASE));
 
 /// The starts a thread holds of a job limit's rate, for a capsule.
@@ -73,6 +78,8 @@ impl Lease {
 
 thread_local! {
     static LEASES: RefCell<Vec<Lease>> = const { RefCell::new(Vec::new()) };
+    /// When a bare rate's hand-over last read parked rates, by capsule.
+    static PARKED: RefCell<Vec<(u64, Instant)>> = const { RefCell::new(Vec::new()) };
     /// This thread's part of its members' names.
     static THREAD: String = uuid::Uuid::new_v4().simple().to_string()[..8].to_owned();
 }
@@ -108,6 +115,15 @@ impl Spend {
             return None;
         }
         let sent = Instant::now();
+        let parked = PARKED.with(|parked| {
+            let parked = parked.borrow();
+            parked
+                .iter()
+                .any(|(c, at)| *c == capsule && sent < *at + PARKED_PAUSE)
+        });
+        if parked && bare(limits) {
+            return None;
+        }
         let (ask, give_back) = LEASES.with(|leases| {
             let leases = leases.borrow();
             match leases.iter().find(|l| l.capsule == capsule) {
@@ -160,6 +176,20 @@ impl Spend {
                 .find(|l| l.capsule == self.capsule && l.id == self.limit.id)
                 .is_some_and(|l| l.left > 0 && now < l.until)
         })
+    }
+
+    /// Notes whether its hand-over read parked rates (a bare rate's).
+    pub(super) fn note_parked(&self, parked: bool) {
+        if !bare(std::slice::from_ref(&self.limit)) {
+            return;
+        }
+        PARKED.with(|notes| {
+            let mut notes = notes.borrow_mut();
+            notes.retain(|(c, _)| *c != self.capsule);
+            if parked {
+                notes.push((self.capsule, Instant::now()));
+            }
+        });
     }
 
     /// Notes the grant the call's reply says, if it asked, and spends one

@@ -264,6 +264,11 @@ impl HandOver {
         let taken = self.taken(&replies);
         if let (Some(lease), Some(read)) = (&self.lease, self.read(&replies)) {
             lease.settle(self.layout.grant.map(|i| &read[i]), taken.is_some());
+            // Parked rates (`rate_due`, the `MGET`'s fifth): a bare rate's
+            // next jobs are the script's a while (lease.rs).
+            if let Value::Array(state) = &read[self.layout.state] {
+                lease.note_parked(state.get(4).is_some_and(|due| *due != Value::Nil));
+            }
         }
         if let Some((job, more, queued)) = taken {
             let fetched = Fetched {
