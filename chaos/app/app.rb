@@ -22,6 +22,13 @@ Sidekiq.configure_server do |config|
   # Short, so that the capsule of a killed process is reaped within seconds
   # (once silent for 4 periods). bin/chaos chooses it (Plan::HEARTBEAT_PERIOD).
   Sidekiq::LimitFetch.configuration[:heartbeat_period] = Float(ENV.fetch("CHAOS_HEARTBEAT_PERIOD"))
+  # A kill every 1.5-2.5 s, and a dead capsule's jobs pushed back as a
+  # replacement boots (its reaper) about as the next kill falls due: a job
+  # taken by the booting process can be killed with it again and again (one
+  # job four times in a row, in one run of about forty), which the default
+  # (3) sends to the dead set as a poison pill. A run checks that no job is
+  # lost; heartbeat_spec checks the poison pill.
+  Sidekiq::LimitFetch.configuration[:max_recoveries] = 20
   # Sidekiq's scheduler cleans up once, 0-5 s after boot with this set (else
   # 10-15 s); a Redis error then kills its thread, and the process cannot stop
   # cleanly (Sidekiq 8.1's Poller#terminate re-raises it). bin/chaos takes
