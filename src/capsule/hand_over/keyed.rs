@@ -272,7 +272,6 @@ mod tests {
             .map(|i| CarriedLimit {
                 id: format!("key:K#{i}"),
                 concurrency: 1,
-                rate: None,
             })
             .collect()
     }
