@@ -6,8 +6,10 @@
 //! `{"limit_fetch":[{"id":"class:Sync","concurrency":3}],"queue":"default",...`
 //! (spec/fixtures/job_limit_payloads.json). Only that plain shape is read
 //! here: ids and queue names without quote or backslash, a concurrency of
-//! decimal digits, an optional `"discard":true`. Anything else (a rate, an
-//! escape, another order) reads as `None`, and the script, whose reading
+//! decimal digits, an optional `"rate":[limit,period]` (digits, and digits
+//! with an optional fraction; without a concurrency, a rate's limit has
+//! none: [`MAX_LIMIT`]), an optional `"discard":true`. Anything else (a
+//! range, an escape, another order) reads as `None`, and the script, whose reading
 //! is the rule (lua/prelude/payloads.lua's `job_limits`), decides. So this reader can
 //! only make the hand-over rarer, never read a limit differently: two jobs
 //! whose [`Carried::head`] bytes are equal carry the same limits to the
@@ -17,11 +19,22 @@ use crate::limits::MAX_LIMIT;
 
 const FIRST: &[u8] = b"{\"limit_fetch\":[";
 
-/// One job limit of a payload: its id and the concurrency it declares.
+/// One job limit of a payload: its id, the concurrency it declares, and
+/// its declared rate, if any.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CarriedLimit {
     pub id: String,
     pub concurrency: u64,
+    pub rate: Option<DeclaredRate>,
+}
+
+/// A rate as a payload declares it: its limit and its period (seconds),
+/// the text the payload carries, which the scripts read (values.lua's
+/// `declared_rate`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeclaredRate {
+    pub limit: String,
+    pub period: String,
 }
 
 /// What the head of a payload carries.
@@ -62,25 +75,57 @@ impl Carried {
     }
 }
 
-/// `{"id":"...","concurrency":N}` or with `,"discard":true`, at `at`; and
+/// `{"id":"...","concurrency":N}`, its concurrency or (not both) its rate
+/// optional, `"rate":[L,P]` and `,"discard":true` after it, at `at`; and
 /// where it ends.
 fn limit_at(job: &[u8], at: usize) -> Option<(CarriedLimit, usize)> {
     let rest = job.get(at..)?.strip_prefix(b"{\"id\":\"")?;
     let id = plain_string(rest)?;
-    let rest = rest[id.len() + 1..].strip_prefix(b",\"concurrency\":")?;
-    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
-    let concurrency: u64 = std::str::from_utf8(&rest[..digits]).ok()?.parse().ok()?;
-    if concurrency > MAX_LIMIT {
-        return None;
+    let mut rest = &rest[id.len() + 1..];
+    let mut concurrency = None;
+    if let Some(after) = rest.strip_prefix(b",\"concurrency\":") {
+        let (value, after) = digits(after)?;
+        concurrency = Some(value.parse::<u64>().ok().filter(|&c| c <= MAX_LIMIT)?);
+        rest = after;
     }
-    let rest = &rest[digits..];
+    let mut rate = None;
+    if let Some(after) = rest.strip_prefix(b",\"rate\":[") {
+        let (limit, after) = digits(after)?;
+        let (whole, after) = digits(after.strip_prefix(b",")?)?;
+        let (period, after) = match after.strip_prefix(b".") {
+            Some(fraction) => {
+                let (fraction, after) = digits(fraction)?;
+                (format!("{whole}.{fraction}"), after)
+            }
+            None => (whole.to_owned(), after),
+        };
+        rate = Some(DeclaredRate {
+            limit: limit.to_owned(),
+            period,
+        });
+        rest = after.strip_prefix(b"]")?;
+    }
     let rest = rest.strip_prefix(b",\"discard\":true").unwrap_or(rest);
     let rest = rest.strip_prefix(b"}")?;
+    // A limit without either is left to the script (it reads as 0).
+    let concurrency = match (concurrency, &rate) {
+        (Some(concurrency), _) => concurrency,
+        (None, Some(_)) => MAX_LIMIT,
+        (None, None) => return None,
+    };
     let limit = CarriedLimit {
         id: String::from_utf8(id.to_vec()).ok()?,
         concurrency,
+        rate,
     };
     Some((limit, job.len() - rest.len()))
+}
+
+/// The decimal digits (at least one) at the start of `text`, and the rest.
+fn digits(text: &[u8]) -> Option<(&str, &[u8])> {
+    let n = text.iter().take_while(|b| b.is_ascii_digit()).count();
+    let value = std::str::from_utf8(&text[..n]).ok().filter(|_| n > 0)?;
+    Some((value, &text[n..]))
 }
 
 /// The bytes of a JSON string's body up to its closing quote, if it has
@@ -124,12 +169,30 @@ mod tests {
         assert!(head.ends_with(br#""queue":"default""#));
     }
 
+    /// A rate is read as its text, which the scripts read; without a
+    /// concurrency, its limit has none.
+    #[test]
+    fn reads_a_declared_rate() {
+        let rated = |job: &str| {
+            let limit = Carried::read(job.as_bytes()).unwrap().limits.remove(0);
+            let rate = limit.rate.unwrap();
+            (limit.concurrency, rate.limit, rate.period)
+        };
+        let job = r#"{"limit_fetch":[{"id":"class:R","rate":[10000000,60]}],"queue":"q"}"#;
+        assert_eq!(rated(job), (MAX_LIMIT, "10000000".into(), "60".into()));
+        let job = r#"{"limit_fetch":[{"id":"k","concurrency":2,"rate":[5,0.25],"discard":true}],"queue":"q"}"#;
+        assert_eq!(rated(job), (2, "5".into(), "0.25".into()));
+    }
+
     #[test]
     fn anything_else_is_left_to_the_script() {
         for job in [
             r#"{"retry":true,"queue":"default"}"#,
             r#"{"limit_fetch":[],"queue":"q"}"#,
-            r#"{"limit_fetch":[{"id":"k","concurrency":2,"rate":[5,1]}],"queue":"q"}"#,
+            r#"{"limit_fetch":[{"id":"k","rate":[5,-1]}],"queue":"q"}"#,
+            r#"{"limit_fetch":[{"id":"k","rate":[5,1e3]}],"queue":"q"}"#,
+            r#"{"limit_fetch":[{"id":"k","concurrency":2,"ceiling":4}],"queue":"q"}"#,
+            r#"{"limit_fetch":[{"id":"k"}],"queue":"q"}"#,
             // A fair class's tenant: its slot is its turn (lua/prelude/fair.lua).
             r#"{"limit_fetch":[{"id":"key:F#a","fair":"class:F"},{"id":"class:F","concurrency":4}],"queue":"q"}"#,
             r#"{"limit_fetch":[{"id":"k\"x","concurrency":2}],"queue":"q"}"#,

@@ -176,7 +176,11 @@ fn a_rate_and_a_concurrency_limit_on_one_key_both_hold() {
         .map(|n| job(&q, &format!("b{n}"), &[(&k, Some(1), (2, 0.5))]))
         .collect();
     push_jobs(&q, &jobs);
+    // Registered, as a processor's: its fetch after b1 hands the run over,
+    // whose passed slot the script frees only while the capsule's
+    // heartbeat key exists.
     let c = capsule_whose_acks_ride();
+    c.register(&Interrupt::new()).unwrap();
     let b0 = fetch_now(&c, &q).expect("b0");
     let began = Instant::now();
     assert!(fetch_now(&c, &q).is_none(), "b1 parked: concurrency 1");

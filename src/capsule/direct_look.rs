@@ -148,8 +148,19 @@ impl DirectLook {
             match self.step(value) {
                 Step::Answer(reply) => return self.settle(reply),
                 Step::Script(conn) => {
-                    let request = self.script_request();
-                    self.flight = Some(Flight::start(conn, request, self.send.replies()));
+                    let mut request = self.script_request();
+                    let mut replies = self.send.replies();
+                    // Starts a hand-over leased and did not spend go back
+                    // first, for this script too (hand_over/lease.rs).
+                    let leased = self
+                        .handed
+                        .as_ref()
+                        .and_then(|_| hand_over::abandon(self.inner.id, &self.inner.uuid));
+                    if let Some(give_back) = leased {
+                        request.splice(0..0, give_back);
+                        replies += 1;
+                    }
+                    self.flight = Some(Flight::start(conn, request, replies));
                     self.inner.redis.trips.add(1);
                 }
                 Step::Book(conn, request, replies) => {

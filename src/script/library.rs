@@ -18,7 +18,7 @@ pub(crate) const FETCH_PARTS: [&str; 13] = include!("../lua/fetch/parts.rs");
 /// into a chunk that runs once, when the library loads, and returns the
 /// function of `(KEYS, ARGV)` that Redis calls (what it defines before, it
 /// defines once).
-pub(crate) const SCRIPTS: [(&str, &[&str]); 14] = [
+pub(crate) const SCRIPTS: [(&str, &[&str]); 15] = [
     (FETCH, &FETCH_PARTS),
     (REAP, &[include_str!("../lua/reap.lua")]),
     (RECONCILE, &[include_str!("../lua/reconcile.lua")]),
@@ -33,6 +33,7 @@ pub(crate) const SCRIPTS: [(&str, &[&str]); 14] = [
     (BACK_OFF, &[include_str!("../lua/back_off.lua")]),
     (RESUME, &[include_str!("../lua/resume.lua")]),
     (FAIR_TENANTS, &[include_str!("../lua/fair_tenants.lua")]),
+    (LEASE, &[include_str!("../lua/lease.lua")]),
 ];
 
 pub(crate) const FETCH: &str = "fetch";
@@ -49,6 +50,7 @@ pub(crate) const WAITING: &str = "waiting";
 pub(crate) const BACK_OFF: &str = "back_off";
 pub(crate) const RESUME: &str = "resume";
 pub(crate) const FAIR_TENANTS: &str = "fair_tenants";
+pub(crate) const LEASE: &str = "lease";
 
 /// What stands for the library's version in its source.
 pub(crate) const VERSION: &str = "{version}";

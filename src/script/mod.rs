@@ -19,8 +19,8 @@ use crate::connection::Conn;
 use crate::Result;
 
 pub(crate) use library::{
-    ACL_CHECK, ACTIVE, BACK_OFF, FAIR_TENANTS, FETCH, ORPHANS, REAP, RECONCILE, RELEASE, REQUEUE,
-    RESUME, STRAY_QUEUES, UNPARK, WAITING,
+    ACL_CHECK, ACTIVE, BACK_OFF, FAIR_TENANTS, FETCH, LEASE, ORPHANS, REAP, RECONCILE, RELEASE,
+    REQUEUE, RESUME, STRAY_QUEUES, UNPARK, WAITING,
 };
 
 /// The library's version ([`library::version`]), digested from its source
@@ -88,6 +88,15 @@ impl LuaScript {
                 vec![load, call]
             }
         }
+    }
+
+    /// This script's call with no keys and `args`, as Redis has the
+    /// library (a reply `Function not found` is the caller's to read: see
+    /// [`lost_script`]), for a pipeline of other commands.
+    pub(crate) fn call<A: ToRedisArgs>(&self, args: A) -> Cmd {
+        let mut call = redis::cmd("FCALL");
+        call.arg(&self.function).arg(0).arg(args);
+        call
     }
 
     /// This script with no keys and `args`, encoded: for a connection driven

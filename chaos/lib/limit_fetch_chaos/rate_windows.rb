@@ -40,6 +40,13 @@ module LimitFetchChaos
   # it: 315 ms, the gem's own count exact).
   RATE_SLACK = 250_000_000
 
+  # How long after a job's fetch the gem may stamp its start: a leased
+  # start (src/capsule/hand_over/lease.rs) is stamped at its lease's end, a
+  # span after the grant, 50 ms at most (LEASE_SPAN_MAX in
+  # src/lua/prelude/rates.lua). A run pairs with a counted start up to that
+  # much after its own start, and a lag measured so allows that much more.
+  LEASE_AHEAD = 50_000_000
+
   RateWindows = Data.define(:rated, :runs, :spans, :recorded) do
     # `runs`: the runs that count (woken originals left out); `recorded`:
     # the times of the starts the gem counted (RecordedStarts#times).
@@ -73,8 +80,9 @@ module LimitFetchChaos
     # period less the slack.
     def over = spans.each_index.select { spans[_1] < rated.period_ns - slack }
 
-    # RATE_SLACK, or the lags measured where longer, up to half the period.
-    def slack = (lag || 0).clamp(RATE_SLACK, [RATE_SLACK, rated.period_ns / 2].max)
+    # RATE_SLACK, or the lags measured and LEASE_AHEAD where longer, up to
+    # half the period.
+    def slack = (lag&.+(LEASE_AHEAD) || 0).clamp(RATE_SLACK, [RATE_SLACK, rated.period_ns / 2].max)
 
     # The runs of the tightest of those.
     def tightest = over.min_by { spans[_1] }&.then { runs[_1, rated.limit + 1] } || []
@@ -86,10 +94,11 @@ module LimitFetchChaos
     def recorded_most = self.class.most(recorded, rated.period_ns)
 
     # The smallest bound on the lags from fetch to start that pairs each run
-    # with a start of its own the gem counted, at or before it (ns, to the
+    # with a start of its own the gem counted, at or before it, or up to
+    # LEASE_AHEAD after (a leased start's stamp) (ns, to the
     # ms; nil if none up to FETCH_LAG does, or nothing was recorded): the
     # largest lag, or less (a pairing's, not the jobs' own), to hold
-    # RATE_SLACK against.
+    # RATE_SLACK against, LEASE_AHEAD added.
     def lag
       at = runs.map(&:start)
       return unless recorded.any? && paired?(at, FETCH_LAG)
@@ -116,13 +125,14 @@ module LimitFetchChaos
     def recorded_h = {starts: recorded.size, most_in_period: recorded_most, lag_ms: lag&.then { ms(_1) }}
 
     # Whether each of the sorted times `at` pairs with a start recorded no
-    # later, and no more than `bound` earlier, each used once (the earliest
+    # more than LEASE_AHEAD later, and no more than `bound` earlier, each
+    # used once (the earliest
     # that fits: no later time could use an earlier one).
     def paired?(at, bound)
       next_one = 0
       at.all? do |start|
         next_one += 1 while next_one < recorded.size && recorded[next_one] < start - bound
-        next false if next_one == recorded.size || recorded[next_one] > start
+        next false if next_one == recorded.size || recorded[next_one] > start + LEASE_AHEAD
 
         next_one += 1
       end

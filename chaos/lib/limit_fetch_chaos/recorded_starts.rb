@@ -4,7 +4,8 @@ module LimitFetchChaos
   # The starts the gem counted for each rate (RatedLimit), as it wrote them:
   # every member added to its job limit's starts set (Keys.job_starts),
   # "<capsule>:<microseconds of Redis's clock>" (so each start is told from
-  # the others), read from the run's append-only file once the run is over
+  # the others; a leased start's "<capsule>.<thread>#<n>:<its stamp>", and
+  # one not spent is taken out again), read from the run's append-only file once the run is over
   # (#read). The file holds every write Redis acknowledged (an fsync before
   # each reply), the gem's functions' writes as the commands they ran,
   # across the outage too, and is never rewritten (the harness turns the
@@ -19,19 +20,29 @@ module LimitFetchChaos
     # `dir`: the run's Redis directory.
     def self.read(dir, rated = RatedLimit.all)
       ids = rated.to_h { [KEYS.job_starts(_1.id), _1.id] }
-      seen = rated.to_h { [_1.id, []] }
-      AppendOnlyFile.new(dir).each_command do |name, key, *scored|
-        id = ids[key]
-        next unless id && name.casecmp?("ZADD")
-
-        scored.each_slice(2) { |_score, member| seen.fetch(id) << member }
+      recorded = new(rated.to_h { [_1.id, []] })
+      AppendOnlyFile.new(dir).each_command do |name, key, *args|
+        recorded.record(ids[key], name, args) if ids.key?(key)
       end
-      new(seen)
+      recorded
     end
 
-    def initialize(seen) = @seen = seen
+    def initialize(seen)
+      @seen = seen
+      @given_back = Set.new
+    end
+
+    # A ZADD's members were counted; a ZREM's (a lease's starts its thread
+    # did not spend, given back: src/lua/lease.lua) never started.
+    def record(id, name, args)
+      if name.casecmp?("ZADD")
+        args.each_slice(2) { |_score, member| @seen.fetch(id) << member }
+      elsif name.casecmp?("ZREM")
+        @given_back.merge(args)
+      end
+    end
 
     # The sorted times (wall-clock ns) of the starts counted for rate `id`.
-    def times(id) = @seen.fetch(id).uniq.map { Integer(_1.split(":").last) * 1000 }.sort
+    def times(id) = (@seen.fetch(id).uniq - @given_back.to_a).map { Integer(_1.split(":").last) * 1000 }.sort
   end
 end

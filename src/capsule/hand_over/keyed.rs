@@ -272,6 +272,7 @@ mod tests {
             .map(|i| CarriedLimit {
                 id: format!("key:K#{i}"),
                 concurrency: 1,
+                rate: None,
             })
             .collect()
     }

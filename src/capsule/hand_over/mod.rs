@@ -10,6 +10,8 @@
 //! LREM   in-progress 1 <finished job>  the acknowledgement
 //! HDEL   recoveries <its digest>       as the script's acknowledgement
 //!                                      does, unless recoveries are known gone
+//! FCALL  lease <id> <rate> k           a run's rated limit with no start
+//!                                      held: starts leased (lease.rs)
 //! LMOVE  queue in-progress RIGHT LEFT  the next job, under the same slot
 //!                                      (from a job limit's parked list
 //!                                      instead of the queue: below)
@@ -17,9 +19,10 @@
 //!        rate rate_due recovered       its rate, when parked rates are due,
 //!        class_back_off fair_limit     the count of reaps that recovered
 //!        job-limit job-back-off...     jobs, whether classes back off in
-//!                                      it, its fair limit (a fair queue),
+//!        [released]                    it, its fair limit (a fair queue),
 //!                                      each job limit's stored value and
-//!                                      back-off,
+//!                                      back-off, a rated limit's jobs sent
+//!                                      back for its rate, not started,
 //! LLEN   busy                          the queue's count (the slot
 //!                                      included), while it has a limit,
 //! LLEN   job-busy  (one a job limit)   each job limit's count,
@@ -45,8 +48,9 @@
 //! (`LLEN`), and whether it has parked jobs (one `EXISTS`), which go first:
 //! once a hand-over from the queue finds some, the next ones take them,
 //! oldest first, from the limit's parked list instead of the queue (a
-//! job of one limit only: a job parked by one of several limits may be
-//! behind the parked jobs of another), without the `EXISTS`, until a move
+//! job of one limit only, without a rate: a job parked by one of several
+//! limits may be behind the parked jobs of another, and a rate's are the
+//! script's), without the `EXISTS`, until a move
 //! finds the list empty (the script then decides). It opens with an `SADD` of their
 //! ids to the capsule's set of run limits: a job limit's slot is otherwise
 //! found, if the capsule dies, by the job that holds it, in an in-progress
@@ -73,7 +77,8 @@
 //! decides as of the first round trip (keyed.rs). A watch left by a first round trip whose
 //! second is not sent lasts until the connection's next `EXEC`, which it
 //! aborts for nothing if a beat wrote the key since. The moved job's
-//! head read ([`Carried`]: a concurrency, no rate, share or range), the
+//! head read ([`Carried`]: a concurrency, no share or range; a rate sends
+//! it to the script, which counts its start), the
 //! second books each of its limits as the script does, an `RPUSH` of the
 //! capsule on its busy list, whose reply is the count with it, and reads
 //! each one's stored value and back-off and whether any limit named there
@@ -103,7 +108,9 @@
 //! than its limit (the passed slot counted; a queue that had no limit at
 //! the last hand-over is not counted, and a limit read after the move
 //! sends the job to the script, which counts), and the same of each job
-//! limit the job carries (no rate: [`Carried`] reads none). Then
+//! limit the job carries; a run's one rated limit, if any, with a start
+//! leased to this thread and still within its span when the reply came
+//! (lease.rs: why no window then holds more than the rate's limit). Then
 //! it starts within the limit: since the read, every other capsule booked
 //! a slot only below it. A keyed hand-over books first and checks after:
 //! its job is handed to Sidekiq only if, after its own push, each limit's
@@ -165,18 +172,23 @@
 //! `keyed.rs`, a keyed hand-over's second round trip and what it says.
 
 mod keyed;
+mod lease;
 mod memory;
 mod pipeline;
 mod values;
 mod verdict;
 
+pub(super) use lease::abandon;
 pub(super) use memory::{forget, note, note_more};
 pub(super) use verdict::Outcome;
+
+use std::cell::Cell;
 
 use crate::carried::{Carried, CarriedLimit};
 use crate::ledger::Ack;
 use crate::script::fetch::{carries_job_limits, Mode};
 use keyed::Keyed;
+use lease::Spend;
 use memory::{continues_run, noted};
 use pipeline::{Layout, Sends};
 
@@ -197,6 +209,10 @@ pub(super) struct HandOver {
     keyed: Option<Box<Keyed>>,
     /// The next job comes from the parked jobs of the one job limit.
     from_parked_list: bool,
+    /// The start a run's rated limit spends (lease.rs), and whether its
+    /// reply found one held, once asked (the answer stands).
+    lease: Option<Spend>,
+    covered: Cell<Option<bool>>,
     /// Where its pipeline's replies are.
     layout: Layout,
 }
@@ -230,16 +246,22 @@ impl HandOver {
         }
         let (limits, deferred, from_parked_list) = if carries_job_limits(&ack.job) {
             let carried = Carried::read(&ack.job)?;
+            let rated = carried.limits.iter().any(|l| l.rate.is_some());
             match continues_run(capsule, &carried) {
+                // A rated limit's parked jobs are the script's (lease.rs).
                 Some(parked_left) => {
-                    let one = carried.limits.len() == 1;
+                    let one = carried.limits.len() == 1 && !rated;
                     (Some((carried, ack.job.clone())), None, parked_left && one)
                 }
+                // A rated run starts with the script, as a rated job does.
+                None if rated => return None,
                 None => (None, Some((carried, ack.job.clone())), false),
             }
         } else {
             (None, None, false)
         };
+        let carried = limits.as_ref().map_or(&[][..], |(c, _)| &c.limits[..]);
+        let lease = Spend::of(capsule, carried)?;
         // Parked jobs are taken whether or not the queue holds any.
         let (count_busy, recoveries_counted) =
             noted(capsule, generation, first, report && !from_parked_list)?;
@@ -249,8 +271,10 @@ impl HandOver {
             recoveries_counted,
             report,
             defer_ack: deferred.is_some(),
+            grant: lease.as_ref().and_then(|l| l.call(uuid)),
+            released: lease.as_ref().map(|l| l.limit.id.clone()),
+            bare_rate: lease::bare(carried),
         };
-        let carried = limits.as_ref().map_or(&[][..], |(c, _)| &c.limits[..]);
         let (request, layout) = pipeline::build(first, uuid, ack, carried, &sends);
         let hand_over = HandOver {
             queue: first.clone(),
@@ -260,6 +284,8 @@ impl HandOver {
             deferred,
             keyed: None,
             from_parked_list,
+            lease,
+            covered: Cell::new(None),
             layout,
         };
         Some((hand_over, request))

@@ -25,6 +25,15 @@ pub(super) struct Sends {
     /// The acknowledgement's `LREM` waits for a keyed hand-over's second
     /// round trip (keyed.rs), which frees its job's slots with it.
     pub(super) defer_ack: bool,
+    /// A grant of a rated limit's starts (lease.rs), sent before the
+    /// `LMOVE`.
+    pub(super) grant: Option<redis::Cmd>,
+    /// The rated limit whose count of jobs sent back for its rate the
+    /// `MGET` reads last (lease.rs).
+    pub(super) released: Option<String>,
+    /// The one limit is a bare rate (lease.rs's `bare`): its busy and
+    /// parked lists are not read.
+    pub(super) bare_rate: bool,
 }
 
 /// Where each read reply is in the pipeline's replies (one a command, in
@@ -35,11 +44,14 @@ pub(super) struct Layout {
     /// The `LREM`'s: 1 if the acknowledged job was there, and its slot
     /// passes (none when deferred).
     pub(super) acked: Option<usize>,
+    /// The lease's grant (before the `LMOVE`), when asked.
+    pub(super) grant: Option<usize>,
     /// The `LMOVE`'s: the next job.
     pub(super) moved: usize,
     /// The `MGET`'s: the queue's state, whether classes back off in it, then
-    /// each job limit's stored value and back-off, and with a deferred
-    /// acknowledgement, the capsule's heartbeat.
+    /// each job limit's stored value and back-off, then a rated limit's
+    /// count of jobs sent back, and with a deferred acknowledgement, the
+    /// capsule's heartbeat.
     pub(super) state: usize,
     /// The `LLEN` of the queue's busy list, when counted.
     pub(super) busy: Option<usize>,
@@ -109,6 +121,11 @@ pub(super) fn build(
         pipe.cmd("HDEL").arg(keys::RECOVERIES).arg(ack.digest.hex());
         next.one();
     }
+    // Before the move: granted before the job starts (lua/lease.lua).
+    let grant = sends.grant.as_ref().map(|call| {
+        pipe.add_command(call.clone());
+        next.one()
+    });
     let source = match limits.first() {
         Some(limit) if sends.from_parked_list => keys::parked(&limit.id),
         _ => keys::queue(queue),
@@ -134,6 +151,9 @@ pub(super) fn build(
             .arg(keys::job_limit(&limit.id))
             .arg(keys::job_back_off(&limit.id));
     }
+    if let Some(id) = &sends.released {
+        state.arg(keys::job_released(id));
+    }
     if sends.defer_ack {
         // Last: the second round trip frees slots only while it exists.
         state.arg(keys::heartbeat(uuid));
@@ -143,12 +163,14 @@ pub(super) fn build(
         pipe.cmd("LLEN").arg(keys::busy(queue));
         next.one()
     });
-    for limit in limits {
+    let counted = if sends.bare_rate { &[][..] } else { limits };
+    for limit in counted {
         pipe.cmd("LLEN").arg(keys::job_busy(&limit.id));
     }
-    let job_busy = next.many(limits.len());
+    let job_busy = next.many(counted.len());
     // From a parked list, its `LMOVE` says when it is empty.
-    let parked_lists = (!limits.is_empty() && !sends.from_parked_list).then(|| {
+    let look_parked = !sends.from_parked_list && !sends.bare_rate;
+    let parked_lists = (!limits.is_empty() && look_parked).then(|| {
         let exists = pipe.cmd("EXISTS");
         for limit in limits {
             exists.arg(keys::parked(&limit.id));
@@ -166,6 +188,7 @@ pub(super) fn build(
     let layout = Layout {
         replies: next.0,
         acked,
+        grant,
         moved,
         state,
         busy,
@@ -200,9 +223,10 @@ mod tests {
             .map(|i| CarriedLimit {
                 id: format!("class:C{i}"),
                 concurrency: 2,
+                rate: None,
             })
             .collect();
-        for bits in 0..32u8 {
+        for bits in 0..64u8 {
             for n in 0..=limits.len() {
                 let sends = Sends {
                     from_parked_list: bits & 1 != 0,
@@ -210,6 +234,9 @@ mod tests {
                     recoveries_counted: bits & 4 != 0,
                     report: bits & 8 != 0,
                     defer_ack: bits & 16 != 0,
+                    grant: (bits & 32 != 0).then(|| redis::cmd("FCALL")),
+                    released: (bits & 32 != 0).then(|| "class:C0".into()),
+                    bare_rate: bits & 32 != 0 && n == 1,
                 };
                 let (packed, at) = build("q", "u", &ack, &limits[..n], &sends);
                 let sent = names(&packed);
@@ -223,11 +250,15 @@ mod tests {
                 assert_eq!(sent[0], first);
                 assert_eq!(named(at.acked), (!sends.defer_ack).then_some("LREM"));
                 assert_eq!(sent[at.moved], "LMOVE");
+                let grant = sends.grant.is_some().then_some("FCALL");
+                assert_eq!(named(at.grant), grant);
+                assert!(at.grant.map_or(true, |i| i < at.moved));
                 assert_eq!(sent[at.state], "MGET");
                 assert_eq!(named(at.busy), sends.count_busy.then_some("LLEN"));
-                assert_eq!(at.job_busy.len(), n);
+                let counted = if sends.bare_rate { 0 } else { n };
+                assert_eq!(at.job_busy.len(), counted);
                 assert!(sent[at.job_busy.clone()].iter().all(|c| c == "LLEN"));
-                let exists = n > 0 && !sends.from_parked_list;
+                let exists = n > 0 && !sends.from_parked_list && !sends.bare_rate;
                 assert_eq!(named(at.parked_lists), exists.then_some("EXISTS"));
                 assert_eq!(named(at.queued), sends.report.then_some("LLEN"));
                 assert_eq!(

@@ -7,6 +7,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use redis::Value;
 
 use super::keyed::{Booking, Keyed};
+use super::lease;
 use super::memory::{note_parked_left, note_read};
 use super::values::{count, stored_limit};
 use super::HandOver;
@@ -76,12 +77,17 @@ impl HandOver {
         if !self.carried().is_empty() {
             // From the queue, a job would overtake the parked ones; from a
             // parked list (no `EXISTS`), it is the oldest of them.
+            let bare = lease::bare(self.carried());
             let parked = match at.parked_lists.map(|i| &replies[i]) {
                 Some(Value::Int(parked)) => *parked,
-                None if self.from_parked_list => 0,
+                None if self.from_parked_list || bare => 0,
                 _ => return None,
             };
-            if parked > 0 {
+            // A bare rate's stored concurrency, unread, is the script's.
+            if bare && read.values.first() != Some(&Value::Nil) {
+                return None;
+            }
+            if parked > 0 || !self.lease_covers(replies) {
                 return None;
             }
             let counts = &replies[at.job_busy.clone()];
@@ -126,7 +132,17 @@ impl HandOver {
             }
             _ => (values, true),
         };
+        // A rated limit's jobs sent back for its rate, not started, before
+        // it: their starts are the script's (lease.rs).
+        let values = match values {
+            [values @ .., Value::Nil] if self.lease.is_some() => values,
+            _ if self.lease.is_some() => return None,
+            _ => values,
+        };
+        // A bare rate's parked jobs, unread, are the script's (lease.rs).
+        let parked_rates = lease::bare(self.carried()) && *rate_due != Value::Nil;
         if values.len() != 2 * self.carried().len()
+            || parked_rates
             || rate_release_due(rate_due)
             || values.chunks(2).any(|v| v[1] != Value::Nil)
         {
@@ -159,6 +175,21 @@ impl HandOver {
         })
     }
 
+    /// Whether the start of a run's rated limit is covered by the lease
+    /// (lease.rs), asked once: the answer stands, as the reply came when it
+    /// was first asked. True without a rated limit.
+    fn lease_covers(&self, replies: &[Value]) -> bool {
+        let Some(lease) = &self.lease else {
+            return true;
+        };
+        if let Some(covered) = self.covered.get() {
+            return covered;
+        }
+        let covered = lease.covers(self.layout.grant.map(|i| &replies[i]));
+        self.covered.set(Some(covered));
+        covered
+    }
+
     /// A keyed hand-over's booking, if the first round trip says the moved
     /// job may start but for its job limits, which differ from a run's (no
     /// slot of them passed), and which [`Carried`] reads; or it carries none
@@ -173,6 +204,8 @@ impl HandOver {
         }
         let read = self.passes(replies).filter(|read| read.alive)?;
         let booked = match Carried::read(read.job) {
+            // A rated limit's start is the script's to count.
+            Some(carried) if carried.limits.iter().any(|l| l.rate.is_some()) => return None,
             Some(carried) => carried.limits,
             None if self.deferred.is_some() && !carries_job_limits(read.job) => Vec::new(),
             None => return None,
@@ -228,7 +261,16 @@ impl HandOver {
         if self.keyed.is_none() {
             self.note_found(&replies);
         }
-        if let Some((job, more, queued)) = self.taken(&replies) {
+        let taken = self.taken(&replies);
+        if let (Some(lease), Some(read)) = (&self.lease, self.read(&replies)) {
+            lease.settle(self.layout.grant.map(|i| &read[i]), taken.is_some());
+            // Parked rates (`rate_due`, the `MGET`'s fifth): a bare rate's
+            // next jobs are the script's a while (lease.rs).
+            if let Value::Array(state) = &read[self.layout.state] {
+                lease.note_parked(state.get(4).is_some_and(|due| *due != Value::Nil));
+            }
+        }
+        if let Some((job, more, queued)) = taken {
             let fetched = Fetched {
                 queue: self.queue,
                 job,

@@ -1,6 +1,17 @@
--- Rate windows: the room a window has left now (rate_room) and a start
--- counted in it (record_start). Reads and writes the call's rate caches
+-- Rate windows: the room a window has left now (rate_room), a start
+-- counted in it (record_start) and the span of a lease of starts
+-- (lease_span, lua/lease.lua). Reads and writes the call's rate caches
 -- (call.lua).
+--
+-- A window may hold stamps ahead of Redis's clock: a lease's starts are
+-- stamped as of its end (lua/lease.lua). Every count below counts them
+-- (only stamps at or before now - period are removed), and the set lives
+-- a period past the latest (LEASE_SPAN_MAX).
+
+-- A lease's span: a twentieth of the period, LEASE_SPAN_MAX at most
+-- (microseconds). Its starts are stamped that far ahead.
+local LEASE_SPAN_MAX = 50000
+local function lease_span(rate) return math.min(LEASE_SPAN_MAX, math.floor(rate[2] / 20)) end
 
 -- How many more starts the window of `rate` ({limit, period}) whose starts
 -- are the sorted set `starts` allows now; at 0, also when it next will
@@ -59,7 +70,8 @@ local function record_start(starts, rate, who)
   local t = now()
   -- Lua's own number to text keeps 14 digits; Redis's, for arguments, all.
   redis.call('ZADD', starts, t, who .. ':' .. string.format('%.0f', t))
-  redis.call('PEXPIRE', starts, math.ceil(rate[2] / 1000))
+  -- A period past the latest stamp, a lease's too.
+  redis.call('PEXPIRE', starts, math.ceil((rate[2] + LEASE_SPAN_MAX) / 1000))
   local room = rate_rooms[starts]
   if room and room > 1 then
     rate_rooms[starts] = room - 1
