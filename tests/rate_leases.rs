@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use limit_fetch_core::{keys, Capsule, Fetched, Interrupt};
+use limit_fetch_core::{keys, Capsule, CapsuleOptions, ConnectionSettings, Fetched, Interrupt};
 use redis::Commands;
 use support::{capsule_whose_acks_ride, jid_of, next, push_jobs, queue, redis};
 
@@ -190,6 +190,217 @@ fn starts_a_lease_did_not_spend_are_given_back() {
     assert_eq!(counted(&id).len(), 6, "the three unspent given back");
 }
 
+/// The leased starts counted in `id`'s window, as grants: (stamp, starts),
+/// oldest first.
+fn grants(id: &str) -> Vec<(u64, usize)> {
+    let mut grants = std::collections::BTreeMap::new();
+    for (member, at) in counted(id) {
+        if member.contains('#') {
+            *grants.entry(at).or_insert(0) += 1;
+        }
+    }
+    grants.into_iter().collect()
+}
+
+/// A lease's span is as long as its starts take to spend (lua/prelude/
+/// rates.lua's lease_span): 3 ms a start, 5 ms at least, within the
+/// period's twentieth (here 50 ms). A window a lease fills opens again that
+/// much later for its starts.
+#[test]
+fn a_leases_span_is_as_long_as_its_starts_take() {
+    let q = queue("spans");
+    let id = format!("class:Spans-{q}");
+    push_rated(&q, &id, (1_000_000, 60.0), 0, 20);
+    let c = processor();
+    let mut conn = redis();
+    let mut held = next(&c, &q, None);
+    held = next(&c, &q, held);
+    let mut asked = Vec::new();
+    for _ in 0..15 {
+        let before = redis_now(&mut conn);
+        let known = grants(&id).len();
+        held = next(&c, &q, held);
+        let after = redis_now(&mut conn);
+        if let Some(&(stamp, starts)) = grants(&id).get(known) {
+            asked.push((starts, stamp - before, after - before));
+        }
+    }
+    let sizes: Vec<usize> = asked.iter().map(|a| a.0).collect();
+    assert_eq!(&sizes[..4], &[1, 2, 4, 8], "grants {asked:?}");
+    for (starts, ahead, trip) in asked {
+        let span = (starts as u64 * 3_000).clamp(5_000, 50_000);
+        assert!(
+            ahead <= span + trip && ahead + trip >= span,
+            "{starts} starts stamped {ahead} us ahead (span {span}, round trip {trip})"
+        );
+    }
+}
+
+/// A window near its limit (past half of it, or within 32 starts, after a
+/// grant) is the script's: the grant that finds it so is of one start, and
+/// the thread asks no lease of that limit for a while (a period, 10 s at
+/// most): its next jobs go straight to the script, with no hand-over
+/// tried.
+#[test]
+fn a_window_near_its_limit_is_left_to_the_script() {
+    let q = queue("scarce");
+    let id = format!("class:Scarce-{q}");
+    // Near: less than 32 starts of room. Nothing is parked (the rate never
+    // refuses these 30 jobs).
+    push_rated_or_discarded(&q, &id, (60, 60.0), true, 0, 30);
+    let c = processor();
+    let mut held = next(&c, &q, None);
+    held = next(&c, &q, held);
+    let mut handed = Vec::new();
+    for _ in 2..30 {
+        let before = c.hand_overs();
+        held = next(&c, &q, held);
+        assert!(held.is_some(), "a job");
+        handed.push(c.hand_overs() - before);
+    }
+    // The script's two, then grants of 1, 2, 4 and 8 (17 counted, 43 of
+    // room left); 16 more would leave 27: one.
+    // (Stamped a span ahead, the last before the one of 8.)
+    let mut sizes: Vec<usize> = grants(&id).into_iter().map(|g| g.1).collect();
+    sizes.sort_unstable();
+    assert_eq!(sizes, [1, 1, 2, 4, 8], "grants");
+    assert_eq!(handed.iter().sum::<u64>(), 16, "hand-overs: {handed:?}");
+    assert!(handed[16..].iter().all(|&n| n == 0), "after: {handed:?}");
+    assert_eq!(counted(&id).len(), 30, "every start counted");
+}
+
+/// A fetch script that starts a job of a rate near its limit (here past
+/// half of it) leaves its queue to the script: the run's next fetches on
+/// the thread try no hand-over (no lease is asked there).
+#[test]
+fn a_look_that_started_a_job_near_its_rates_limit_leaves_the_run_to_the_script() {
+    let q = queue("near");
+    let id = format!("class:Near-{q}");
+    let rate = (40, 60.0);
+    push_rated_or_discarded(&q, &id, rate, true, 0, 8);
+    // 20 starts counted already (as another capsule's would be).
+    let mut conn = redis();
+    let now = redis_now(&mut conn);
+    for i in 0..20 {
+        let _: () = conn
+            .zadd(keys::job_starts(&id), format!("other:{i}"), now)
+            .unwrap();
+    }
+    let c = processor();
+    let mut held = next(&c, &q, None);
+    held = next(&c, &q, held);
+    let before = c.hand_overs();
+    for _ in 2..8 {
+        held = next(&c, &q, held);
+        assert!(held.is_some(), "a job");
+    }
+    assert_eq!(c.hand_overs() - before, 0, "hand-overs tried");
+    assert_eq!(grants(&id), [], "no lease");
+}
+
+/// Capsules (their acknowledgements riding on their fetches) on database
+/// `db` of the tests' server, and a connection to it: a test whose jobs
+/// park behind a rate (`rate_due` is one key a database) keeps them from
+/// the others' runs.
+struct Database {
+    settings: ConnectionSettings,
+    conn: redis::Connection,
+}
+
+impl Database {
+    fn new(db: i64) -> Database {
+        let settings = ConnectionSettings {
+            db,
+            ..support::settings()
+        };
+        let url = format!("redis://127.0.0.1:{}/{db}", settings.port);
+        let mut conn = redis::Client::open(url).unwrap().get_connection().unwrap();
+        let _: () = conn.set(keys::LAST_BEAT, "a-beating-fleet").unwrap();
+        Database { settings, conn }
+    }
+
+    fn processor(&self) -> Capsule {
+        let options = CapsuleOptions {
+            ack_grace: Duration::from_secs(10),
+            ..CapsuleOptions::default()
+        };
+        let capsule = Capsule::new(&self.settings, options);
+        capsule.register(&Interrupt::new()).unwrap();
+        capsule
+    }
+
+    fn push_rated(&mut self, q: &str, id: &str, rate: (u64, f64), n: usize) {
+        for i in 0..n {
+            let job = rated(q, &format!("j{i}"), id, rate, false);
+            let _: () = self.conn.lpush(format!("queue:{q}"), job).unwrap();
+        }
+    }
+}
+
+/// While jobs are parked behind a rate (any: `rate_due`, which sends a
+/// bare rate's hand-over to the script), a fetch script's look says when
+/// they may go, and the thread tries no hand-over of a bare rate's run: its
+/// jobs go straight to the script.
+#[test]
+fn a_look_that_saw_parked_rates_leaves_a_bare_rates_run_to_the_script() {
+    let mut db = Database::new(1);
+    // One of two jobs of an hourly rate of 1 parked behind it.
+    let (parked_q, parked_id) = (queue("parks"), format!("class:Parks-{}", queue("")));
+    db.push_rated(&parked_q, &parked_id, (1, 3600.0), 2);
+    let other = db.processor();
+    let first = next(&other, &parked_q, None);
+    assert!(first.is_some() && next(&other, &parked_q, first).is_none());
+    let due: Option<String> = db.conn.get(keys::RATE_DUE).unwrap();
+    assert!(due.is_some(), "parked behind the rate");
+    // A bare rate's run, far from its limit.
+    let q = queue("bare");
+    let id = format!("class:Bare-{q}");
+    db.push_rated(&q, &id, (1_000_000, 60.0), 8);
+    let c = db.processor();
+    let mut held = next(&c, &q, None);
+    held = next(&c, &q, held);
+    let before = c.hand_overs();
+    for _ in 2..8 {
+        held = next(&c, &q, held);
+        assert!(held.is_some(), "a job");
+    }
+    assert_eq!(c.hand_overs() - before, 0, "hand-overs tried");
+}
+
+/// Jobs sent back for a rate wait for a script, which counts their starts:
+/// the look that takes one while others are still to start leaves the
+/// queue to the script, and the thread's next fetch tries no hand-over
+/// (whose lease would be refused).
+#[test]
+fn a_look_that_took_a_job_sent_back_for_its_rate_leaves_the_run_to_the_script() {
+    let mut db = Database::new(2);
+    let q = queue("sent-back");
+    let id = format!("class:SentBack-{q}");
+    let rate = (3, 0.3);
+    db.push_rated(&q, &id, rate, 6);
+    let c = db.processor();
+    // Two by the script, a third on a lease (the window's last start: the
+    // rate is held), the rest parked behind the rate.
+    let mut held = next(&c, &q, None);
+    held = next(&c, &q, held);
+    held = next(&c, &q, held);
+    assert!(held.is_some());
+    held = next(&c, &q, held);
+    assert!(held.is_none(), "parked");
+    // The window opens: all three go back; the script takes one.
+    std::thread::sleep(Duration::from_millis(350));
+    held = next(&c, &q, held);
+    assert!(held.is_some(), "sent back and taken");
+    let before = c.hand_overs();
+    for _ in 0..2 {
+        held = next(&c, &q, held);
+        assert!(held.is_some(), "a job sent back");
+    }
+    assert_eq!(c.hand_overs() - before, 0, "hand-overs tried");
+    let left: Option<String> = db.conn.get(keys::job_released(&id)).unwrap();
+    assert_eq!(left, None, "every job sent back started");
+}
+
 /// A small xorshift generator: random arrivals and job lengths, from a
 /// seed printed on failure.
 struct Random(u64);
@@ -232,16 +443,18 @@ fn too_many(starts: &[Start], limit: usize, period: u64) -> Option<Vec<Start>> {
 
 /// Random bursts of arrivals, each more than a window takes, at random
 /// gaps, of jobs dropped over the rate (nothing parked: the threads'
-/// fetches contest each window as it opens, on leases), random job lengths
-/// (a lease spent over its span), two capsules of two threads each: no
-/// window of the period holds more than the limit's starts, each start's
-/// time bounded by Redis's clock around its fetch; and leases were spent.
+/// fetches contest each window as it opens, on leases while it is less
+/// than half full, one start at a time near its limit), random job
+/// lengths (a lease spent over its span), two capsules of two threads
+/// each: no window of the period holds more than the limit's starts, each
+/// start's time bounded by Redis's clock around its fetch; and leases were
+/// spent.
 #[test]
 fn over_random_arrivals_no_window_holds_more_than_the_limit() {
     let q = queue("windows");
     let id = format!("class:Windows-{q}");
-    // A span of 50 ms.
-    let (limit, period) = (30_u64, 1.0);
+    // Spans of 5 to 50 ms.
+    let (limit, period) = (100_u64, 1.0);
     let seed = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(1, |d| d.as_nanos() as u64)
@@ -253,8 +466,8 @@ fn over_random_arrivals_no_window_holds_more_than_the_limit() {
             let mut random = Random(seed);
             let mut pushed = 0;
             while !done.load(Ordering::Relaxed) {
-                // Bursts of 100..300 jobs 0.6..1.6 s apart.
-                let n = 100 + random.below(201) as usize;
+                // Bursts of 150..450 jobs 0.6..1.6 s apart.
+                let n = 150 + random.below(301) as usize;
                 push_rated_or_discarded(&q, &id, (limit, period), true, pushed, n);
                 pushed += n;
                 std::thread::sleep(Duration::from_millis(600 + random.below(1000)));

@@ -13,9 +13,18 @@
 -- ARGV[7]  from this one (its members' numbers, 1 first)
 -- ARGV[8]  to this one, it did not spend and will not: they go, and if
 --          the limit has jobs parked behind its rate, they are due now
--- Returns {granted, span, stamp}: the starts granted (0..k), each counted
--- in the window from now on, the lease's span (microseconds), and their
--- stamp (a member is <capsule>#<n>:<stamp>).
+-- Returns {granted, span, stamp, hold}: the starts granted (0..k), each
+-- counted in the window from now on, the lease's span (microseconds,
+-- lease_span: as long as `granted` starts take to spend), their stamp (a
+-- member is <capsule>#<n>:<stamp>), and how long the thread asks no lease
+-- of this limit again (microseconds; 0: it may), as the window is near its
+-- limit (below).
+--
+-- Near its limit once k are counted (lease_scarce: past half, or within
+-- LEASE_SCARCE starts), a window is the script's: a grant there is of one
+-- start (the job moved in this very pipeline), or none, and the thread
+-- leaves the limit's jobs to the script for a period (LEASE_HOLD_MAX at
+-- most), as it does while jobs wait, sent back for the rate.
 --
 -- Why exact: a start is stamped no earlier than it happens (the thread
 -- spends its lease only within the span of its request's sending, which
@@ -29,6 +38,8 @@
 -- So no window holds more than the limit. A start given back never
 -- happened: the count loses nothing that started. A stored rate changed
 -- during a lease binds from the next grant: a span later at most.
+local LEASE_HOLD_MAX = 10000000
+
 return function(KEYS, ARGV)
   local id, asked, who = ARGV[1], tonumber(ARGV[4]), ARGV[5]
   local starts = job_starts_key(id)
@@ -43,15 +54,22 @@ return function(KEYS, ARGV)
       sync_rate_due()
     end
   end
-  if not asked or asked < 1 then return {0, 0, ''} end
+  if not asked or asked < 1 then return {0, 0, '', 0} end
   local rate = parse_rate(redis.call('GET', job_rate_key(id)))
     or declared_rate({tonumber(ARGV[2]), tonumber(ARGV[3])})
-  local span = lease_span(rate)
+  local hold = math.min(rate[2], LEASE_HOLD_MAX)
   -- Jobs sent back for the rate wait at the front of their queues for a
   -- script, which counts their starts (book_start): none is leased.
-  if redis.call('EXISTS', job_released_key(id)) == 1 then return {0, span, ''} end
-  local granted = math.min(asked, rate_room(starts, rate))
-  if granted < 1 then return {0, span, ''} end
+  if redis.call('EXISTS', job_released_key(id)) == 1 then return {0, 0, '', hold} end
+  local room = rate_room(starts, rate)
+  local granted = asked
+  if lease_scarce(room, rate, asked) then
+    granted = math.min(1, room)
+  else
+    hold = 0
+  end
+  if granted < 1 then return {0, 0, '', hold} end
+  local span = lease_span(rate, granted)
   local stamp = string.format('%.0f', now() + span)
   local args = {}
   for i = 1, granted do
@@ -62,5 +80,5 @@ return function(KEYS, ARGV)
   end
   granted = redis.call('ZADD', starts, unpack(args))
   redis.call('PEXPIRE', starts, math.ceil((rate[2] + LEASE_SPAN_MAX) / 1000))
-  return {granted, span, stamp}
+  return {granted, span, stamp, hold}
 end

@@ -76,8 +76,18 @@ impl Lease {
     }
 }
 
+/// A limit whose window a grant found near its limit (lua/lease.lua): no
+/// lease is asked of it on this thread until then, and its jobs go to the
+/// script.
+struct Hold {
+    capsule: u64,
+    id: String,
+    until: Instant,
+}
+
 thread_local! {
     static LEASES: RefCell<Vec<Lease>> = const { RefCell::new(Vec::new()) };
+    static HOLDS: RefCell<Vec<Hold>> = const { RefCell::new(Vec::new()) };
     /// When a bare rate's hand-over last read parked rates, by capsule.
     static PARKED: RefCell<Vec<(u64, Instant)>> = const { RefCell::new(Vec::new()) };
     /// This thread's part of its members' names.
@@ -124,7 +134,7 @@ impl Spend {
         if parked && bare(limits) {
             return None;
         }
-        let (ask, give_back) = LEASES.with(|leases| {
+        let (ask, give_back): (Option<u64>, _) = LEASES.with(|leases| {
             let leases = leases.borrow();
             match leases.iter().find(|l| l.capsule == capsule) {
                 Some(l) if l.id == limit.id && l.left > 0 && sent < l.until => (None, None),
@@ -137,6 +147,11 @@ impl Spend {
                 None => (Some(1), None),
             }
         });
+        // A lease to ask of a limit held: the script (starts not spent
+        // first go back with a grant's call, which it may refuse).
+        if ask.is_some() && give_back.is_none() && held(capsule, &limit.id, sent) {
+            return None;
+        }
         Some(Some(Spend {
             capsule,
             limit: limit.clone(),
@@ -166,8 +181,8 @@ impl Spend {
     pub(super) fn covers(&self, grant: Option<&Value>) -> bool {
         let now = Instant::now();
         if let (Some(_), Some(reply)) = (self.ask, grant) {
-            let (granted, span, _) = granted(reply);
-            return granted > 0 && now < self.sent + span;
+            let grant = granted(reply);
+            return grant.granted > 0 && now < self.sent + grant.span;
         }
         LEASES.with(|leases| {
             leases
@@ -178,18 +193,26 @@ impl Spend {
         })
     }
 
+    /// Asks no lease of its limit for `hold` from now.
+    fn hold(&self, hold: Duration) {
+        HOLDS.with(|holds| {
+            let mut holds = holds.borrow_mut();
+            let now = Instant::now();
+            holds
+                .retain(|h| now < h.until && !(h.capsule == self.capsule && h.id == self.limit.id));
+            holds.push(Hold {
+                capsule: self.capsule,
+                id: self.limit.id.clone(),
+                until: now + hold,
+            });
+        });
+    }
+
     /// Notes whether its hand-over read parked rates (a bare rate's).
     pub(super) fn note_parked(&self, parked: bool) {
-        if !bare(std::slice::from_ref(&self.limit)) {
-            return;
+        if bare(std::slice::from_ref(&self.limit)) {
+            note_parked(self.capsule, parked);
         }
-        PARKED.with(|notes| {
-            let mut notes = notes.borrow_mut();
-            notes.retain(|(c, _)| *c != self.capsule);
-            if parked {
-                notes.push((self.capsule, Instant::now()));
-            }
-        });
     }
 
     /// Notes the grant the call's reply says, if it asked, and spends one
@@ -198,7 +221,15 @@ impl Spend {
         LEASES.with(|leases| {
             let mut leases = leases.borrow_mut();
             if let (Some(asked), Some(reply)) = (self.ask, grant) {
-                let (granted, span, stamp) = granted(reply);
+                let Grant {
+                    granted,
+                    span,
+                    stamp,
+                    hold,
+                } = granted(reply);
+                if !hold.is_zero() {
+                    self.hold(hold);
+                }
                 let ask = match granted >= asked {
                     true => (asked * 2).min(MOST),
                     false => 1,
@@ -262,19 +293,72 @@ pub(in crate::capsule) fn abandon(id: u64, uuid: &str) -> Option<Vec<u8>> {
     Some(pipe.get_packed_pipeline())
 }
 
-/// The starts, span and stamp a grant's reply says: none for anything else
-/// (an error, the library lost: the script decides, and loads it).
-fn granted(reply: &Value) -> (u64, Duration, String) {
-    let none = (0, Duration::ZERO, String::new());
-    let Value::Array(reply) = reply else {
-        return none;
-    };
-    match reply.as_slice() {
-        [Value::Int(granted), Value::Int(span), Value::BulkString(stamp)] => (
-            u64::try_from(*granted).unwrap_or(0),
-            Duration::from_micros(u64::try_from(*span).unwrap_or(0)),
-            String::from_utf8_lossy(stamp).into_owned(),
-        ),
-        _ => none,
+/// Notes whether rates hold jobs parked, as a hand-over or a fetch script
+/// on this thread for `capsule` last read.
+fn note_parked(capsule: u64, parked: bool) {
+    PARKED.with(|notes| {
+        let mut notes = notes.borrow_mut();
+        notes.retain(|(c, _)| *c != capsule);
+        if parked {
+            notes.push((capsule, Instant::now()));
+        }
+    });
+}
+
+/// Notes what a fetch script's look on this thread for `capsule` said:
+/// one that says when a rate may next let jobs go (`opens`: the first
+/// opening of the parked rates, or of a window, a back-off) says as a rule
+/// that jobs are parked behind one (`rate_due` is set), which sends a bare
+/// rate's hand-over to the script: its next ones are the script's a while,
+/// as after a hand-over that read them.
+pub(super) fn note_look(capsule: u64, opens: bool) {
+    note_parked(capsule, opens);
+}
+
+/// Whether a lease of limit `id` is held for capsule `capsule` at `now`.
+fn held(capsule: u64, id: &str, now: Instant) -> bool {
+    HOLDS.with(|holds| {
+        holds
+            .borrow()
+            .iter()
+            .any(|h| h.capsule == capsule && h.id == id && now < h.until)
+    })
+}
+
+/// What a grant's reply says (lua/lease.lua).
+struct Grant {
+    granted: u64,
+    span: Duration,
+    stamp: String,
+    /// How long no lease of the limit is asked again.
+    hold: Duration,
+}
+
+/// What a grant's reply says: none for anything else (an error, the
+/// library lost: the script decides, and loads it).
+fn granted(reply: &Value) -> Grant {
+    let micros = |us: &i64| Duration::from_micros(u64::try_from(*us).unwrap_or(0));
+    match reply {
+        Value::Array(reply) => match reply.as_slice() {
+            [Value::Int(granted), Value::Int(span), Value::BulkString(stamp), Value::Int(hold)] => {
+                Grant {
+                    granted: u64::try_from(*granted).unwrap_or(0),
+                    span: micros(span),
+                    stamp: String::from_utf8_lossy(stamp).into_owned(),
+                    hold: micros(hold),
+                }
+            }
+            _ => Grant::NONE,
+        },
+        _ => Grant::NONE,
     }
+}
+
+impl Grant {
+    const NONE: Grant = Grant {
+        granted: 0,
+        span: Duration::ZERO,
+        stamp: String::new(),
+        hold: Duration::ZERO,
+    };
 }

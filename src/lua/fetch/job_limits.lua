@@ -2,7 +2,7 @@
 -- at_limit, and held_back, which checks a class's back-off too) and booked
 -- (book).
 -- Reads: uuid, freed_limits, full, rate_full, classes_back_off. Writes:
--- full, rate_full, freed_limits, opens.
+-- full, rate_full, freed_limits, opens, rates_held_back.
 
 -- Whether job limit `limit` is at its rate; if so, notes when it opens.
 local function at_rate(limit)
@@ -82,7 +82,11 @@ local function book(limits)
     local rate = job_rate(limit)
     -- The reply says when more parked jobs may go: the fetcher that took
     -- this one sets the doorbell to ring then.
-    if rate then opens_at(book_start(id, rate, uuid)) end
+    if rate then
+      local at, held_back = book_start(id, rate, uuid)
+      opens_at(at)
+      if held_back then rates_held_back = true end
+    end
   end
 end
 

@@ -17,7 +17,7 @@ return function(KEYS, ARGV)
   moved = watch and {} or NONE
   full, parked_into, discarded, aside, rate_full, opens = NONE, NONE, NONE, 0, NONE, nil
   discarded_from, fair_freed = NONE, NONE
-  took_held, ended, classes_back_off, held_in = false, nil, false, nil
+  took_held, ended, classes_back_off, held_in, rates_held_back = false, nil, false, nil, false
   -- A fetch may park and send back many limits: RATE_DUE_KEY and
   -- RATE_WAKE_KEY are written once, as it ends (done).
   defer_rate_due(true)

@@ -118,6 +118,12 @@ local discarded_from
 local fair_freed
 -- The job taken was held: a parked job sent back by this call.
 local took_held
+-- A rate of the job taken is near its limit (lease_scarce), or has jobs
+-- sent back for it still to start, which a script counts: the reply
+-- leaves its queue to the script (the next fetch of it on this thread
+-- tries no hand-over, whose lease would be refused: src/capsule/
+-- hand_over/lease.rs).
+local rates_held_back
 -- The held job a window let go, in the capsule's in-progress list already
 -- (lua/fetch/rates.lua), or nil.
 local held_in

@@ -2,7 +2,7 @@
 -- job moved into the in-progress list (take, moved_from), and the reply
 -- with it (taken).
 -- Reads: uuid, report, watch, seen, seen_rate, seen_adaptive, freed, held, held_in, moved,
--- discarded, took_held, opens. Writes: freed, held, held_in, moved, took_held,
+-- discarded, took_held, rates_held_back, opens. Writes: freed, held, held_in, moved, took_held,
 -- written, and (taken, through more_from and done) what those write.
 
 -- Books the capsule a slot of queue `name`, whose busy list is `busy`, and
@@ -27,8 +27,9 @@ local function taken(name, job, i)
   if report then more, queued = more_from(i) end
   -- An adaptive limit grows at the fetch that finds it reached, which a
   -- hand-over never is (src/capsule/hand_over/): its queue's jobs come here.
-  return done({name, job, more, discarded, (state[2] or state[4] or state[5] or adaptive) and 1 or false, queued,
-    opens_in(), took_held and 1 or false, opens})
+  local to_script = state[2] or state[4] or state[5] or adaptive or rates_held_back
+  return done({name, job, more, discarded, to_script and 1 or false, queued, opens_in(), took_held and 1 or false,
+    opens})
 end
 
 -- A queue's key, written by this fetch: the doorbell's reads of it end.

@@ -51,13 +51,17 @@ end
 -- when its window next has room: now, or as it opens; and returns when
 -- (else nil). A job taken from another queue than the one they wait at the
 -- front of may be counted for one of them: the next release may then come
--- before that one starts, and go ahead of it.
+-- before that one starts, and go ahead of it. Returns too whether the
+-- rate's next starts are the script's, one by one: its window is near its
+-- limit (lease_scarce; its room unknown, taken so), or jobs sent back for
+-- it, or parked behind it, wait (no lease is asked: lua/lease.lua).
 local function book_start(id, rate, who)
   local starts = job_starts_key(id)
   record_start(starts, rate, who)
+  local scarce = lease_scarce(rate_rooms[starts] or 0, rate, 0)
   -- Most starts were never sent back: their count, read with the limit's
   -- values (job_limit), said so.
-  if not released_outstanding(id) then return nil end
+  if not released_outstanding(id) then return nil, scarce end
   -- Counted in this call (release, deferred) or in Redis.
   local pending = released_pending and released_pending[id]
   local left
@@ -69,13 +73,13 @@ local function book_start(id, rate, who)
     left = redis.call('DECR', job_released_key(id))
   end
   rate_released[id] = left > 0
-  if left > 0 then return nil end
+  if left > 0 then return nil, true end
   if not pending then redis.call('DEL', job_released_key(id)) end
-  if left < 0 or redis.call('EXISTS', parked_key(id)) == 0 then return nil end
+  if left < 0 or redis.call('EXISTS', parked_key(id)) == 0 then return nil, scarce end
   local room, opens = rate_room(starts, rate, true)
   local at = room > 0 and now() or opens
   rate_parks(id, at)
-  return at
+  return at, true
 end
 
 -- When the window of `starts` ({limit, period} `rate`), whose room is

@@ -8,10 +8,27 @@
 -- (only stamps at or before now - period are removed), and the set lives
 -- a period past the latest (LEASE_SPAN_MAX).
 
--- A lease's span: a twentieth of the period, LEASE_SPAN_MAX at most
--- (microseconds). Its starts are stamped that far ahead.
-local LEASE_SPAN_MAX = 50000
-local function lease_span(rate) return math.min(LEASE_SPAN_MAX, math.floor(rate[2] / 20)) end
+-- A lease's span (microseconds): LEASE_SPAN_EACH a start granted,
+-- LEASE_SPAN_LEAST at least, and a twentieth of the period, LEASE_SPAN_MAX,
+-- at most. Its starts are stamped that far ahead: a window a lease fills
+-- opens again that much later for them, so a span is as short as the
+-- spending of its starts allows (a job a hand-over; the first in the
+-- grant's own pipeline).
+local LEASE_SPAN_MAX, LEASE_SPAN_EACH, LEASE_SPAN_LEAST = 50000, 3000, 5000
+local function lease_span(rate, granted)
+  local span = math.max(LEASE_SPAN_LEAST, granted * LEASE_SPAN_EACH)
+  return math.min(LEASE_SPAN_MAX, math.floor(rate[2] / 20), span)
+end
+
+-- Whether a window of `rate` with `room` left is near its limit once `k`
+-- more starts are counted: past half of it, or within LEASE_SCARCE starts.
+-- Near it, a window is the script's, start by start (lua/lease.lua): a
+-- lease there would be refused or short next time, and its starts,
+-- stamped a span late, would hold the window shut that much longer.
+local LEASE_SCARCE = 32
+local function lease_scarce(room, rate, k)
+  return room - k < math.max(LEASE_SCARCE, rate[1] / 2)
+end
 
 -- How many more starts the window of `rate` ({limit, period}) whose starts
 -- are the sorted set `starts` allows now; at 0, also when it next will

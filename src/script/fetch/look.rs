@@ -37,7 +37,8 @@ pub(crate) struct Look {
     pub(crate) more: bool,
     pub(crate) discarded: Vec<Discarded>,
     /// With a job: its queue has a process limit, a rate, classes that back
-    /// off or an adaptive limit (such a queue is left to the script: see
+    /// off or an adaptive limit, or a rate of its job limits has jobs sent
+    /// back for it still to start (such a queue is left to the script: see
     /// capsule/hand_over/).
     pub(crate) left_to_script: bool,
     /// With a job: it was parked, sent back by this fetch (its job limits
