@@ -3,29 +3,51 @@
 //! lua/lease.lua, in the hand-over's own pipeline, before the `LMOVE`, for
 //! k starts of the rate's window at once: Redis counts the window and
 //! stamps the k' it grants at g + span (g: its clock at the grant; the
-//! span a twentieth of the period, 50 ms at most). The thread then spends
-//! them on the run's next jobs, one a hand-over, until none is left or the
-//! span has passed, by its own monotonic clock, since it sent the request:
-//! never later, by Redis's clock, than g + span, so that no start comes
-//! after its stamp. A hand-over's job spends a start only if its reply came
-//! before that (its `LMOVE` ran before); else the script decides it, and
-//! counts its start as it counts any. Starts not spent are given back: a
-//! lease whose span ended, by the next grant's call; one whose hand-over
-//! left the job to the script, by a call ahead of the script, in its
-//! request ([`abandon`]; jobs parked behind the rate are then due at once,
-//! for the room). Until then they stay counted, as if they started (fewer
-//! may start, never more). Members are the capsule's and the thread's own
-//! (`<uuid>.<thread>#<n>:<stamp>`), so that one gives back only its own.
-//! Why no window then holds more than the rate's limit: lua/lease.lua.
+//! span 3 ms a start granted, 5 ms at least, and a twentieth of the
+//! period, 50 ms, at most: lua/prelude/rates.lua's `lease_span`). The
+//! thread then spends them on the run's next jobs, one a hand-over, until
+//! none is left or the span has passed, by its own monotonic clock, since
+//! it sent the request: never later, by Redis's clock, than g + span, so
+//! that no start comes after its stamp. A hand-over's job spends a start
+//! only if its reply came before that (its `LMOVE` ran before); else the
+//! script decides it, and counts its start as it counts any. Starts not
+//! spent are given back: a lease whose span ended, by the next grant's
+//! call; one whose hand-over left the job to the script, by a call ahead
+//! of the script, in its request ([`abandon`]; jobs parked behind the rate
+//! are then due at once, for the room). Until then they stay counted, as
+//! if they started (fewer may start, never more). Members are the
+//! capsule's and the thread's own (`<uuid>.<thread>#<n>:<stamp>`), so that
+//! one gives back only its own. Why no window then holds more than the
+//! rate's limit: lua/lease.lua.
 //!
 //! k adapts to the room and to the thread: 1 at first, doubled while
 //! grants come back full and are spent, up to [`MOST`]; a grant short of k
-//! (the room is scarce) falls back to 1, so that near its limit a rate is
-//! counted start by start, as the script counts it; a lease whose span
-//! ended before it was spent asks next for what it spent (1 at least), so
-//! that few starts counted go unused. Jobs parked behind the rate, or sent back for it and
-//! not started, are the script's: their limit's parked list or count of
-//! released jobs, read by every such hand-over, sends its job there.
+//! falls back to 1; a lease whose span ended before it was spent asks next
+//! for what it spent (1 at least), so that few starts counted go unused.
+//!
+//! A rate that binds, or nearly, is the script's, start by start, as if
+//! there were no leases: a lease near the limit would be refused or short
+//! the next time (a round trip wasted, the job to the script after it),
+//! and its starts, stamped a span late, would hold the window shut that
+//! much longer. So nothing is asked there (each rule a round trip saved):
+//! - a grant that finds the window near its limit (past half of it, or
+//!   within 32 starts, once k more are counted: `lease_scarce`) grants one
+//!   start (the job moved in its own pipeline) or none, and says for how
+//!   long the thread asks no lease of that limit (a period, 10 s at most:
+//!   [`Hold`]); as does one refused for jobs sent back for the rate;
+//! - a fetch script that starts a job whose rate is near its limit, or
+//!   has jobs sent back for it still to start or parked behind it, says
+//!   its queue is left to the script (`left_to_script`): the thread's next
+//!   fetch of it tries no hand-over, and that script's look says again;
+//! - a bare rate's hand-over (see [`bare`]) goes to the script while any
+//!   rate has parked jobs (its `rate_due`): a thread whose hand-over read
+//!   them, or whose fetch script's look said when a rate next lets jobs go
+//!   ([`note_look`]), leaves a bare rate's run to the script a while
+//!   ([`PARKED_PAUSE`]).
+//!
+//! Jobs parked behind the rate, or sent back for it and not started, are
+//! the script's: their limit's parked list or count of released jobs, read
+//! by every such hand-over, sends its job there.
 
 use std::cell::RefCell;
 use std::sync::LazyLock;
@@ -40,9 +62,12 @@ use crate::script::{LuaScript, LEASE};
 /// The most starts one grant asks for.
 const MOST: u64 = 16;
 
+/// The most limits a thread holds no lease of at once (many keys' runs).
+const MOST_HELD: usize = 64;
+
 /// How long a thread leaves a bare rate's run to the script once its
-/// hand-over read parked rates (which send its job there): a round trip
-/// less a job while they last.
+/// hand-over, or its fetch script's look, saw parked rates (which send its
+/// job there): a round trip less a job while they last.
 const PARKED_PAUSE: Duration = Duration::from_secs(1);
 
 static LEASE_SCRIPT: LazyLock<LuaScript> = LazyLock::new(|| LuaScript::new(LEASE));
@@ -76,9 +101,9 @@ impl Lease {
     }
 }
 
-/// A limit whose window a grant found near its limit (lua/lease.lua): no
-/// lease is asked of it on this thread until then, and its jobs go to the
-/// script.
+/// A limit whose window a grant found near its limit, or whose jobs sent
+/// back for its rate wait (lua/lease.lua): no lease is asked of it on this
+/// thread until then, and its run's jobs go to the script.
 struct Hold {
     capsule: u64,
     id: String,
@@ -88,7 +113,8 @@ struct Hold {
 thread_local! {
     static LEASES: RefCell<Vec<Lease>> = const { RefCell::new(Vec::new()) };
     static HOLDS: RefCell<Vec<Hold>> = const { RefCell::new(Vec::new()) };
-    /// When a bare rate's hand-over last read parked rates, by capsule.
+    /// When a bare rate's hand-over, or a fetch script's look, last saw
+    /// parked rates, by capsule.
     static PARKED: RefCell<Vec<(u64, Instant)>> = const { RefCell::new(Vec::new()) };
     /// This thread's part of its members' names.
     static THREAD: String = uuid::Uuid::new_v4().simple().to_string()[..8].to_owned();
@@ -200,6 +226,10 @@ impl Spend {
             let now = Instant::now();
             holds
                 .retain(|h| now < h.until && !(h.capsule == self.capsule && h.id == self.limit.id));
+            // The oldest forgotten first: a lease asked again is refused.
+            if holds.len() >= MOST_HELD {
+                holds.remove(0);
+            }
             holds.push(Hold {
                 capsule: self.capsule,
                 id: self.limit.id.clone(),

@@ -11,7 +11,8 @@ use crate::script::fetch::Look;
 
 /// The queue a fetch script last took a job of on this thread, for a
 /// capsule, on a master, if that queue had no process limit, rate or adaptive
-/// limit (see the module's documentation); and whether
+/// limit, and the job's rate, if any, let a lease be asked (see the
+/// module's documentation, and lease.rs); and whether
 /// the last look left a job in it (known while fetchers sleep: a look then
 /// reports it).
 struct Hint {

@@ -143,7 +143,8 @@
 //!
 //! A hand-over is tried only where it should succeed: for a queue a script
 //! on this thread last took a job of, without a process limit or a rate
-//! then ([`note`]); a queue with either pays the script alone, not both. So
+//! then ([`note`]), nor a job whose rate is near its limit or holds jobs
+//! back (lease.rs); a queue with either pays the script alone, not both. So
 //! does a queue with an adaptive limit, which grows where the script finds
 //! it reached (lua/prelude/adaptive.lua): a hand-over, which reads its
 //! limit as stored (the floor), only ever sends a job over the floor to
