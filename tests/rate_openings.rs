@@ -4,7 +4,8 @@
 //! `rate_wake`, what their doorbell tracks, is never later than the first
 //! opening, is not written as openings move it later, and goes with the
 //! last parked job; limits parked by an older version, without it, are
-//! found as their window opens too.
+//! found as their window opens too; jobs parked behind a far window cost
+//! idle fetchers nothing.
 
 mod support;
 
@@ -14,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use limit_fetch_core::{keys, Interrupt, Wait};
 use redis::Commands;
-use support::{capsule, jid_of, push_jobs, queue, redis};
+use support::{capsule, capsule_with_period, jid_of, push_jobs, queue, redis};
 
 /// Scripts Redis ran so far (every call of the gem's functions).
 fn scripts() -> u64 {
@@ -247,6 +248,96 @@ fn a_window_parked_by_an_older_version_wakes_an_idle_fetcher() {
     c.acknowledge(&q, job);
     c.flush(&Interrupt::new()).unwrap();
     assert_eq!(parked_rates(), (None, None), "nothing left");
+}
+
+/// Jobs parked behind a rate whose window opens in an hour cost an idle
+/// capsule nothing: its 10 fetchers, each fetching again as its 2 s wait
+/// ends (Sidekiq's loop), send Redis no more commands than with nothing
+/// parked: the doorbell's backstop, one look per capsule per 5 s (2
+/// commands here; at most two looks fall in a window of 5 s). A fetcher
+/// that looked again at each wait's end would send 10 scripts every 2 s; a
+/// ring set for now rather than for the window's opening, ~100 a second.
+#[test]
+fn jobs_parked_behind_a_far_window_cost_an_idle_capsule_nothing() {
+    let _turn = turn();
+    let q = queue("far");
+    let id = format!("RateJob-far-{}", uuid::Uuid::new_v4());
+    let jobs: Vec<String> = (0..3)
+        .map(|n| {
+            format!(
+                r#"{{"limit_fetch":[{{"id":"{id}","rate":[1,3600]}}],"queue":"{q}","class":"RateJob","args":[],"jid":"f{n}"}}"#
+            )
+        })
+        .collect();
+    let c = capsule_with_period(Duration::from_secs(600));
+    let taken = Arc::new(AtomicUsize::new(0));
+    let stop = Arc::new(AtomicUsize::new(0));
+    let fetchers: Vec<_> = (0..10)
+        .map(|_| {
+            let (c, q, taken, stop) = (c.clone(), q.clone(), taken.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let wait = Wait {
+                    timeout: Duration::from_secs(2),
+                    poll: Duration::from_secs(1),
+                };
+                while stop.load(Ordering::SeqCst) == 0 {
+                    let fetched = c.start_fetch(&[&q], wait).unwrap().wait(&Interrupt::new());
+                    if let Some(fetched) = fetched.unwrap() {
+                        taken.fetch_add(1, Ordering::SeqCst);
+                        c.acknowledge(&q, fetched.job);
+                    }
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let nothing_parked = commands_over(Duration::from_secs(5));
+    push_jobs(&q, &jobs);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let parked = || -> usize { redis().llen(keys::parked(&id)).unwrap() };
+    while (taken.load(Ordering::SeqCst) < 1 || parked() < 2) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!((taken.load(Ordering::SeqCst), parked()), (1, 2));
+    std::thread::sleep(Duration::from_millis(300));
+    let with_parked = commands_over(Duration::from_secs(5));
+    eprintln!("commands in 5 s: nothing parked {nothing_parked}, jobs parked {with_parked}");
+    assert!(
+        with_parked <= nothing_parked.max(4) && nothing_parked <= 4,
+        "{with_parked} commands in 5 s with jobs parked, {nothing_parked} with nothing parked"
+    );
+    assert_eq!(parked(), 2, "the window is an hour away");
+    stop.store(1, Ordering::SeqCst);
+    for fetcher in fetchers {
+        fetcher.join().unwrap();
+    }
+    c.flush(&Interrupt::new()).unwrap();
+    let _: () = redis::cmd("DEL")
+        .arg(keys::parked(&id))
+        .arg(keys::RATE_PARKED)
+        .arg(keys::RATE_WAKE)
+        .arg(keys::RATE_DUE)
+        .query(&mut redis())
+        .unwrap();
+    let _: () = redis().srem(keys::LIMITS_WITH_PARKED, &id).unwrap();
+}
+
+/// The commands Redis ran in `window` (`INFO`'s own left out).
+fn commands_over(window: Duration) -> u64 {
+    let count = || -> u64 {
+        let info: String = redis::cmd("INFO")
+            .arg("commandstats")
+            .query(&mut redis())
+            .unwrap();
+        info.lines()
+            .filter(|line| !line.starts_with("cmdstat_info:"))
+            .filter_map(|line| line.split_once(":calls="))
+            .filter_map(|(_, rest)| rest.split(',').next()?.parse::<u64>().ok())
+            .sum()
+    };
+    let before = count();
+    std::thread::sleep(window);
+    count() - before
 }
 
 /// The first opening in `rate_parked` and `rate_wake`, read at once.

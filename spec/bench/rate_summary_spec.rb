@@ -6,9 +6,9 @@ require "limit_fetch_bench/pace_log"
 
 # bin/bench's rate section from made-up runs (no bench is run): starts
 # counted against a rate's window, pickup latencies from what the paced
-# jobs noted, the summary's ratios (a rate that never binds over no limit,
-# waiting with jobs parked over the blocking wait), the limit check of
-# rates, and the Markdown tables.
+# jobs noted, the summary's ratios (a rate that never binds over no limit),
+# the windows' openings against their target, the limit check of rates,
+# and the Markdown tables.
 RSpec.describe LimitFetchBench::Summary, "the rate section" do
   let(:options) { LimitFetchBench::Options.parse(%w[--quick --only rate]) }
   let(:setup) { {"redis" => "Redis 8.0.0", "proxy" => nil, "baseline" => nil} }
@@ -36,14 +36,11 @@ RSpec.describe LimitFetchBench::Summary, "the rate section" do
      "process_cpu_us_per_executed_job" => 70.0}
   end
 
-  # An idle run of 2 s: `rate` commands (FCALL) per second; with latencies, jobs parked and their pickup.
-  def idle(round, rate, latencies = nil, most: 1)
-    pace = latencies && {"openings" => latencies.size, "period" => 0.2, "latencies_ms" => latencies,
-                         "most_in_window" => most, "commands_per_opening" => 12.0, "scripts_per_opening" => 3.0}
-    {"section" => "rate", "variant" => latencies ? "rate_idle" : "rate_idle_blocking", "round" => round,
-     "concurrency" => 10, "parked" => !latencies.nil?, "pace" => pace,
-     "idle" => {"seconds" => 2.0, "commands" => {"fcall" => rate * 2}, "commands_per_s" => rate,
-                "process_cpu_percent" => 0.1, "redis_cpu_percent" => 0.2, "parked_after" => latencies ? 3 : 0}}
+  # An idle run: windows opening, their pickup latencies (nil: not worked out).
+  def idle(round, latencies, most: 1)
+    {"section" => "rate", "variant" => "rate_idle", "round" => round, "concurrency" => 10,
+     "pace" => {"openings" => 17, "period" => 0.2, "latencies_ms" => latencies, "most_in_window" => most,
+                "commands_per_opening" => 12.0 + round, "scripts_per_opening" => 2.0}}
   end
 
   # The cells of the table row of `label`.
@@ -86,7 +83,7 @@ RSpec.describe LimitFetchBench::Summary, "the rate section" do
         throughput("rate_class", [1800, 9.0, 44, 18], counted: 1000) +
         [hot("rate_hot_gem", most_counted: 50, most_perform: 51),
          hot("rate_hot_reschedule", most_counted: nil, most_perform: 98, rescheduled: 300),
-         idle(1, 1.5), idle(1, 2.8, [0.5, 1.0, 2.0]), idle(2, 1.4), idle(2, 2.8, [0.7, 6.0])]
+         idle(1, [0.5, 1.0, 2.0]), idle(2, [0.7, 6.0]), idle(3, nil)]
     end
 
     it "gives a rate's throughput and costs per job over no limit's, beside BasicFetch's" do
@@ -100,22 +97,18 @@ RSpec.describe LimitFetchBench::Summary, "the rate section" do
         .to eq(["×0.90 / ×1.80", "9.00 ×1.80", "44 (×1.10 / ×0.88)", "18.0 (×1.50 / ×1.80)"])
     end
 
-    it "compares waiting with jobs parked to the blocking wait, and the pickup p99 to its target" do
+    it "gives the pickup latency over every opening against its target, and what an opening costs" do
       idle = summary["rate"]["idle"]
-      expect(idle["pooled_commands_per_s"]["parked"]).to be_within(1e-9).of(2.8)
-      expect(idle["commands_ratio"]).to be_within(1e-9).of(2.8 / 1.45)
-      expect(idle["no_more_than_blocking"]).to be(false)
-      expect(idle["openings"]).to eq(5)
+      expect(idle).to include("runs" => 3, "openings" => 5, "runs_without_latencies" => 1, "most_in_window" => 1,
+        "commands_per_opening" => 14.0, "scripts_per_opening" => 2.0, "p99_within_target" => false)
       expect(idle["latency_ms"]).to include("p50" => 1.0, "p99" => 6.0)
-      expect(idle["p99_within_target"]).to be(false)
-      expect(markdown).to include("≤ 5 ms: **missed**", "against 1.45 for the blocking wait (×1.93): no more " \
-                                                        "than the blocking wait — **no**", "parked: fcall 2.80.")
+      expect(markdown).to include("## Rates: a window's opening, fetchers idle", "≤ 5 ms: **missed**")
+      expect(row("5")[5..6]).to eq(%w[14.0 2.0])
     end
 
     it "checks the gem's rates as it counted them, not the limiter's" do
       checks = summary["limit_checks"]
-      expect(checks.map { _1["variant"] }).to eq(%w[rate_hot_gem rate_idle rate_idle])
-      expect(row("LimitFetch, idle, jobs parked behind a rate (2 runs)")[1..2]).to eq(["2.80 (2.80–2.80)", "2.80"])
+      expect(checks.map { _1["variant"] }).to eq(%w[rate_hot_gem rate_idle rate_idle rate_idle])
       expect(checks).to all(include("ok" => true))
       expect(row("LimitFetch, key rate 50/1 s (parking)")[5]).to eq("50 / 51 / 50")
       expect(row("BasicFetch + a counter per tenant and 1 s window, reschedule 1 s later over 50")[5])
@@ -124,15 +117,11 @@ RSpec.describe LimitFetchBench::Summary, "the rate section" do
   end
 
   context "when a rate let too many start" do
-    let(:runs) { [hot("rate_hot_gem", most_counted: 52, most_perform: 52), idle(1, 1.0, [1.0], most: 2)] }
+    let(:runs) { [hot("rate_hot_gem", most_counted: 52, most_perform: 52), idle(1, [1.0], most: 2)] }
 
     it "fails the limit check" do
       expect(summary["limit_checks"].map { _1["ok"] }).to eq([false, false])
       expect(markdown).to include("2 of 2 limited runs exceeded their limit")
-    end
-
-    it "says that waiting with jobs parked has nothing to compare with" do
-      expect(markdown).to include("did not both run: no comparison")
     end
   end
 end

@@ -76,15 +76,6 @@ module LimitFetchBench
       %w[scenario label], ["Redis cmds/call (same order)", -> { joined(_1, "commands_per_call", "%.0f") }],
       ["Redis µs/call (same order)", -> { joined(_1, "redis_us_per_call", "%.1f") }]
     ].freeze
-    # Rows: [phase, variant, jobs parked].
-    WAIT = [
-      ["", -> { "#{RateVariants::ALL[_1[1]].label} (#{rate["idle"]["runs"][_1[0]]} runs)" }],
-      ["Redis cmds/s", -> { spread(rate["idle"]["costs"][_1[0]]["commands_per_s"], "%.2f") }],
-      ["Redis cmds/s over all runs", -> { num(rate["idle"]["pooled_commands_per_s"][_1[0]], "%.2f") }],
-      ["process CPU %", -> { spread(rate["idle"]["costs"][_1[0]]["process_cpu_percent"], "%.3f") }],
-      ["Redis CPU %", -> { spread(rate["idle"]["costs"][_1[0]]["redis_cpu_percent"], "%.3f") }],
-      ["jobs parked (fewest at a window's end)", 2]
-    ].freeze
     PICKUP = [
       %w[openings openings],
       ["pickup after the window opens: min / p50 / p95 / p99 / max ms", "latency_ms", :percentiles],
@@ -271,11 +262,6 @@ module LimitFetchBench
     def rate_cpu(row, name, fmt)
       value = row["#{name}_us_per_job"]
       value ? "#{format(fmt, value)} (#{ratio(none(row)[name])} / #{ratio(row["#{name}_ratio"])})" : "–"
-    end
-
-    # "fcall 0.60, get 0.30, ...": the commands of a phase, per second.
-    def mix(commands)
-      commands.empty? ? "none" : commands.first(10).map { |name, rate| "#{name} #{format("%.2f", rate)}" }.join(", ")
     end
   end
 end

@@ -4,7 +4,7 @@ module LimitFetchBench
   # Command-line options of bin/bench.
   Options = Data.define(:jobs, :delayed_jobs, :slow_jobs, :runs, :idle_seconds, :fetch_iterations,
     :deep_queue, :wide_queues, :delay_us, :hot_jobs, :keys, :rate_jobs, :rate_hot_jobs, :rate_openings,
-    :rate_idle_seconds, :back_off_jobs, :back_off_job_ms, :back_off_capacity, :back_off_retry_after,
+    :back_off_jobs, :back_off_job_ms, :back_off_capacity, :back_off_retry_after,
     :back_off_phases, :back_off_runs, :back_off_timeout, :fair_runs, :fair_declaration, :fair_weighted_declaration,
     :fair_sizes, :memory_jobs, :fair_form,
     :sections, :output, :quick, :baseline)
@@ -15,14 +15,14 @@ module LimitFetchBench
     DEFAULTS = {jobs: 50_000, delayed_jobs: nil, slow_jobs: 1_500, runs: 5, idle_seconds: 10.0,
                 fetch_iterations: 2_000, deep_queue: 1_000_000, wide_queues: 200, delay_us: 500,
                 hot_jobs: 100_000, keys: 10_000, rate_jobs: 20_000, rate_hot_jobs: 300, rate_openings: 20,
-                rate_idle_seconds: 4.0, back_off_jobs: 400, back_off_job_ms: 50, back_off_capacity: 4,
+                back_off_jobs: 400, back_off_job_ms: 50, back_off_capacity: 4,
                 back_off_retry_after: 0.2, back_off_phases: nil, back_off_runs: 1, back_off_timeout: 60.0,
                 fair_runs: 1, fair_declaration: nil, fair_weighted_declaration: nil, fair_sizes: nil,
                 memory_jobs: [20_000], fair_form: "class",
                 sections: SECTIONS, output: RESULTS, quick: false, baseline: nil}.freeze
 
     QUICK = {jobs: 5_000, slow_jobs: 500, runs: 3, idle_seconds: 3.0, fetch_iterations: 500, hot_jobs: 10_000,
-             rate_jobs: 5_000, rate_hot_jobs: 100, rate_openings: 17, rate_idle_seconds: 2.0}.freeze
+             rate_jobs: 5_000, rate_hot_jobs: 100, rate_openings: 17}.freeze
 
     BANNER = "Usage: bin/bench [options]\n\nMeasures Sidekiq::LimitFetch against Sidekiq's BasicFetch on a Redis " \
              "of its own and writes\nbench/results/latest.{json,md}.\n\n"
@@ -47,8 +47,6 @@ module LimitFetchBench
        "1000 others' (default 300; --quick 100)"],
       [:rate_openings, "--rate-openings N", Integer, "rate: windows opened per idle run, for pickup latency",
        "(default 20; --quick 17; at least 50 over all runs)"],
-      [:rate_idle_seconds, "--rate-idle-seconds S", Float, "rate: each idle window, with and without parked jobs",
-       "(default 4; --quick 2)"],
       [:back_off_jobs, "--back-off-jobs N", Integer, "back_off: the tenant's jobs (default 400)"],
       [:back_off_job_ms, "--back-off-job-ms MS", Integer, "back_off: the downstream holds a call MS (default 50)"],
       [:back_off_capacity, "--back-off-capacity N", Integer, "back_off: its calls in flight per tenant (default 4)"],
@@ -91,7 +89,7 @@ module LimitFetchBench
                                                    wide_queues hot_jobs keys rate_jobs rate_hot_jobs rate_openings
                                                    back_off_jobs back_off_job_ms back_off_capacity back_off_runs
                                                    fair_runs])
-      LimitFetchTools::Options.positive(values, %i[idle_seconds rate_idle_seconds back_off_retry_after
+      LimitFetchTools::Options.positive(values, %i[idle_seconds back_off_retry_after
                                                    back_off_timeout])
     end
 
@@ -108,7 +106,7 @@ module LimitFetchBench
           values[:sections] = sections(list)
         end
         opts.on("--quick", "5000 jobs, 500 slow jobs, 3 s windows, 500 fetch iterations, 10000 hot jobs;",
-          "rate: 5000 jobs, 100 hot jobs, 17 openings and 2 s windows per run") do |quick|
+          "rate: 5000 jobs, 100 hot jobs, 17 openings per run") do |quick|
           values[:quick] = quick
         end
       end

@@ -2,22 +2,13 @@
 
 module LimitFetchBench
   # One idle run of the rate section, an embedded LimitFetch Sidekiq of 10
-  # threads, of one of two variants run alike, each in a process of its own:
-  # 1. pushed before it starts: PARKED_JOBS ParkedJobs (the parked variant:
-  #    the first runs, the others are parked behind their class's rate,
-  #    whose window opens an hour later), or one UnratedJob (the blocking
-  #    wait: it runs, nothing is parked);
-  # 2. once that is done, IDLE_SETTLE seconds from the start, what it costs idle
-  #    for `idle_seconds` (Redis commands per second, Redis and process
-  #    CPU): both variants' windows lie at the same time from their start,
-  #    so that Sidekiq's and the gem's heartbeats fall in both or neither,
-  #    after one job done in both;
-  # 3. the parked variant only: `openings` + 1 PacedJobs (1 start per
-  #    0.2 s) are pushed at once: the first runs, the others are parked and
-  #    go one by one, each as its window opens; pickup latency from the
-  #    opening to the start (PaceLog), and what the openings cost, from the
-  #    first job's start, once the others are parked (the push and the
-  #    parking are no opening), to the last start.
+  # threads in a process of its own: once its fetchers are asleep (SETTLE
+  # seconds from its start), `openings` + 1 PacedJobs (1 start per 0.2 s)
+  # are pushed at once: the first runs, the others are parked and go one by
+  # one, each as its window opens; pickup latency from the opening to the
+  # start (PaceLog), and what the openings cost, from the first job's start,
+  # once the others are parked (the push and the parking are no opening), to
+  # the last start.
   class RateIdleRun
     SETTLE = RateVariants::IDLE_SETTLE
     PERIOD = RateVariants::PACED_RATE[1]
@@ -26,45 +17,21 @@ module LimitFetchBench
     def initialize(spec)
       @spec = spec
       @variant = Variant[spec["variant"]]
-      @seconds = spec["idle_seconds"]
       @openings = spec["openings"]
       @recorder = Recorder.current = Recorder.new
       @probe = RedisProbe.new(spec["redis_url"])
     end
 
     def run
-      push_first
       sidekiq = EmbeddedSidekiq.new(@variant, url: @spec["server_url"], recorder: @recorder, log: @spec["log"])
       sidekiq.prepare.start
-      idle = settle(LimitFetchBench.monotonic + SETTLE) { idle_cost }
-      result = {"idle" => idle, "parked" => parked?, "pace" => (pace if parked?), "concurrency" => @variant.concurrency}
+      sleep SETTLE
+      result = {"pace" => pace, "concurrency" => @variant.concurrency}
       sidekiq.stop
       result
     end
 
     private
-
-    def parked? = !@variant.rate.nil?
-
-    # What is pushed before the start: jobs to park, or one that runs.
-    def push_first = parked? ? push(ParkedJob, RateVariants::PARKED_JOBS) : push(UnratedJob, 1)
-
-    # Once the job pushed before the start is done (and the others parked),
-    # yields at `at`; the cost measured, with the jobs parked after.
-    # Later than `at` if that is done later (a loaded machine): "late", in
-    # seconds.
-    def settle(at)
-      parked = parked? ? RateVariants::PARKED_JOBS - 1 : 0
-      wait_for("1 job done and #{parked} parked") { @recorder.done == 1 && parked_jobs == parked }
-      late = LimitFetchBench.monotonic - at
-      sleep(-late) if late.negative?
-      yield.merge("parked_before" => parked, "parked_after" => parked_jobs, "done_after" => @recorder.done,
-        "late" => late.clamp(0..))
-    end
-
-    def parked_jobs = @probe.call("LLEN", GemKeys.parked(RateJobs.class_id(ParkedJob)))
-
-    def idle_cost = Window.idle_cost(@probe, @seconds)
 
     def pace
       log = PacedJob.log = pace_log

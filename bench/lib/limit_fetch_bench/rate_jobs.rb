@@ -4,11 +4,10 @@ module LimitFetchBench
   # The rate section's no-op jobs: the same job with no limit (UnratedJob),
   # under a class rate that never binds (ClassRatedJob), under a rate per
   # tenant (TenantRatedJob, perform(tenant); UnkeyedTenantJob is the same
-  # with no limit, for the reschedule-based limiter), and the idle run's:
-  # ParkedJob, whose window opens long after the run, and PacedJob, one
-  # start per window of a fifth of a second, which notes when it started
-  # (PaceLog). Their payloads differ only by the class name and the limits
-  # they carry.
+  # with no limit, for the reschedule-based limiter), and the idle run's
+  # PacedJob, one start per window of a fifth of a second, which notes when
+  # it started (PaceLog). Their payloads differ only by the class name and
+  # the limits they carry.
   module RateJobs
     def perform(*) = nil
 
@@ -37,13 +36,6 @@ module LimitFetchBench
     include RateJobs
 
     sidekiq_options limit_fetch: {key: ->(tenant, *) { tenant }, rate: RateJobs.rate(RateVariants::HOT_RATE)}
-  end
-
-  class ParkedJob
-    include Sidekiq::Job
-    include RateJobs
-
-    sidekiq_options limit_fetch: {rate: RateJobs.rate(RateVariants::PARKED_RATE)}
   end
 
   class PacedJob

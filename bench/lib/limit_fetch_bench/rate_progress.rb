@@ -24,14 +24,11 @@ module LimitFetchBench
     end
 
     def idle(run)
-      text = format("%-10<s>s r%<r>d %-52<v>s idle %<c>.2f cmd/s, %<p>d jobs parked", s: "rate", r: run["round"],
-        v: Variant[run["variant"]].label, c: run["idle"]["commands_per_s"], p: run["idle"]["parked_after"])
-      latencies = run.dig("pace", "latencies_ms")
-      return text unless latencies
-
-      format("%<text>s  pickup p50 %<p50>s / p99 %<p99>s ms (%<n>d openings)", text: text,
+      latencies = run.dig("pace", "latencies_ms") || []
+      format("%-10<s>s r%<r>d %-52<v>s pickup p50 %<p50>s / p99 %<p99>s ms (%<n>d openings)", s: "rate",
+        r: run["round"], v: Variant[run["variant"]].label, n: latencies.size,
         p50: LimitFetchTools::Markdown.num(Stats.median(latencies), "%.2f"),
-        p99: LimitFetchTools::Markdown.num(Stats.percentile(latencies, 99), "%.2f"), n: latencies.size)
+        p99: LimitFetchTools::Markdown.num(Stats.percentile(latencies, 99), "%.2f"))
     end
   end
 end

@@ -9,10 +9,8 @@ module LimitFetchBench
   # - rate_hot: one tenant's backlog with a key rate (HOT_RATE) queued ahead
   #   of 100 other tenants' jobs, on LimitFetch (parking behind the rate)
   #   and on BasicFetch with a reschedule-based limiter (SeedRate);
-  # - rate_idle: an idle process whose only work is jobs parked behind a
-  #   rate: what it costs while it waits, against the same process idle with
-  #   nothing parked (the blocking wait, rate_idle_blocking, run alike in a
-  #   process of its own), and how soon a job starts once its window opens.
+  # - rate_idle: windows opening on an idle process, one job each: how soon
+  #   the job starts once its window opens, and what an opening costs.
   # Every variant runs every round but the limiter, which runs in the first
   # only (ONCE: slow, and not the gem), as the keyed section's seeds do;
   # with --baseline, the gem's variants (TWINNED) have twins (a baseline
@@ -21,13 +19,10 @@ module LimitFetchBench
     # [limit, period in seconds]
     CLASS_RATE = [10_000_000, 60].freeze
     HOT_RATE = [50, 1].freeze
-    # Waits: the window opens long after the run ends.
-    PARKED_RATE = [1, 3600].freeze
     # Pickup: a window a fifth of a second long, so that ~50 openings take ~10 s.
     PACED_RATE = [1, 0.2].freeze
-    PARKED_JOBS = 4
-    # Seconds from an idle run's start to its idle window.
-    IDLE_SETTLE = 1.5
+    # Seconds from an idle run's start to its first push: its fetchers asleep.
+    IDLE_SETTLE = 1.0
 
     DEFAULTS = {limit: nil, concurrency: 10, job_seconds: 0, baseline: nil}.freeze
 
@@ -50,16 +45,15 @@ module LimitFetchBench
       variant("rate_hot_reschedule", "BasicFetch + a counter per tenant and #{HOT_RATE[1]} s window, " \
                                      "reschedule 1 s later over #{HOT_RATE[0]}", :basic, :rate_hot,
         guard: :rate_reschedule),
-      variant("rate_idle_blocking", "LimitFetch, idle, nothing parked (the blocking wait)", :limit_fetch, :rate_idle),
-      variant("rate_idle", "LimitFetch, idle, jobs parked behind a rate", :limit_fetch, :rate_idle, rate: :class)
+      variant("rate_idle", "LimitFetch, windows opening, fetchers idle", :limit_fetch, :rate_idle, rate: :class)
     ].to_h { [_1.key, _1] }.freeze
 
     THROUGHPUT = %w[rate_basic rate_none rate_class rate_queue].freeze
     HOT = %w[rate_hot_gem rate_hot_reschedule].freeze
-    IDLE = %w[rate_idle_blocking rate_idle].freeze
+    IDLE = %w[rate_idle].freeze
     KEYS = (THROUGHPUT + HOT + IDLE).freeze
     ONCE = %w[rate_hot_reschedule].freeze
-    TWINNED = %w[rate_none rate_class rate_queue rate_hot_gem rate_idle_blocking rate_idle].freeze
+    TWINNED = %w[rate_none rate_class rate_queue rate_hot_gem rate_idle].freeze
     # The measuring process's kinds of run (Child::RUNS).
     KINDS = %w[rate_throughput rate_hot rate_idle].freeze
 
@@ -81,7 +75,7 @@ module LimitFetchBench
     # its timeout.
     def spec(options, variant, jobs)
       {"rate_hot_jobs" => options.rate_hot_jobs, "openings" => options.rate_openings,
-       "idle_seconds" => options.rate_idle_seconds, "timeout" => timeout(variant, options, jobs)}
+       "timeout" => timeout(variant, options, jobs)}
     end
 
     # Seconds a run may take before the driver gives up on it.
@@ -91,7 +85,7 @@ module LimitFetchBench
     def workload_seconds(workload, options)
       case workload
       when :rate_hot then 4 * options.rate_hot_jobs * HOT_RATE[1].fdiv(HOT_RATE[0])
-      when :rate_idle then 4 * (options.rate_idle_seconds + 3 + (options.rate_openings * PACED_RATE[1]))
+      when :rate_idle then 4 * (3 + (options.rate_openings * PACED_RATE[1]))
       else 0
       end
     end

@@ -9,8 +9,8 @@ module LimitFetchBench
   # this checkout's over the twin's; of a time, the twin's over this
   # checkout's). A twin's own ratios are to BasicFetch in the throughput and
   # idle sections, to its build's variants in the keyed one. Then the limit
-  # check of every run, and the raw runs. The rates' idle phases:
-  # RateIdleSummary. The back_off and fair sections: a row per run.
+  # check of every run, and the raw runs. The rates' windows opening:
+  # RateOpeningsSummary. The back_off and fair sections: a row per run.
   class Summary
     include SummaryFigures
 
@@ -141,11 +141,10 @@ module LimitFetchBench
 
     def rate_hot(variant, runs, *) = hot_row(variant, runs, RATE_HOT).merge(rate_backlog(runs))
 
-    # Waiting with jobs parked against the blocking wait (of the baseline's
-    # gem with `rev`); nil if neither ran.
+    # The windows opening on an idle process (of the baseline's gem with `rev`); nil if it did not run.
     def rate_idle(groups, rev = nil)
-      phases = %w[blocking parked].zip(RateVariants::IDLE.map { groups[rev ? Twin.key(_1, rev) : _1] || [] }).to_h
-      RateIdleSummary.new(phases).to_h.merge(rev ? {"gem" => "@#{rev}"} : {}) unless phases.values.all?(&:empty?)
+      summary = RateOpeningsSummary.new(groups[rev ? Twin.key("rate_idle", rev) : "rate_idle"] || []).to_h
+      summary&.merge(rev ? {"gem" => "@#{rev}"} : {})
     end
   end
 end

@@ -70,7 +70,7 @@ module LimitFetchBench
       {"p50_ratio" => basic && ratio.call(basic), **(twin ? {"p50_rev_ratio" => ratio.call(twin)} : {})}
     end
 
-    # Each idle cost's spread (RateIdleSummary's too).
+    # Each idle cost's spread.
     def idle_costs(runs) = IDLE_COSTS.to_h { |key| [key, Stats.spread(runs.map { _1["idle"][key] })] }
 
     # Time per retrieve_work call (the median of the runs' medians), its
