@@ -26,24 +26,7 @@
 //! for what it spent (1 at least), so that few starts counted go unused.
 //!
 //! A rate that binds, or nearly, is the script's, start by start, as if
-//! there were no leases: a lease near the limit would be refused or short
-//! the next time (a round trip wasted, the job to the script after it),
-//! and its starts, stamped a span late, would hold the window shut that
-//! much longer. So nothing is asked there (each rule a round trip saved):
-//! - a grant that finds the window near its limit (past half of it, or
-//!   within 32 starts, once k more are counted: `lease_scarce`) grants one
-//!   start (the job moved in its own pipeline) or none, and says for how
-//!   long the thread asks no lease of that limit (a period, 10 s at most:
-//!   [`Hold`]); as does one refused for jobs sent back for the rate;
-//! - a fetch script that starts a job whose rate is near its limit, or
-//!   has jobs sent back for it still to start or parked behind it, says
-//!   its queue is left to the script (`left_to_script`): the thread's next
-//!   fetch of it tries no hand-over, and that script's look says again;
-//! - a bare rate's hand-over (see [`bare`]) goes to the script while any
-//!   rate has parked jobs (its `rate_due`): a thread whose hand-over read
-//!   them, or whose fetch script's look said when a rate next lets jobs go
-//!   ([`note_look`]), leaves a bare rate's run to the script a while
-//!   ([`PARKED_PAUSE`]).
+//! there were no leases: when no lease is asked, hold.rs.
 //!
 //! Jobs parked behind the rate, or sent back for it and not started, are
 //! the script's: their limit's parked list or count of released jobs, read
@@ -59,16 +42,10 @@ use crate::carried::CarriedLimit;
 use crate::limits::MAX_LIMIT;
 use crate::script::{LuaScript, LEASE};
 
+use super::hold;
+
 /// The most starts one grant asks for.
 const MOST: u64 = 16;
-
-/// The most limits a thread holds no lease of at once (many keys' runs).
-const MOST_HELD: usize = 64;
-
-/// How long a thread leaves a bare rate's run to the script once its
-/// hand-over, or its fetch script's look, saw parked rates (which send its
-/// job there): a round trip less a job while they last.
-const PARKED_PAUSE: Duration = Duration::from_secs(1);
 
 static LEASE_SCRIPT: LazyLock<LuaScript> = LazyLock::new(|| LuaScript::new(LEASE));
 
@@ -101,21 +78,8 @@ impl Lease {
     }
 }
 
-/// A limit whose window a grant found near its limit, or whose jobs sent
-/// back for its rate wait (lua/lease.lua): no lease is asked of it on this
-/// thread until then, and its run's jobs go to the script.
-struct Hold {
-    capsule: u64,
-    id: String,
-    until: Instant,
-}
-
 thread_local! {
     static LEASES: RefCell<Vec<Lease>> = const { RefCell::new(Vec::new()) };
-    static HOLDS: RefCell<Vec<Hold>> = const { RefCell::new(Vec::new()) };
-    /// When a bare rate's hand-over, or a fetch script's look, last saw
-    /// parked rates, by capsule.
-    static PARKED: RefCell<Vec<(u64, Instant)>> = const { RefCell::new(Vec::new()) };
     /// This thread's part of its members' names.
     static THREAD: String = uuid::Uuid::new_v4().simple().to_string()[..8].to_owned();
 }
@@ -151,13 +115,7 @@ impl Spend {
             return None;
         }
         let sent = Instant::now();
-        let parked = PARKED.with(|parked| {
-            let parked = parked.borrow();
-            parked
-                .iter()
-                .any(|(c, at)| *c == capsule && sent < *at + PARKED_PAUSE)
-        });
-        if parked && bare(limits) {
+        if bare(limits) && hold::parked(capsule, sent) {
             return None;
         }
         let (ask, give_back): (Option<u64>, _) = LEASES.with(|leases| {
@@ -175,7 +133,7 @@ impl Spend {
         });
         // A lease to ask of a limit held: the script (starts not spent
         // first go back with a grant's call, which it may refuse).
-        if ask.is_some() && give_back.is_none() && held(capsule, &limit.id, sent) {
+        if ask.is_some() && give_back.is_none() && hold::held(capsule, &limit.id, sent) {
             return None;
         }
         Some(Some(Spend {
@@ -219,29 +177,10 @@ impl Spend {
         })
     }
 
-    /// Asks no lease of its limit for `hold` from now.
-    fn hold(&self, hold: Duration) {
-        HOLDS.with(|holds| {
-            let mut holds = holds.borrow_mut();
-            let now = Instant::now();
-            holds
-                .retain(|h| now < h.until && !(h.capsule == self.capsule && h.id == self.limit.id));
-            // The oldest forgotten first: a lease asked again is refused.
-            if holds.len() >= MOST_HELD {
-                holds.remove(0);
-            }
-            holds.push(Hold {
-                capsule: self.capsule,
-                id: self.limit.id.clone(),
-                until: now + hold,
-            });
-        });
-    }
-
     /// Notes whether its hand-over read parked rates (a bare rate's).
     pub(super) fn note_parked(&self, parked: bool) {
         if bare(std::slice::from_ref(&self.limit)) {
-            note_parked(self.capsule, parked);
+            hold::note_parked(self.capsule, parked);
         }
     }
 
@@ -258,7 +197,7 @@ impl Spend {
                     hold,
                 } = granted(reply);
                 if !hold.is_zero() {
-                    self.hold(hold);
+                    hold::hold(self.capsule, &self.limit.id, hold);
                 }
                 let ask = match granted >= asked {
                     true => (asked * 2).min(MOST),
@@ -321,38 +260,6 @@ pub(in crate::capsule) fn abandon(id: u64, uuid: &str) -> Option<Vec<u8>> {
     let mut pipe = redis::pipe();
     pipe.add_command(LEASE_SCRIPT.call(args));
     Some(pipe.get_packed_pipeline())
-}
-
-/// Notes whether rates hold jobs parked, as a hand-over or a fetch script
-/// on this thread for `capsule` last read.
-fn note_parked(capsule: u64, parked: bool) {
-    PARKED.with(|notes| {
-        let mut notes = notes.borrow_mut();
-        notes.retain(|(c, _)| *c != capsule);
-        if parked {
-            notes.push((capsule, Instant::now()));
-        }
-    });
-}
-
-/// Notes what a fetch script's look on this thread for `capsule` said:
-/// one that says when a rate may next let jobs go (`opens`: the first
-/// opening of the parked rates, or of a window, a back-off) says as a rule
-/// that jobs are parked behind one (`rate_due` is set), which sends a bare
-/// rate's hand-over to the script: its next ones are the script's a while,
-/// as after a hand-over that read them.
-pub(super) fn note_look(capsule: u64, opens: bool) {
-    note_parked(capsule, opens);
-}
-
-/// Whether a lease of limit `id` is held for capsule `capsule` at `now`.
-fn held(capsule: u64, id: &str, now: Instant) -> bool {
-    HOLDS.with(|holds| {
-        holds
-            .borrow()
-            .iter()
-            .any(|h| h.capsule == capsule && h.id == id && now < h.until)
-    })
 }
 
 /// What a grant's reply says (lua/lease.lua).

@@ -124,7 +124,7 @@ pub(in crate::capsule) fn note(capsule: u64, generation: u64, look: &Look) {
     if look.was_parked {
         note_parked_left(capsule, true);
     }
-    super::lease::note_look(capsule, look.opens_in.is_some());
+    super::hold::note_look(capsule, look.opens_in.is_some());
     HINTS.with(|hints| {
         let mut hints = hints.borrow_mut();
         hints.retain(|h| h.capsule != capsule);

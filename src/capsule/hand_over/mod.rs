@@ -172,6 +172,7 @@
 //! replies say ([`Outcome`]), read as `values.rs` reads a value; in
 //! `keyed.rs`, a keyed hand-over's second round trip and what it says.
 
+mod hold;
 mod keyed;
 mod lease;
 mod memory;
