@@ -236,7 +236,7 @@ fn a_leases_span_is_as_long_as_its_starts_take() {
     }
 }
 
-/// A window near its limit (past half of it, or within 32 starts, after a
+/// A window near its limit (past half of it, or within 64 starts, after a
 /// grant) is the script's: the grant that finds it so is of one start, and
 /// the thread asks no lease of that limit for a while (a period, 10 s at
 /// most): its next jobs go straight to the script, with no hand-over
@@ -245,9 +245,9 @@ fn a_leases_span_is_as_long_as_its_starts_take() {
 fn a_window_near_its_limit_is_left_to_the_script() {
     let q = queue("scarce");
     let id = format!("class:Scarce-{q}");
-    // Near: less than 32 starts of room. Nothing is parked (the rate never
+    // Near: less than 64 starts of room. Nothing is parked (the rate never
     // refuses these 30 jobs).
-    push_rated_or_discarded(&q, &id, (60, 60.0), true, 0, 30);
+    push_rated_or_discarded(&q, &id, (80, 60.0), true, 0, 30);
     let c = processor();
     let mut held = next(&c, &q, None);
     held = next(&c, &q, held);
@@ -258,30 +258,30 @@ fn a_window_near_its_limit_is_left_to_the_script() {
         assert!(held.is_some(), "a job");
         handed.push(c.hand_overs() - before);
     }
-    // The script's two, then grants of 1, 2, 4 and 8 (17 counted, 43 of
-    // room left); 16 more would leave 27: one.
-    // (Stamped a span ahead, the last before the one of 8.)
+    // The script's two, then grants of 1, 2 and 4 (9 counted, 71 of room
+    // left); 8 more would leave 63: one.
     let mut sizes: Vec<usize> = grants(&id).into_iter().map(|g| g.1).collect();
     sizes.sort_unstable();
-    assert_eq!(sizes, [1, 1, 2, 4, 8], "grants");
-    assert_eq!(handed.iter().sum::<u64>(), 16, "hand-overs: {handed:?}");
-    assert!(handed[16..].iter().all(|&n| n == 0), "after: {handed:?}");
+    assert_eq!(sizes, [1, 1, 2, 4], "grants");
+    assert_eq!(handed.iter().sum::<u64>(), 8, "hand-overs: {handed:?}");
+    assert!(handed[8..].iter().all(|&n| n == 0), "after: {handed:?}");
     assert_eq!(counted(&id).len(), 30, "every start counted");
 }
 
 /// A fetch script that starts a job of a rate near its limit (here past
-/// half of it) leaves its queue to the script: the run's next fetches on
-/// the thread try no hand-over (no lease is asked there).
+/// half of it, with more than 64 starts of room) leaves its queue to the
+/// script: the run's next fetches on the thread try no hand-over (no lease
+/// is asked there).
 #[test]
 fn a_look_that_started_a_job_near_its_rates_limit_leaves_the_run_to_the_script() {
     let q = queue("near");
     let id = format!("class:Near-{q}");
-    let rate = (40, 60.0);
+    let rate = (200, 60.0);
     push_rated_or_discarded(&q, &id, rate, true, 0, 8);
-    // 20 starts counted already (as another capsule's would be).
+    // 110 starts counted already (as another capsule's would be).
     let mut conn = redis();
     let now = redis_now(&mut conn);
-    for i in 0..20 {
+    for i in 0..110 {
         let _: () = conn
             .zadd(keys::job_starts(&id), format!("other:{i}"), now)
             .unwrap();
@@ -370,29 +370,31 @@ fn a_look_that_saw_parked_rates_leaves_a_bare_rates_run_to_the_script() {
 /// Jobs sent back for a rate wait for a script, which counts their starts:
 /// the look that takes one while others are still to start leaves the
 /// queue to the script, and the thread's next fetch tries no hand-over
-/// (whose lease would be refused).
+/// (whose lease would be refused), though the window has room.
 #[test]
 fn a_look_that_took_a_job_sent_back_for_its_rate_leaves_the_run_to_the_script() {
     let mut db = Database::new(2);
     let q = queue("sent-back");
     let id = format!("class:SentBack-{q}");
-    let rate = (3, 0.3);
+    let rate = (100, 0.3);
+    // A window full (as other capsules' starts would fill it).
+    let now = redis_now(&mut db.conn);
+    for i in 0..100 {
+        let _: () = db
+            .conn
+            .zadd(keys::job_starts(&id), format!("other:{i}"), now)
+            .unwrap();
+    }
     db.push_rated(&q, &id, rate, 6);
     let c = db.processor();
-    // Two by the script, a third on a lease (the window's last start: the
-    // rate is held), the rest parked behind the rate.
-    let mut held = next(&c, &q, None);
-    held = next(&c, &q, held);
-    held = next(&c, &q, held);
-    assert!(held.is_some());
-    held = next(&c, &q, held);
+    let held = next(&c, &q, None);
     assert!(held.is_none(), "parked");
-    // The window opens: all three go back; the script takes one.
+    // The window opens: all six go back; the script takes one.
     std::thread::sleep(Duration::from_millis(350));
-    held = next(&c, &q, held);
+    let mut held = next(&c, &q, held);
     assert!(held.is_some(), "sent back and taken");
     let before = c.hand_overs();
-    for _ in 0..2 {
+    for _ in 0..5 {
         held = next(&c, &q, held);
         assert!(held.is_some(), "a job sent back");
     }

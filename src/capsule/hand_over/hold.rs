@@ -7,7 +7,7 @@
 //! and its starts, stamped a span late, would hold the window shut that
 //! much longer. So nothing is asked there (each rule a round trip saved):
 //! - a grant that finds the window near its limit (past half of it, or
-//!   within 32 starts, once k more are counted: `lease_scarce`) grants one
+//!   within 64 starts, once k more are counted: `lease_scarce`) grants one
 //!   start (the job moved in its own pipeline) or none, and says for how
 //!   long the thread asks no lease of that limit (a period, 10 s at most:
 //!   [`hold`]); as does one refused for jobs sent back for the rate;

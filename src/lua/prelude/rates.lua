@@ -24,8 +24,11 @@ end
 -- more starts are counted: past half of it, or within LEASE_SCARCE starts.
 -- Near it, a window is the script's, start by start (lua/lease.lua): a
 -- lease there would be refused or short next time, and its starts,
--- stamped a span late, would hold the window shut that much longer.
-local LEASE_SCARCE = 32
+-- stamped a span late, would hold the window shut that much longer (its
+-- parked jobs then go back in more, smaller releases, each waking the
+-- idle fetchers). A rate of LEASE_SCARCE starts a period or fewer is never
+-- leased: few starts, little to save.
+local LEASE_SCARCE = 64
 local function lease_scarce(room, rate, k)
   return room - k < math.max(LEASE_SCARCE, rate[1] / 2)
 end
