@@ -76,7 +76,7 @@ module LimitFetchBench
     end
 
     # The fetch script's arguments: no hand-over to decide, one acknowledgement.
-    NO_HAND_OVER = ["", "0", "", "", ""].freeze
+    NO_HAND_OVER = ["", "0", "", "", "", "0"].freeze
 
     def script(client, thread, last)
       acks = last ? [QUEUE, last, DIGEST] : []
