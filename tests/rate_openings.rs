@@ -11,9 +11,10 @@ mod support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use limit_fetch_core::{keys, Interrupt, Wait};
+use limit_fetch_core::{keys, Capsule, Interrupt, Wait};
 use redis::Commands;
 use support::{capsule, capsule_with_period, jid_of, push_jobs, queue, redis};
 
@@ -55,38 +56,23 @@ fn a_windows_opening_wakes_one_of_ten_idle_fetchers() {
     const OPENINGS: usize = 16;
     let q = queue("openings");
     let id = format!("RateJob-openings-{}", uuid::Uuid::new_v4());
-    let jobs: Vec<String> = (0..=OPENINGS)
-        .map(|n| {
-            format!(
-                r#"{{"limit_fetch":[{{"id":"{id}","rate":[1,0.25]}}],"queue":"{q}","class":"RateJob","args":[],"jid":"o{n}"}}"#
-            )
-        })
-        .collect();
+    let jobs = rated_jobs(&q, &id, "[1,0.25]", "o", OPENINGS + 1);
     let c = capsule();
     let taken = Arc::new(Mutex::new(Vec::new()));
     let stop = Arc::new(AtomicUsize::new(0));
-    let fetchers: Vec<_> = (0..10)
-        .map(|_| {
-            let (c, q, taken, stop) = (c.clone(), q.clone(), taken.clone(), stop.clone());
-            std::thread::spawn(move || {
-                // Waits that end about once a window: a fetcher that
-                // fetches again trusts what a look after the opening found.
-                let wait = Wait {
-                    timeout: Duration::from_millis(300),
-                    poll: Duration::from_millis(100),
-                };
-                while stop.load(Ordering::SeqCst) == 0 {
-                    let fetch = c.start_fetch(&[&q], wait).unwrap();
-                    let mut fetch = fetch;
-                    if let Some(fetched) = fetch.wait(&Interrupt::new()).unwrap() {
-                        let jid = jid_of(&String::from_utf8_lossy(&fetched.job));
-                        taken.lock().unwrap().push((jid, Instant::now(), scripts()));
-                        c.acknowledge(&q, fetched.job);
-                    }
-                }
-            })
-        })
-        .collect();
+    // Waits that end about once a window: a fetcher that fetches again
+    // trusts what a look after the opening found.
+    let wait = Wait {
+        timeout: Duration::from_millis(300),
+        poll: Duration::from_millis(100),
+    };
+    let fetchers = idle_fetchers(&c, &q, wait, &stop, {
+        let taken = taken.clone();
+        move |job: &[u8]| {
+            let jid = jid_of(&String::from_utf8_lossy(job));
+            taken.lock().unwrap().push((jid, Instant::now(), scripts()));
+        }
+    });
     // All asleep on the doorbell.
     std::thread::sleep(Duration::from_millis(500));
     push_jobs(&q, &jobs);
@@ -262,34 +248,20 @@ fn jobs_parked_behind_a_far_window_cost_an_idle_capsule_nothing() {
     let _turn = turn();
     let q = queue("far");
     let id = format!("RateJob-far-{}", uuid::Uuid::new_v4());
-    let jobs: Vec<String> = (0..3)
-        .map(|n| {
-            format!(
-                r#"{{"limit_fetch":[{{"id":"{id}","rate":[1,3600]}}],"queue":"{q}","class":"RateJob","args":[],"jid":"f{n}"}}"#
-            )
-        })
-        .collect();
+    let jobs = rated_jobs(&q, &id, "[1,3600]", "f", 3);
     let c = capsule_with_period(Duration::from_secs(600));
     let taken = Arc::new(AtomicUsize::new(0));
     let stop = Arc::new(AtomicUsize::new(0));
-    let fetchers: Vec<_> = (0..10)
-        .map(|_| {
-            let (c, q, taken, stop) = (c.clone(), q.clone(), taken.clone(), stop.clone());
-            std::thread::spawn(move || {
-                let wait = Wait {
-                    timeout: Duration::from_secs(2),
-                    poll: Duration::from_secs(1),
-                };
-                while stop.load(Ordering::SeqCst) == 0 {
-                    let fetched = c.start_fetch(&[&q], wait).unwrap().wait(&Interrupt::new());
-                    if let Some(fetched) = fetched.unwrap() {
-                        taken.fetch_add(1, Ordering::SeqCst);
-                        c.acknowledge(&q, fetched.job);
-                    }
-                }
-            })
-        })
-        .collect();
+    let wait = Wait {
+        timeout: Duration::from_secs(2),
+        poll: Duration::from_secs(1),
+    };
+    let fetchers = idle_fetchers(&c, &q, wait, &stop, {
+        let taken = taken.clone();
+        move |_: &[u8]| {
+            taken.fetch_add(1, Ordering::SeqCst);
+        }
+    });
     std::thread::sleep(Duration::from_millis(500));
     let nothing_parked = commands_over(Duration::from_secs(5));
     push_jobs(&q, &jobs);
@@ -338,6 +310,47 @@ fn commands_over(window: Duration) -> u64 {
     let before = count();
     std::thread::sleep(window);
     count() - before
+}
+
+/// `count` jobs of queue `q` carrying job limit `id` with `rate` (JSON
+/// `[limit, period]`), their jids `prefix` and 0, 1...
+fn rated_jobs(q: &str, id: &str, rate: &str, prefix: &str, count: usize) -> Vec<String> {
+    (0..count)
+        .map(|n| {
+            format!(
+                r#"{{"limit_fetch":[{{"id":"{id}","rate":{rate}}}],"queue":"{q}","class":"RateJob","args":[],"jid":"{prefix}{n}"}}"#
+            )
+        })
+        .collect()
+}
+
+/// 10 fetchers of `q`, each fetching again as its `wait` ends (Sidekiq's
+/// loop) until `stop` is set; `taken` sees each job fetched before it is
+/// acknowledged.
+fn idle_fetchers<F>(
+    c: &Capsule,
+    q: &str,
+    wait: Wait,
+    stop: &Arc<AtomicUsize>,
+    taken: F,
+) -> Vec<JoinHandle<()>>
+where
+    F: Fn(&[u8]) + Clone + Send + 'static,
+{
+    (0..10)
+        .map(|_| {
+            let (c, q, stop, taken) = (c.clone(), q.to_string(), stop.clone(), taken.clone());
+            std::thread::spawn(move || {
+                while stop.load(Ordering::SeqCst) == 0 {
+                    let fetched = c.start_fetch(&[&q], wait).unwrap().wait(&Interrupt::new());
+                    if let Some(fetched) = fetched.unwrap() {
+                        taken(&fetched.job);
+                        c.acknowledge(&q, fetched.job);
+                    }
+                }
+            })
+        })
+        .collect()
 }
 
 /// The first opening in `rate_parked` and `rate_wake`, read at once.
