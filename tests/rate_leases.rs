@@ -296,13 +296,20 @@ fn a_look_that_started_a_job_near_its_rates_limit_leaves_the_run_to_the_script()
     let c = processor();
     let mut held = next(&c, &q, None);
     held = next(&c, &q, held);
+    by_scripts(&c, &q, held, 6);
+    assert_eq!(grants(&id), [], "no lease");
+}
+
+/// Takes `jobs` more jobs of `q` after `held`, each a script's: the
+/// capsule tries no hand-over for any.
+fn by_scripts(c: &Capsule, q: &str, mut held: Option<Fetched>, jobs: usize) -> Option<Fetched> {
     let before = c.hand_overs();
-    for _ in 2..8 {
-        held = next(&c, &q, held);
+    for _ in 0..jobs {
+        held = next(c, q, held);
         assert!(held.is_some(), "a job");
     }
     assert_eq!(c.hand_overs() - before, 0, "hand-overs tried");
-    assert_eq!(grants(&id), [], "no lease");
+    held
 }
 
 /// Capsules (their acknowledgements riding on their fetches) on database
@@ -366,12 +373,7 @@ fn a_look_that_saw_parked_rates_leaves_a_bare_rates_run_to_the_script() {
     let c = db.processor();
     let mut held = next(&c, &q, None);
     held = next(&c, &q, held);
-    let before = c.hand_overs();
-    for _ in 2..8 {
-        held = next(&c, &q, held);
-        assert!(held.is_some(), "a job");
-    }
-    assert_eq!(c.hand_overs() - before, 0, "hand-overs tried");
+    by_scripts(&c, &q, held, 6);
 }
 
 /// Jobs sent back for a rate wait for a script, which counts their starts:
@@ -398,14 +400,9 @@ fn a_look_that_took_a_job_sent_back_for_its_rate_leaves_the_run_to_the_script() 
     assert!(held.is_none(), "parked");
     // The window opens: all six go back; the script takes one.
     std::thread::sleep(Duration::from_millis(350));
-    let mut held = next(&c, &q, held);
+    let held = next(&c, &q, held);
     assert!(held.is_some(), "sent back and taken");
-    let before = c.hand_overs();
-    for _ in 0..5 {
-        held = next(&c, &q, held);
-        assert!(held.is_some(), "a job sent back");
-    }
-    assert_eq!(c.hand_overs() - before, 0, "hand-overs tried");
+    by_scripts(&c, &q, held, 5);
     let left: Option<String> = db.conn.get(keys::job_released(&id)).unwrap();
     assert_eq!(left, None, "every job sent back started");
 }
