@@ -1,12 +1,15 @@
 //! The fetch's first read (lua/fetch/queues.lua's read_ahead): one MGET of
-//! the first queue's state and `rate_due`, against a real Redis, one test
-//! at a time (INFO commandstats are the server's).
+//! the first queue's state, `rate_due` and `recovered`, against a real
+//! Redis, one test at a time (INFO commandstats are the server's).
 //!
 //! - Parked rates not due: no look at `rate_parked`; due, their jobs go.
 //! - `rate_due` left wrong by a call that failed partway: later than the
 //!   first opening (or gone), the release script that every beat's sweep
 //!   runs sets it right, whatever limits it sweeps; earlier, the fetch
 //!   that finds nothing due sets it right itself.
+//! - No reap counted a recovery (`recovered` absent): an acknowledgement
+//!   sends no EXISTS; one counted, the acknowledged job's count is
+//!   forgotten.
 //! - The state read ahead is the first queue's alone.
 
 mod support;
@@ -19,7 +22,7 @@ use limit_fetch_core::Interrupt;
 use redis::{Commands, Value};
 use support::{capsule, queue, redis};
 
-/// Redis's global keys (rate_parked, rate_due) and its
+/// Redis's global keys (rate_parked, rate_due, recovered) and its
 /// commandstats are shared: one test at a time.
 static TURN: Mutex<()> = Mutex::new(());
 
@@ -163,7 +166,7 @@ fn parked_jobs(id: &str) -> Vec<String> {
 }
 
 #[test]
-fn parked_rates_not_due_cost_the_fetch_no_command() {
+fn parked_rates_not_due_and_no_recovery_counted_cost_the_fetch_no_command() {
     let _turn = turn();
     let f = function("fetch");
     let uuid = uuid::Uuid::new_v4().to_string();
@@ -173,6 +176,7 @@ fn parked_rates_not_due_cost_the_fetch_no_command() {
     assert_eq!(taken, None);
     let count = |name: &str| ran.get(name).copied().unwrap_or(0);
     assert_eq!(count("zrange"), 0, "rate_parked not read: {ran:?}");
+    assert_eq!(count("exists"), 0, "recoveries not looked for: {ran:?}");
     assert_eq!(count("mget"), 1, "one read ahead: {ran:?}");
     assert_eq!(parked_jobs(&id).len(), 1, "still parked");
 }
@@ -249,6 +253,30 @@ fn rate_due_earlier_than_the_first_opening_is_set_right_by_the_fetch() {
         None,
         "no look at rate_parked again: {ran:?}"
     );
+}
+
+#[test]
+fn an_acknowledgement_forgets_its_jobs_recovery_once_a_reap_counted_one() {
+    let _turn = turn();
+    let f = function("fetch");
+    let uuid = uuid::Uuid::new_v4().to_string();
+    let q = queue("first-read-recovered");
+    let (recovered, next) = (job(&q, "recovered", None), job(&q, "next", None));
+    let _: () = redis()
+        .rpush(keys::queue(&q), &[&next, &recovered])
+        .unwrap();
+    assert_eq!(
+        fetch(&f, &uuid, &[], &[&q]).as_deref(),
+        Some(recovered.as_str())
+    );
+    // As a reap that recovered it counts it (lua/reap.lua).
+    let _: () = redis().hset(keys::RECOVERIES, sha1(&recovered), 1).unwrap();
+    let _: () = redis().hset(keys::RECOVERIES, "another-job", 1).unwrap();
+    let _: () = redis().incr(keys::RECOVERED, 1).unwrap();
+    let taken = fetch(&f, &uuid, &[(&q, &recovered)], &[&q]);
+    assert_eq!(taken.as_deref(), Some(next.as_str()));
+    let left: Vec<String> = redis().hkeys(keys::RECOVERIES).unwrap();
+    assert_eq!(left, vec!["another-job".to_string()], "its count forgotten");
 }
 
 #[test]

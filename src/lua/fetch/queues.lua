@@ -69,22 +69,25 @@ local function eligible(name, busy)
 end
 
 -- The call's first read, one MGET: the first queue's state (ARGV from
--- `first_queue`; eligible takes it from `ahead`) and RATE_DUE_KEY (for
--- release_opened), which a ZRANGE of RATE_PARKED_KEY read before. Returns
--- RATE_DUE_KEY's value (false: absent), or nil if not read. Arming
--- (`arming`) reads nothing ahead: its reads are tracked, and RATE_DUE_KEY
--- changes at every first opening (it reads RATE_WAKE_KEY instead:
--- rates.lua's wake_at).
-local function read_ahead(arming, first_queue)
+-- `first_queue`; eligible takes it from `ahead`), RATE_DUE_KEY (for
+-- release_opened) and, with acknowledgements (`acks`), RECOVERED_KEY (for
+-- acknowledge): what two more commands read before (a ZRANGE of
+-- RATE_PARKED_KEY, an EXISTS of RECOVERIES_KEY). Returns those two values
+-- (false: absent), or nil for each not read. Arming (`arming`) reads
+-- nothing ahead: its reads are tracked, and RATE_DUE_KEY changes at every
+-- first opening (it reads RATE_WAKE_KEY instead: rates.lua's wake_at).
+local function read_ahead(arming, acks, first_queue)
   ahead, ahead_of = nil, nil
-  if arming then return nil end
+  if arming then return nil, nil end
   local name = argv[first_queue]
   local keys = name and queue_state_keys(name) or {}
   local n = #keys
   keys[n + 1] = RATE_DUE_KEY
+  if acks > 0 then keys[n + 2] = RECOVERED_KEY end
   local values = redis.call('MGET', unpack(keys))
   if name then ahead, ahead_of = values, name end
-  return values[n + 1]
+  if acks > 0 then return values[n + 1], values[n + 2] end
+  return values[n + 1], nil
 end
 
 -- Whether any of the queues from the `from`-th argument to the `to`-th
