@@ -415,7 +415,10 @@ fn rate_opened(label: &str, n: usize, per_window: usize, ahead: Option<&str>) ->
     let mut conn = redis();
     lpush(&keys::parked(&k), &parked);
     let _: () = conn.sadd(keys::LIMITS_WITH_PARKED, &k).unwrap();
+    // Both keys, as rate_parks writes them: a fetch reads rate_parked only
+    // when rate_due says a window is due.
     let _: () = conn.zadd(keys::RATE_PARKED, &k, 1).unwrap();
+    let _: () = conn.set(keys::RATE_DUE, 1).unwrap();
     let mut queues = vec![q.as_str()];
     if let Some(other) = ahead {
         let _: () = conn

@@ -26,6 +26,15 @@ end
 -- Takes the call's acknowledgements, ARGV[first] to ARGV[last] in triples
 -- (queue name, job, SHA1): sets freed, freed_limits and held for the call, or
 -- NONE when there is nothing to acknowledge and no hand-over to decide.
+-- `recovered`: RECOVERED_KEY as the call's first read found it (false:
+-- absent), or nil if it did not read it.
+--
+-- A job's recovery count (RECOVERIES_KEY, by SHA1) is forgotten as it is
+-- acknowledged. RECOVERED_KEY exists wherever RECOVERIES_KEY does: the
+-- only writer of RECOVERIES_KEY, a reap that counts a recovery
+-- (lua/reap.lua), writes RECOVERED_KEY after it in the same call, with the
+-- same expiry. Without it, no count is there to forget, and no EXISTS is
+-- sent (a hand-over reads it so too: src/capsule/hand_over/).
 --
 -- Idempotent: an acknowledgement sent again (its reply was lost) finds its
 -- job gone and frees no second slot. The slots freed, per queue and per
@@ -36,13 +45,13 @@ end
 -- back are held, by queue name, and pushed to their queues at the end,
 -- unless this fetch takes them (see release in the prelude): a hot key's
 -- next job goes from its parked list to the capsule that freed its slot.
-local function acknowledge(acks, handed, first, last)
+local function acknowledge(acks, handed, first, last, recovered)
   if acks == 0 and handed == '' then
     freed, freed_limits, held = NONE, NONE, NONE
     return
   end
   freed, freed_limits, held = {}, {}, {}
-  local forget = acks > 0 and redis.call('EXISTS', RECOVERIES_KEY) == 1
+  local forget = acks > 0 and recovered ~= false and redis.call('EXISTS', RECOVERIES_KEY) == 1
   for i = first, last, 3 do
     local name, job = argv[i], argv[i + 1]
     if redis.call('LREM', in_progress_key(uuid, name), 1, job) == 1 then

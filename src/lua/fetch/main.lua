@@ -22,11 +22,15 @@ return function(KEYS, ARGV)
   -- RATE_WAKE_KEY are written once, as it ends (done).
   defer_rate_due(true)
 
-  acknowledge(acks, handed, first_ack, first_queue - 1)
+  -- One MGET: the first queue's state, when parked rates are due, whether
+  -- a reap counted recoveries (queues.lua).
+  local due, recovered = read_ahead(mode == MODE_ARM, acks, first_queue)
+
+  acknowledge(acks, handed, first_ack, first_queue - 1, recovered)
 
   -- Before any job is taken: a job parked behind its rate goes first once
   -- its window opens.
-  release_opened(mode ~= MODE_ARM, first_queue)
+  release_opened(mode ~= MODE_ARM, first_queue, due)
 
   if handed ~= '' then
     local reply = decide_handed(handed, first_queue)

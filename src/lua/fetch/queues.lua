@@ -1,8 +1,9 @@
--- Queue eligibility (eligible: pause, limits, rate) and the skip-ahead
--- scan over queues that hold no job (any_queued, next_queued, after,
--- more_from).
--- Reads: argv, uuid, freed, held. Writes: seen, seen_rate, seen_adaptive,
--- seen_fair, classes_back_off, opens, written (wrote).
+-- Queue eligibility (eligible: pause, limits, rate), the call's first
+-- read (read_ahead), and the skip-ahead scan over queues that hold no job
+-- (any_queued, next_queued, after, more_from).
+-- Reads: argv, uuid, freed, held. Writes: ahead, ahead_of, seen,
+-- seen_rate, seen_adaptive, seen_fair, classes_back_off, opens, written
+-- (wrote).
 
 -- The limit in force of queue `name`, whose limit as stored is `limit` and
 -- whose range and adaptive state MGET read as `range` and `raw_state`, with
@@ -31,9 +32,16 @@ end
 -- is walked whatever its slots: its jobs park by tenant, fair_queue.lua):
 -- a queue with none costs one call, as the limit's GET alone did before
 -- pauses.
+-- The first queue's state comes from the call's first read (read_ahead),
+-- once: a later look at the queue reads it again (this call may have
+-- grown its adaptive limit since).
 local function eligible(name, busy)
-  local state = redis.call('MGET', limit_key(name), process_limit_key(name), paused_key(name), rate_key(name),
-    class_back_off_key(name), limit_range_key(name), adaptive_key(name), job_limit_key(fair_queue_id(name)))
+  local state = ahead
+  if state and ahead_of == name then
+    ahead = nil
+  else
+    state = redis.call('MGET', unpack(queue_state_keys(name)))
+  end
   seen, seen_rate, seen_adaptive = state, nil, false
   seen_fair = parse_limit(state[8])
   classes_back_off = state[5] and true or false
@@ -58,6 +66,28 @@ local function eligible(name, busy)
   if room > 0 then return true end
   opens_at(at)
   return false
+end
+
+-- The call's first read, one MGET: the first queue's state (ARGV from
+-- `first_queue`; eligible takes it from `ahead`), RATE_DUE_KEY (for
+-- release_opened) and, with acknowledgements (`acks`), RECOVERED_KEY (for
+-- acknowledge): what two more commands read before (a ZRANGE of
+-- RATE_PARKED_KEY, an EXISTS of RECOVERIES_KEY). Returns those two values
+-- (false: absent), or nil for each not read. Arming (`arming`) reads
+-- nothing ahead: its reads are tracked, and RATE_DUE_KEY changes at every
+-- first opening (it reads RATE_WAKE_KEY instead: rates.lua's wake_at).
+local function read_ahead(arming, acks, first_queue)
+  ahead, ahead_of = nil, nil
+  if arming then return nil, nil end
+  local name = argv[first_queue]
+  local keys = name and queue_state_keys(name) or {}
+  local n = #keys
+  keys[n + 1] = RATE_DUE_KEY
+  if acks > 0 then keys[n + 2] = RECOVERED_KEY end
+  local values = redis.call('MGET', unpack(keys))
+  if name then ahead, ahead_of = values, name end
+  if acks > 0 then return values[n + 1], values[n + 2] end
+  return values[n + 1], nil
 end
 
 -- Whether any of the queues from the `from`-th argument to the `to`-th

@@ -44,14 +44,36 @@ end
 -- taken, it goes to the front of its queue as the call ends (push_held).
 -- The others go to their queues at once: they wake the fetchers that take
 -- them.
+--
+-- `due`: RATE_DUE_KEY as the call's first read found it (false: absent),
+-- or nil if it did not read it. Every script that writes RATE_PARKED_KEY
+-- sets it to the set's first score (sync_rate_due), in the same call:
+-- where it says none is parked, or none opens yet, the set is not read (a
+-- command fewer a fetch). A call that failed between its write of the set
+-- and of RATE_DUE_KEY (the fetch writes it as it ends) may leave it later
+-- than the set's first score, or absent: the beats' sweep sets it right
+-- (lua/release.lua's check_rate_due), and sends back meanwhile the jobs of
+-- the limits it visits. One found earlier than the first opening (the
+-- limits it named went) is set right as this call ends.
 local RELEASE_AT_ONCE = 100
-local function release_opened(may_release, first_queue)
+local function release_opened(may_release, first_queue, due)
   if not may_release then return wake_at() end
-  local first = redis.call('ZRANGE', RATE_PARKED_KEY, 0, 0, 'WITHSCORES')
-  if #first == 0 then return end
-  local at = tonumber(first[2])
+  if due == false then return end
+  local at = due and tonumber(due)
+  if not at then
+    local first = redis.call('ZRANGE', RATE_PARKED_KEY, 0, 0, 'WITHSCORES')
+    if #first == 0 then return end
+    at = tonumber(first[2])
+  end
   if at > now() then return opens_at(at) end
   local ids = redis.call('ZRANGE', RATE_PARKED_KEY, '-inf', now(), 'BYSCORE', 'LIMIT', 0, RELEASE_AT_ONCE)
+  if #ids == 0 then
+    -- RATE_DUE_KEY said due, and none is: set right as the call ends.
+    rate_parked_written = true
+    local following = redis.call('ZRANGE', RATE_PARKED_KEY, 0, 0, 'WITHSCORES')
+    if #following > 0 then opens_at(tonumber(following[2])) end
+    return
+  end
   redis.call('ZREM', RATE_PARKED_KEY, unpack(ids))
   -- RATE_DUE_KEY and RATE_WAKE_KEY follow as the call ends (done), once
   -- for these limits and any they park again in this call: a later first

@@ -96,6 +96,9 @@ local argv, uuid, watch, report, lookahead
 -- parsed, whether its limit is adaptive, and its fair limit if it is a fair
 -- queue (fair_queue.lua), else nil.
 local seen, seen_rate, seen_adaptive, seen_fair
+-- The first queue's state as the call's first read found it (read_ahead,
+-- queues.lua), and that queue's name, until eligible takes it; else nil.
+local ahead, ahead_of
 -- Whether the queue eligible looked at last has classes that back off
 -- (held_back asks them then).
 local classes_back_off = false

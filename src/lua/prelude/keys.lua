@@ -78,3 +78,15 @@ local RATE_DUE_KEY = 'sidekiq:limit_fetch:rate_due'
 -- the doorbell's arming reads (src/keys.rs).
 local RATE_WAKE_KEY = 'sidekiq:limit_fetch:rate_wake'
 local DISCARDED_KEY = 'sidekiq:limit_fetch:discarded'
+
+-- What a fetch reads of queue `name` to know whether it may take a job of
+-- it, in one MGET (lua/fetch/queues.lua's eligible): its limit, process
+-- limit, pause, rate, whether classes back off in it, an adaptive limit's
+-- range and state, and its fair limit (a fair queue's). A fresh table: the
+-- fetch's first read appends the keys it reads with it (read_ahead). One
+-- builder for the eight also keeps them out of the fetch chunk's upvalues,
+-- which Lua caps at 60.
+local function queue_state_keys(name)
+  return {limit_key(name), process_limit_key(name), paused_key(name), rate_key(name), class_back_off_key(name),
+    limit_range_key(name), adaptive_key(name), job_limit_key(fair_queue_id(name))}
+end

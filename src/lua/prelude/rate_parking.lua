@@ -1,8 +1,8 @@
 -- Job limits parked behind their rate: noted in RATE_PARKED_KEY with when
 -- their window opens (rate_parks, which keeps RATE_DUE_KEY and
--- RATE_WAKE_KEY in step: sync_rate_due), a start booked against the jobs
--- sent back for a rate (book_start), and when a window taken whole opens
--- again (reopens).
+-- RATE_WAKE_KEY in step: sync_rate_due; check_rate_due, the backstop), a
+-- start booked against the jobs sent back for a rate (book_start), and
+-- when a window taken whole opens again (reopens).
 
 -- After a change of RATE_PARKED_KEY: RATE_DUE_KEY set to its first score
 -- (for the hand-over); RATE_WAKE_KEY, the time no parked limit opens
@@ -22,6 +22,16 @@ local function sync_rate_due()
   redis.call('SET', RATE_DUE_KEY, first[2])
   local wake = redis.call('GET', RATE_WAKE_KEY)
   if not wake or tonumber(first[2]) < tonumber(wake) then redis.call('SET', RATE_WAKE_KEY, first[2]) end
+end
+
+-- The backstop of RATE_DUE_KEY, which a fetch trusts to say when parked
+-- rates are due (lua/fetch/rates.lua's release_opened): where it is not
+-- RATE_PARKED_KEY's first score (a call failed between writing the set and
+-- it), sets it right, and RATE_WAKE_KEY with it. Two reads.
+local function check_rate_due()
+  local first = redis.call('ZRANGE', RATE_PARKED_KEY, 0, 0, 'WITHSCORES')[2]
+  local due = redis.call('GET', RATE_DUE_KEY)
+  if (first and tonumber(first)) ~= (due and tonumber(due)) then sync_rate_due() end
 end
 
 -- Notes that job limit `id` has jobs parked behind its rate, whose window
