@@ -32,6 +32,9 @@ module LimitFetchChaos
       ["longest wait with jobs parked and none begun within a period (a stall: over)",
        -> { "#{_1[1][:longest_wait_s]} s (#{_1[1][:stall_after_s]} s)" }]
     ].freeze
+    # Each rate's leases (RecordedStarts#leases), after its gem's count:
+    # for a report that has them (results/latest.json predates them).
+    LEASES = ["leases granted: of 1 start / of more (largest); starts given back", [1, :leases], :leases].freeze
     # A fair class's tenants (FairShares#to_h): rows [class, tenant, figures].
     FAIR_SHARES = [
       ["fair class: tenant", -> { "#{_1[0]}: #{_1[1]}" }],
@@ -73,6 +76,11 @@ module LimitFetchChaos
       lag = seen[:lag_ms] ? "#{seen[:lag_ms]} ms" : "- (a run paired with none within FETCH_LAG)"
       "#{seen[:starts]}, #{seen[:most_in_period]}; #{lag}"
     end
+
+    def rate_columns = report[:rates].values.any? { _1[:leases] } ? RATES.dup.insert(6, LEASES) : RATES
+
+    # RecordedStarts#leases, in short.
+    def leases(seen) = "#{seen[:of_one]} / #{seen[:of_more]} (#{seen[:largest]}); #{seen[:given_back]}"
 
     # A Report's or a FaultReport's freeze (Frozen#to_h, with its woken originals).
     def frozen(freeze)
