@@ -37,7 +37,7 @@ module LimitFetchChaos
 
     def processes = PROCESSES
 
-    def backlog = BACKLOG
+    def backlog(_queue = nil) = BACKLOG
 
     # No quota: the FaultRunner stops the pushes.
     def quota(_queue) = nil

@@ -74,7 +74,7 @@ module LimitFetchChaos
       queues.zip(queued).each do |queue, count|
         next unless @plan.feeds?(queue, elapsed)
 
-        push(queue, [@plan.backlog - count - parked[queue], left(queue), paced(queue)].compact.min)
+        push(queue, [@plan.backlog(queue) - count - parked[queue], left(queue), paced(queue)].compact.min)
       end
     end
 

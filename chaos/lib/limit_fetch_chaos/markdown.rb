@@ -34,7 +34,8 @@ module LimitFetchChaos
     ].freeze
     # Each rate's leases (RecordedStarts#leases), after its gem's count:
     # for a report that has them (results/latest.json predates them).
-    LEASES = ["leases granted: of 1 start / of more (largest); starts given back", [1, :leases], :leases].freeze
+    LEASES = ["leases granted: of 1 start / of more (largest); starts leased, given back", [1, :leases],
+              :leases].freeze
     # A fair class's tenants (FairShares#to_h): rows [class, tenant, figures].
     FAIR_SHARES = [
       ["fair class: tenant", -> { "#{_1[0]}: #{_1[1]}" }],
@@ -80,7 +81,9 @@ module LimitFetchChaos
     def rate_columns = report[:rates].values.any? { _1[:leases] } ? RATES.dup.insert(6, LEASES) : RATES
 
     # RecordedStarts#leases, in short.
-    def leases(seen) = "#{seen[:of_one]} / #{seen[:of_more]} (#{seen[:largest]}); #{seen[:given_back]}"
+    def leases(seen)
+      "#{seen[:of_one]} / #{seen[:of_more]} (#{seen[:largest]}); #{seen[:starts]}, #{seen[:given_back]}"
+    end
 
     # A Report's or a FaultReport's freeze (Frozen#to_h, with its woken originals).
     def frozen(freeze)

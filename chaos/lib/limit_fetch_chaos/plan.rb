@@ -80,8 +80,8 @@ module LimitFetchChaos
 
     def heartbeat_period = HEARTBEAT_PERIOD
 
-    # Jobs kept waiting in each queue (Feeder).
-    def backlog = Feeder::BACKLOG
+    # Jobs kept waiting in each queue (Feeder), or in `queue`.
+    def backlog(queue = nil) = Turns.backlog(queue)
 
     # Jobs each queue gets in all (nil: no cap, --duration decides). The
     # rated classes' queues (RatedLimit.queues) have no share of --jobs:
