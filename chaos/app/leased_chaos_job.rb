@@ -17,10 +17,12 @@ require_relative "chaos_job"
 # leases grow to many starts, and goes on at the rate, its jobs parked
 # behind it.
 #
-# CONCURRENCY never binds (the capsule has 3 threads a process): it is
-# declared because a rate declared alone is a bare one, whose hand-over
-# goes to the script while any rate has jobs parked, and
-# RatedChaosJob's and TenantRatedChaosJob's always do.
+# CONCURRENCY never binds (the capsule has 3 threads a process): declared,
+# it makes the rate's hand-over read its own parked list (a rate declared
+# alone is a bare one, whose thread leaves its run to the script for a
+# second once it saw jobs parked behind any rate: src/capsule/hand_over/
+# hold.rs), so that its run is handed over again as soon as its own jobs
+# parked behind its rate are gone.
 class LeasedChaosJob < ChaosJob
   QUEUES = %w[l].freeze
   TENANTS = [].freeze
