@@ -236,7 +236,7 @@ RSpec.describe "bin/chaos's accounting" do
     # Checked over the period less the lag and LEASE_AHEAD (a leased start is stamped up to 50 ms after its fetch).
     expect(seen.to_h).to include(starts: 10, most_in_period: 6, shortest_span_ms: 764.0,
       checked_ms: be_within(1).of(714), windows_over: 0,
-      recorded: {starts: 10, most_in_period: 5, lag_ms: be_within(1).of(236)})
+      recorded: {starts: 10, most_in_period: 5, lag_ms: be_within(1).of(236), uncounted: 0})
     expect(seen.violations).to eq([])
     expect(LimitFetchChaos::RateWindows.of(rated, late, fetched.first(6)).lag).to be_nil
 
@@ -248,19 +248,24 @@ RSpec.describe "bin/chaos's accounting" do
     leased = LimitFetchChaos::RateWindows.of(rated, starts.call(0, 1, 2, 3, 4, 1000, 1001, 1002, 1003, 1004),
       fetched.map { _1 + (40 * ms) })
     expect(leased.lag).to be < ms
-    # A start the gem did not count pairs with none: no lag, RATE_SLACK.
+    # A start the gem did not count pairs with none: no lag, RATE_SLACK, and a violation of its own.
     uncounted = LimitFetchChaos::RateWindows.of(rated, starts.call(1, 2, 3, 4, 310, 600, 1000, 1001, 1002), fetched)
     expect(uncounted.to_h).to include(shortest_span_ms: 599.0, checked_ms: 750.0, windows_over: 1)
+    expect(uncounted.violations.last).to eq("rate key:TenantRatedChaosJob#t1: 1 jobs started with no start of theirs " \
+                                            "in the gem's count (within 1000 ms before each or 50 ms after): starts " \
+                                            "it did not count")
     slow = LimitFetchChaos::RateWindows.of(rated, starts.call(700, 701, 702, 703, 704, 1000), fetched.first(6))
     expect([slow.lag, slow.checked_ms]).to match([be_within(ms).of(700 * ms), 500.0])
 
     crowded = LimitFetchChaos::RateWindows.of(rated, starts.call(0, 1, 2, 3, 4, 700, 1000), [0, 999].map { _1 * ms })
     expect(crowded.to_h).to include(windows_over: 1, shortest_span_ms: 700.0,
-      recorded: {starts: 2, most_in_period: 2, lag_ms: nil})
+      recorded: {starts: 2, most_in_period: 2, lag_ms: nil, uncounted: 5})
     described = crowded.runs.first(6).map { "#{_1.jid} in w1 at #{_1.start}" }.join("; ")
-    expect(crowded.violations).to eq(["rate key:TenantRatedChaosJob#t1: 6 jobs started within 700.0 ms, limit 5 in " \
-                                      "any 1 s (checked over 750 ms, the rest the lag from fetch to start) (1 such " \
-                                      "windows) (#{described})"])
+    expect(crowded.violations.first).to eq(
+      "rate key:TenantRatedChaosJob#t1: 6 jobs started within 700.0 ms, limit 5 in any 1 s (checked over 750 ms, the " \
+      "rest the lag from fetch to start) (1 such windows) (#{described})"
+    )
+    expect(crowded.violations.size).to eq(2)
     gem_over = LimitFetchChaos::RateWindows.of(rated, [], [0, 1, 2, 3, 4, 999].map { _1 * ms })
     expect(gem_over.violations).to eq(["rate key:TenantRatedChaosJob#t1: the gem counted 6 starts within 1 s (its " \
                                        "starts set, on Redis's clock), limit 5"])
