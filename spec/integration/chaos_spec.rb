@@ -9,7 +9,7 @@ require_relative "../../chaos/lib/limit_fetch_chaos"
 # (1 per tenant; 3 of KeyedChaosJob's class; a group shared by two classes,
 # one of whose keys is raised, lowered and reset while jobs run; keys per
 # queue; a class that discards at its limit), and rates (of a class, per
-# tenant of another, and of a class of 128 a second handed over on leased
+# tenant of another, and of a class of 100 a second handed over on leased
 # starts, many at once), checked from the jobs' own starts and the gem's
 # count. The random
 # choices follow RSpec's seed.
