@@ -12,6 +12,7 @@ require_relative "per_queue_chaos_job"
 require_relative "discard_chaos_job"
 require_relative "rated_chaos_job"
 require_relative "tenant_rated_chaos_job"
+require_relative "leased_chaos_job"
 require_relative "backing_off_chaos_job"
 require_relative "fair_chaos_job"
 require_relative "weighted_fair_chaos_job"
@@ -41,5 +42,12 @@ Sidekiq.configure_server do |config|
   config.capsule("idle") do |capsule|
     capsule.concurrency = 1
     capsule.queues = %w[idle]
+  end
+  # LeasedChaosJob's capsule: its queue alone, so that it is each fetch's
+  # first queue and a thread's run of its jobs is handed over (on leased
+  # starts). Plan::CAPSULES counts it.
+  config.capsule("leased") do |capsule|
+    capsule.concurrency = 3
+    capsule.queues = LeasedChaosJob::QUEUES
   end
 end

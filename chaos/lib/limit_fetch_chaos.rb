@@ -9,7 +9,7 @@ $LOAD_PATH.unshift(File.expand_path("../../demo/lib", __dir__))
 require "limit_fetch_demo"
 require_relative "../../tools/lib/limit_fetch_tools/markdown"
 %w[keyed_chaos_job backing_off_chaos_job grouped_chaos_job co_grouped_chaos_job per_queue_chaos_job discard_chaos_job
-   rated_chaos_job tenant_rated_chaos_job fair_chaos_job weighted_fair_chaos_job
+   rated_chaos_job tenant_rated_chaos_job leased_chaos_job fair_chaos_job weighted_fair_chaos_job
    fair_queue_chaos_job keyless_fair_queue_chaos_job].each do |job|
   require_relative "../app/#{job}"
 end
@@ -24,8 +24,9 @@ end
 # their process was killed before Redis had their acknowledgement, that no limit was
 # exceeded (queue limits, and the job limits the LIMITED classes' jobs
 # carry: per tenant, per class, shared by a group, per queue, one changed
-# at run time), nor any rate (RatedLimit: of a class, per tenant; checked
-# in every window from the jobs' own starts), that every job discarded at
+# at run time), nor any rate (RatedLimit: of a class, per tenant, and one
+# of a class large enough to be leased many starts at once; checked in every
+# window from the jobs' own starts and from the gem's count), that every job discarded at
 # its limit was counted and logged, and that nothing was left behind in
 # Redis.
 #
@@ -51,6 +52,7 @@ require_relative "limit_fetch_chaos/options"
 require_relative "limit_fetch_chaos/watched_limit"
 require_relative "limit_fetch_chaos/rated_limit"
 require_relative "limit_fetch_chaos/limit_schedule"
+require_relative "limit_fetch_chaos/turns"
 require_relative "limit_fetch_chaos/plan"
 require_relative "limit_fetch_chaos/capsules"
 require_relative "limit_fetch_chaos/fleet"

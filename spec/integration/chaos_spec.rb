@@ -9,7 +9,9 @@ require_relative "../../chaos/lib/limit_fetch_chaos"
 # (1 per tenant; 3 of KeyedChaosJob's class; a group shared by two classes,
 # one of whose keys is raised, lowered and reset while jobs run; keys per
 # queue; a class that discards at its limit), and rates (of a class, per
-# tenant of another), checked from the jobs' own starts. The random
+# tenant of another, and of a class of 100 a second handed over on leased
+# starts, many at once), checked from the jobs' own starts and the gem's
+# count. The random
 # choices follow RSpec's seed.
 RSpec.describe "bin/chaos --quick", :e2e do
   it "loses no job, keeps every queue and job limit and rate and leaves nothing behind while processes are " \
@@ -45,6 +47,7 @@ RSpec.describe "bin/chaos --quick", :e2e do
     expect(facts[:rates].values).to all(include(windows_over: 0, starts: be_positive, parked_samples: be_positive))
     expect(facts[:rates].values).to all(satisfy { |seen| seen[:recorded][:most_in_period] <= seen[:limit] })
     expect(facts[:rates].values).to all(satisfy { |seen| seen[:longest_wait_s] <= seen[:stall_after_s] })
+    expect(facts[:rates]["class:LeasedChaosJob"][:leases]).to include(of_more: be_positive, largest: be > 1)
     expect(facts[:chaos][:kills]).to be >= 2, story
     expect(facts[:chaos][:redis_restart]).to include(down_s: be >= LimitFetchChaos::Plan::REDIS_DOWN)
     expect(facts[:chaos][:redis_restart][:survived].size).to be >= LimitFetchChaos::Plan::PROCESSES
@@ -233,7 +236,7 @@ RSpec.describe "bin/chaos's accounting" do
     # Checked over the period less the lag and LEASE_AHEAD (a leased start is stamped up to 50 ms after its fetch).
     expect(seen.to_h).to include(starts: 10, most_in_period: 6, shortest_span_ms: 764.0,
       checked_ms: be_within(1).of(714), windows_over: 0,
-      recorded: {starts: 10, most_in_period: 5, lag_ms: be_within(1).of(236)})
+      recorded: {starts: 10, most_in_period: 5, lag_ms: be_within(1).of(236), uncounted: 0})
     expect(seen.violations).to eq([])
     expect(LimitFetchChaos::RateWindows.of(rated, late, fetched.first(6)).lag).to be_nil
 
@@ -245,19 +248,24 @@ RSpec.describe "bin/chaos's accounting" do
     leased = LimitFetchChaos::RateWindows.of(rated, starts.call(0, 1, 2, 3, 4, 1000, 1001, 1002, 1003, 1004),
       fetched.map { _1 + (40 * ms) })
     expect(leased.lag).to be < ms
-    # A start the gem did not count pairs with none: no lag, RATE_SLACK.
+    # A start the gem did not count pairs with none: no lag, RATE_SLACK, and a violation of its own.
     uncounted = LimitFetchChaos::RateWindows.of(rated, starts.call(1, 2, 3, 4, 310, 600, 1000, 1001, 1002), fetched)
     expect(uncounted.to_h).to include(shortest_span_ms: 599.0, checked_ms: 750.0, windows_over: 1)
+    expect(uncounted.violations.last).to eq("rate key:TenantRatedChaosJob#t1: 1 jobs started with no start of theirs " \
+                                            "in the gem's count (within 1000 ms before each or 50 ms after): starts " \
+                                            "it did not count")
     slow = LimitFetchChaos::RateWindows.of(rated, starts.call(700, 701, 702, 703, 704, 1000), fetched.first(6))
     expect([slow.lag, slow.checked_ms]).to match([be_within(ms).of(700 * ms), 500.0])
 
     crowded = LimitFetchChaos::RateWindows.of(rated, starts.call(0, 1, 2, 3, 4, 700, 1000), [0, 999].map { _1 * ms })
     expect(crowded.to_h).to include(windows_over: 1, shortest_span_ms: 700.0,
-      recorded: {starts: 2, most_in_period: 2, lag_ms: nil})
+      recorded: {starts: 2, most_in_period: 2, lag_ms: nil, uncounted: 5})
     described = crowded.runs.first(6).map { "#{_1.jid} in w1 at #{_1.start}" }.join("; ")
-    expect(crowded.violations).to eq(["rate key:TenantRatedChaosJob#t1: 6 jobs started within 700.0 ms, limit 5 in " \
-                                      "any 1 s (checked over 750 ms, the rest the lag from fetch to start) (1 such " \
-                                      "windows) (#{described})"])
+    expect(crowded.violations.first).to eq(
+      "rate key:TenantRatedChaosJob#t1: 6 jobs started within 700.0 ms, limit 5 in any 1 s (checked over 750 ms, the " \
+      "rest the lag from fetch to start) (1 such windows) (#{described})"
+    )
+    expect(crowded.violations.size).to eq(2)
     gem_over = LimitFetchChaos::RateWindows.of(rated, [], [0, 1, 2, 3, 4, 999].map { _1 * ms })
     expect(gem_over.violations).to eq(["rate key:TenantRatedChaosJob#t1: the gem counted 6 starts within 1 s (its " \
                                        "starts set, on Redis's clock), limit 5"])
@@ -283,8 +291,23 @@ RSpec.describe "bin/chaos's accounting" do
     server.with_client { _1.call("EVAL", add, 1, starts[0], 5, "c2:5000") }
     recorded = LimitFetchChaos::RecordedStarts.read(server.dir, rated)
     expect(rated.map { recorded.times(_1.id) }).to eq([[1_000_000, 5_000_000], [2_000_000, 3_000_000, 6_000_000]])
+    expect(rated.map { recorded.leases(_1.id) })
+      .to eq([{grants: 0, of_one: 0, of_more: 0, largest: 0, starts: 0, given_back: 0},
+              {grants: 1, of_one: 0, of_more: 1, largest: 2, starts: 2, given_back: 1}])
   ensure
     server&.remove
+  end
+
+  it "asks of a rate the gem may lease many starts at once a lease of more than one start" do
+    expect(LimitFetchChaos::RatedLimit.all.select(&:leased?).map(&:id)).to eq(["class:LeasedChaosJob"])
+    recorded = LimitFetchChaos::RecordedStarts.new(LimitFetchChaos::RatedLimit.all.to_h { [_1.id, []] })
+    stalls = LimitFetchChaos::Stalls.new(LimitFetchChaos::Stalls.rate_lines, limit: 5)
+    problems = -> { LimitFetchChaos::RatesChecks.new([], [], stalls, recorded).problems.grep(/lease/) }
+    recorded.record("class:LeasedChaosJob", "ZADD", [1, "c.t#1:1"])
+    recorded.record("class:LeasedChaosJob", "ZADD", [2, "c:2"])
+    expect(problems.call).to eq(["rate class:LeasedChaosJob: no lease of more than one start was granted"])
+    recorded.record("class:LeasedChaosJob", "ZADD", [3, "c.t#1:3", 3, "c.t#2:3"])
+    expect(problems.call).to eq([])
   end
 
   it "finds a rate's parked jobs waiting while none of its runs began within a period" do

@@ -32,14 +32,17 @@ module LimitFetchChaos
 
     def config_file = CONFIG
 
+    # Its config's queues alone: app.rb's "leased" capsule has no jobs here.
+    def queues = @config.queues
+
     def processes = PROCESSES
 
-    def backlog = BACKLOG
+    def backlog(_queue = nil) = BACKLOG
 
     # No quota: the FaultRunner stops the pushes.
     def quota(_queue) = nil
 
-    def job_millis(_tenant = nil) = @job_random.rand(JOB_MILLIS)
+    def job_millis(_tenant = nil, _job_class = nil) = @job_random.rand(JOB_MILLIS)
 
     def stalled_after = 30
 

@@ -8,8 +8,8 @@ module LimitFetchChaos
   # parked at their job limits and rates), so that every thread is busy, the
   # limited queues stay at their limits and jobs are parked (or, on queue d,
   # discarded), until every queue had its share of --jobs (the rated
-  # classes' queue has none: it is fed as long as the others are) or
-  # --duration is over.
+  # classes' queues have none: they are fed as long as the others are) or
+  # --duration is over; r, o and l in turns (Plan#feeds?).
   #
   # The LIMITED classes are pushed by class, so that the gem's client
   # middleware computes the limits their jobs carry; Carried counts the
@@ -72,7 +72,9 @@ module LimitFetchChaos
       return if done?(elapsed)
 
       queues.zip(queued).each do |queue, count|
-        push(queue, [@plan.backlog - count - parked[queue], left(queue), paced(queue)].compact.min)
+        next unless @plan.feeds?(queue, elapsed)
+
+        push(queue, [@plan.backlog(queue) - count - parked[queue], left(queue), paced(queue)].compact.min)
       end
     end
 
@@ -176,7 +178,7 @@ module LimitFetchChaos
     # [class, args] of a job for a random tenant.
     def limited_job(queue, job_class)
       tenant = @plan.tenant(job_class)
-      [job_class, [queue, @plan.job_millis(tenant), tenant]]
+      [job_class, [queue, @plan.job_millis(tenant, job_class), tenant]]
     end
 
     def push_limited(queue, classes, count)

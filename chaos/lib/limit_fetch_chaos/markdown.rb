@@ -32,6 +32,10 @@ module LimitFetchChaos
       ["longest wait with jobs parked and none begun within a period (a stall: over)",
        -> { "#{_1[1][:longest_wait_s]} s (#{_1[1][:stall_after_s]} s)" }]
     ].freeze
+    # Each rate's leases (RecordedStarts#leases), after its gem's count:
+    # for a report that has them (results/latest.json predates them).
+    LEASES = ["leases granted: of 1 start / of more (largest); starts leased, given back", [1, :leases],
+              :leases].freeze
     # A fair class's tenants (FairShares#to_h): rows [class, tenant, figures].
     FAIR_SHARES = [
       ["fair class: tenant", -> { "#{_1[0]}: #{_1[1]}" }],
@@ -72,6 +76,13 @@ module LimitFetchChaos
     def recorded(seen)
       lag = seen[:lag_ms] ? "#{seen[:lag_ms]} ms" : "- (a run paired with none within FETCH_LAG)"
       "#{seen[:starts]}, #{seen[:most_in_period]}; #{lag}"
+    end
+
+    def rate_columns = report[:rates].values.any? { _1[:leases] } ? RATES.dup.insert(6, LEASES) : RATES
+
+    # RecordedStarts#leases, in short.
+    def leases(seen)
+      "#{seen[:of_one]} / #{seen[:of_more]} (#{seen[:largest]}); #{seen[:starts]}, #{seen[:given_back]}"
     end
 
     # A Report's or a FaultReport's freeze (Frozen#to_h, with its woken originals).

@@ -12,8 +12,9 @@ module LimitFetchChaos
     APP = File.join(ROOT, "app")
     CONFIG = "config/sidekiq.yml"
     PROCESSES = 3
-    # Capsules in each process: the default one and app.rb's "idle" one.
-    CAPSULES = 2
+    # Capsules in each process: the default one and app.rb's "idle" and
+    # "leased" ones.
+    CAPSULES = 3
     # Seconds; a killed process's capsule is reaped 4 periods after its last beat.
     HEARTBEAT_PERIOD = 2
     # Seconds after its last beat that a capsule's heartbeat expires (the
@@ -56,7 +57,7 @@ module LimitFetchChaos
 
     extend Forwardable
 
-    def_delegators :@config, :queues, :limits, :process_limits, :concurrency
+    def_delegators :@config, :limits, :process_limits, :concurrency
     attr_reader :options
 
     def initialize(options)
@@ -65,6 +66,10 @@ module LimitFetchChaos
       @job_random = Random.new(options.seed)
       @kill_random = Random.new(options.seed + 1)
     end
+
+    # The queues fed: the default capsule's (its config's), then
+    # LeasedChaosJob's, which its capsule alone works (app.rb).
+    def queues = [*@config.queues, *LeasedChaosJob::QUEUES]
 
     # The app's Sidekiq configuration (relative to the app directory).
     def config_file = CONFIG
@@ -75,8 +80,8 @@ module LimitFetchChaos
 
     def heartbeat_period = HEARTBEAT_PERIOD
 
-    # Jobs kept waiting in each queue (Feeder).
-    def backlog = Feeder::BACKLOG
+    # Jobs kept waiting in each queue (Feeder), or in `queue`.
+    def backlog(queue = nil) = Turns.backlog(queue)
 
     # Jobs each queue gets in all (nil: no cap, --duration decides). The
     # rated classes' queues (RatedLimit.queues) have no share of --jobs:
@@ -90,7 +95,15 @@ module LimitFetchChaos
       share + (queue == shared.first ? rest : 0)
     end
 
-    def job_millis(tenant = nil) = @job_random.rand(tenant == GroupedChaosJob::TUNED ? TUNED_MILLIS : JOB_MILLIS)
+    def job_millis(tenant = nil, job_class = nil)
+      return @job_random.rand(LeasedChaosJob::MILLIS) if job_class == LeasedChaosJob
+
+      @job_random.rand(tenant == GroupedChaosJob::TUNED ? TUNED_MILLIS : JOB_MILLIS)
+    end
+
+    # Whether `queue` is fed at `elapsed` (the run's clock): in its turn
+    # only, if it takes turns.
+    def feeds?(queue, elapsed) = Turns.feeds?(queue, elapsed)
 
     # The class of a job pushed to a queue that +classes+ share.
     def pick(classes) = classes.sample(random: @job_random)
@@ -128,7 +141,7 @@ module LimitFetchChaos
     def to_h
       {processes: processes, concurrency: concurrency, queues: queues, limits: limits, process_limits: process_limits,
        heartbeat_period: heartbeat_period, **job_limits_h, job_ms: JOB_MILLIS.minmax, kill_every_s: KILL_EVERY.minmax,
-       redis_down_s: REDIS_DOWN, freeze_s: FREEZE,
+       redis_down_s: REDIS_DOWN, freeze_s: FREEZE, turns_s: Turns::SECONDS,
        redis: LimitFetchTools::RedisServer::AOF.map { _1.empty? ? '""' : _1 }.join(" "),
        **options.to_h.slice(:jobs, :duration, :seed)}
     end
@@ -168,9 +181,9 @@ module LimitFetchChaos
     end
 
     def rates
-      "rates on #{RatedLimit.queues.join(", ")}: RatedChaosJob #{RatedChaosJob::LIMIT} starts per " \
+      "rates on #{RatedChaosJob::QUEUES.join(", ")}: RatedChaosJob #{RatedChaosJob::LIMIT} starts per " \
         "#{RatedChaosJob::PERIOD} s of the class, TenantRatedChaosJob #{TenantRatedChaosJob::LIMIT} per " \
-        "#{TenantRatedChaosJob::PERIOD} s per tenant (#{TenantRatedChaosJob::TENANTS.size})"
+        "#{TenantRatedChaosJob::PERIOD} s per tenant (#{TenantRatedChaosJob::TENANTS.size}); #{Turns.describe}"
     end
   end
 end

@@ -12,7 +12,10 @@ module LimitFetchChaos
   # row (nil for fewer starts); `over`: the runs of limit + 1 starts that
   # lie within less than the period less RATE_SLACK, each a violation. And
   # beside them, what the gem counted (`recorded`, RecordedStarts), held
-  # to the rate exactly: no lag on Redis's clock.
+  # to the rate exactly: no lag on Redis's clock; and each run held to a
+  # start of its own there, within FETCH_LAG before it (or LEASE_AHEAD
+  # after, a leased start's stamp): a run with none is a start the gem did
+  # not count (or gave back as unspent), which its windows cannot show.
   #
   # Why RATE_SLACK. The gem counts a start where it takes the job (the
   # fetch, on Redis's clock); the ledger has the job's own start, read in
@@ -77,8 +80,12 @@ module LimitFetchChaos
     def span = spans.min
 
     # The first of each limit + 1 starts in a row within less than the
-    # period less the slack.
-    def over = spans.each_index.select { spans[_1] < rated.period_ns - slack }
+    # period less the slack (worked out once: each lag is a search over the
+    # runs).
+    def over
+      checked = rated.period_ns - slack
+      spans.each_index.select { spans[_1] < checked }
+    end
 
     # RATE_SLACK, or the lags measured and LEASE_AHEAD where longer, up to
     # half the period.
@@ -112,7 +119,11 @@ module LimitFetchChaos
       high
     end
 
-    def violations = [*crowded, *miscounted]
+    # How many runs pair with no start the gem counted (#lag's pairing, up
+    # to FETCH_LAG): 0 where nothing was recorded (a test's windows alone).
+    def uncounted = recorded.empty? ? 0 : unpaired(runs.map(&:start), FETCH_LAG)
+
+    def violations = [*crowded, *miscounted, *uncounted_violation]
 
     def to_h
       {limit: rated.limit, period_s: rated.period, starts: starts, most_in_period: most,
@@ -122,19 +133,24 @@ module LimitFetchChaos
 
     private
 
-    def recorded_h = {starts: recorded.size, most_in_period: recorded_most, lag_ms: lag&.then { ms(_1) }}
+    def recorded_h
+      {starts: recorded.size, most_in_period: recorded_most, lag_ms: lag&.then { ms(_1) }, uncounted: uncounted}
+    end
 
-    # Whether each of the sorted times `at` pairs with a start recorded no
-    # more than LEASE_AHEAD later, and no more than `bound` earlier, each
-    # used once (the earliest
-    # that fits: no later time could use an earlier one).
-    def paired?(at, bound)
+    def paired?(at, bound) = unpaired(at, bound).zero?
+
+    # How many of the sorted times `at` pair with no start recorded no more
+    # than LEASE_AHEAD later and no more than `bound` earlier, each used
+    # once (the earliest that fits: no later time could use an earlier
+    # one).
+    def unpaired(at, bound)
       next_one = 0
-      at.all? do |start|
+      at.count do |start|
         next_one += 1 while next_one < recorded.size && recorded[next_one] < start - bound
-        next false if next_one == recorded.size || recorded[next_one] > start + LEASE_AHEAD
+        next true if next_one == recorded.size || recorded[next_one] > start + LEASE_AHEAD
 
         next_one += 1
+        false
       end
     end
 
@@ -151,6 +167,13 @@ module LimitFetchChaos
 
       ["rate #{id}: the gem counted #{recorded_most} starts within #{rated.period} s (its starts set, on Redis's " \
        "clock), limit #{rated.limit}"]
+    end
+
+    def uncounted_violation
+      return [] if uncounted.zero?
+
+      ["rate #{id}: #{uncounted} jobs started with no start of theirs in the gem's count (within " \
+       "#{ms(FETCH_LAG).round} ms before each or #{ms(LEASE_AHEAD).round} ms after): starts it did not count"]
     end
 
     def allowed

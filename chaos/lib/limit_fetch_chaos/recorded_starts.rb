@@ -30,16 +30,31 @@ module LimitFetchChaos
     def initialize(seen)
       @seen = seen
       @given_back = Set.new
+      @grants = Hash.new { |hash, id| hash[id] = [] }
     end
 
     # A ZADD's members were counted; a ZREM's (a lease's starts its thread
-    # did not spend, given back: src/lua/lease.lua) never started.
+    # did not spend, given back: src/lua/lease.lua) never started. A ZADD
+    # of leased starts (members "<capsule>.<thread>#<n>:<stamp>") is one
+    # grant, all of its starts (the script's start is a ZADD of one member
+    # "<capsule>:<microseconds>").
     def record(id, name, args)
       if name.casecmp?("ZADD")
-        args.each_slice(2) { |_score, member| @seen.fetch(id) << member }
+        members = args.each_slice(2).map(&:last)
+        @seen.fetch(id).concat(members)
+        @grants[id] << members.size if members.first&.include?("#")
       elsif name.casecmp?("ZREM")
         @given_back.merge(args)
       end
+    end
+
+    # What the leases of rate `id` were: how many grants, of one start and
+    # of more, the largest, the starts they held and those given back.
+    def leases(id)
+      grants = @grants[id]
+      leased = @seen.fetch(id).select { _1.include?("#") }.uniq
+      {grants: grants.size, of_one: grants.count(1), of_more: grants.count { _1 > 1 }, largest: grants.max || 0,
+       starts: grants.sum, given_back: (leased & @given_back.to_a).size}
     end
 
     # The sorted times (wall-clock ns) of the starts counted for rate `id`.

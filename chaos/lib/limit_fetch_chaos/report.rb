@@ -20,14 +20,16 @@ module LimitFetchChaos
     end
 
     # Per rate (RatesChecks), its windows, its longest wait with jobs parked
-    # and none of its runs begun within a period, and in how many samples
-    # jobs were parked.
+    # and none of its runs begun within a period, in how many samples jobs
+    # were parked, and its leases.
     def rates_h
-      rates.windows.to_h do |seen|
-        wait = rates.waits.fetch("rate #{seen.id}")
-        [seen.id, seen.to_h.merge(longest_wait_s: wait[:seconds], parked_samples: wait[:waiting],
-          samples: wait[:samples], stall_after_s: Stalls::RATE_STALL)]
-      end
+      rates.windows.to_h { [_1.id, _1.to_h.merge(**wait_h(_1.id), leases: rates.leases.fetch(_1.id))] }
+    end
+
+    def wait_h(id)
+      wait = rates.waits.fetch("rate #{id}")
+      {longest_wait_s: wait[:seconds], parked_samples: wait[:waiting], samples: wait[:samples],
+       stall_after_s: Stalls::RATE_STALL}
     end
 
     # What the LIMITED classes' jobs showed: per class, what was pushed,

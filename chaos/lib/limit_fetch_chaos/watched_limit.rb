@@ -77,6 +77,7 @@ module LimitFetchChaos
   # (none if it has none); and the fair queue's, one of which carries none
   # when pushed (CARRY_NONE: the fetch gives its jobs their share).
   LIMITED = [KeyedChaosJob, BackingOffChaosJob, GroupedChaosJob, CoGroupedChaosJob, PerQueueChaosJob, DiscardChaosJob,
-             RatedChaosJob, TenantRatedChaosJob, *FAIR, FairQueueChaosJob, KeylessFairQueueChaosJob].freeze
+             RatedChaosJob, TenantRatedChaosJob, LeasedChaosJob, *FAIR, FairQueueChaosJob,
+             KeylessFairQueueChaosJob].freeze
   CARRY_NONE = [KeylessFairQueueChaosJob.name].freeze
 end
