@@ -239,7 +239,10 @@ fn a_capsule_noted_by_others_is_left_to_a_process_serving_its_queues_until_twice
             .hset(keys::UNREGISTERED, &uuid, redis_now() - age)
             .unwrap();
     };
-    note(3); // past the grace (2 s), not twice it: the serving process's turn
+    // At the grace (2 s), short of twice it: the serving process's turn. Ages
+    // are whole seconds of Redis's clock, so a note 3 s old was 4 s old to a
+    // beat that read the clock past the next second.
+    note(2);
     let report = b.beat(&none).unwrap();
     assert!(report.reaped.iter().all(|r| r.uuid != uuid), "{report:?}");
     assert_eq!(busy(&elsewhere), vec![uuid.clone()]);
