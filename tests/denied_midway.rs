@@ -18,7 +18,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use limit_fetch_core::{keys, Interrupt};
 use redis::{Commands, Value};
-use support::{capsule, jid_of, queue, redis, settings};
+use support::{capsule, function_name, jid_of, queue, redis, settings};
 
 /// The paths share Redis's global sets (parked, rate-parked): one at a time.
 static TURN: Mutex<()> = Mutex::new(());
@@ -56,40 +56,6 @@ struct Scene {
     /// The job limits whose parked lists hold jobs, before or after.
     limits: Vec<String>,
     uuid: String,
-}
-
-/// The name Redis knows the gem's function `script` by (its library's
-/// version in it), after a capsule loaded the library.
-fn function(script: &str) -> String {
-    let prefix = format!("limit_fetch_{script}_");
-    let listed: Value = redis::cmd("FUNCTION")
-        .arg("LIST")
-        .query(&mut redis())
-        .unwrap();
-    let mut found = Vec::new();
-    collect_strings(&listed, &mut found);
-    found
-        .into_iter()
-        .find(|s| {
-            s.strip_prefix(&prefix)
-                .is_some_and(|v| v.len() == 16 && v.bytes().all(|b| b.is_ascii_hexdigit()))
-        })
-        .unwrap_or_else(|| panic!("no function {prefix}* loaded"))
-}
-
-fn collect_strings(value: &Value, into: &mut Vec<String>) {
-    match value {
-        Value::BulkString(bytes) => into.push(String::from_utf8_lossy(bytes).into_owned()),
-        Value::SimpleString(s) => into.push(s.clone()),
-        Value::Array(items) | Value::Set(items) => {
-            items.iter().for_each(|v| collect_strings(v, into))
-        }
-        Value::Map(pairs) => pairs.iter().for_each(|(k, v)| {
-            collect_strings(k, into);
-            collect_strings(v, into);
-        }),
-        _ => {}
-    }
 }
 
 /// Loads the gem's library as a capsule does at boot, then leaves no live
@@ -175,7 +141,7 @@ fn rows(path: &str, commands: &[&str], build: impl Fn() -> Scene) -> Vec<String>
         let scene = build();
         acl(&[&format!("-{command}")]);
         let reply: redis::RedisResult<Value> = redis::cmd("FCALL")
-            .arg(function(scene.script))
+            .arg(function_name(scene.script))
             .arg(scene.keys.len())
             .arg(&scene.keys)
             .arg(&scene.args)

@@ -20,7 +20,7 @@ use std::sync::{Mutex, MutexGuard};
 use limit_fetch_core::keys;
 use limit_fetch_core::Interrupt;
 use redis::{Commands, Value};
-use support::{capsule, queue, redis};
+use support::{capsule, function_name, queue, redis};
 
 /// Redis's global keys (rate_parked, rate_due, recovered) and its
 /// commandstats are shared: one test at a time.
@@ -47,33 +47,7 @@ fn function(script: &str) -> String {
     let q = queue("first-read-load");
     let _ = c.fetch(&[q.as_str()], &Interrupt::new());
     let _ = c.deregister(&[q.as_str()], &Interrupt::new());
-    let prefix = format!("limit_fetch_{script}_");
-    let listed: Value = redis::cmd("FUNCTION")
-        .arg("LIST")
-        .query(&mut redis())
-        .unwrap();
-    let mut found = Vec::new();
-    strings(&listed, &mut found);
-    found
-        .into_iter()
-        .find(|s| {
-            s.strip_prefix(&prefix)
-                .is_some_and(|v| v.len() == 16 && v.bytes().all(|b| b.is_ascii_hexdigit()))
-        })
-        .unwrap_or_else(|| panic!("no function {prefix}* loaded"))
-}
-
-fn strings(value: &Value, into: &mut Vec<String>) {
-    match value {
-        Value::BulkString(bytes) => into.push(String::from_utf8_lossy(bytes).into_owned()),
-        Value::SimpleString(s) => into.push(s.clone()),
-        Value::Array(items) | Value::Set(items) => items.iter().for_each(|v| strings(v, into)),
-        Value::Map(pairs) => pairs.iter().for_each(|(k, v)| {
-            strings(k, into);
-            strings(v, into);
-        }),
-        _ => {}
-    }
+    function_name(script)
 }
 
 /// A job of `q`, with a rate of 1 a minute per `limit` if given.

@@ -358,3 +358,38 @@ pub fn holding_the_second(q: &str) -> (Capsule, Option<Fetched>) {
     assert!(second.is_some());
     (capsule, second)
 }
+
+/// The name Redis knows the gem's function `script` by (its library's
+/// version in it), once a capsule loaded the library.
+pub fn function_name(script: &str) -> String {
+    let prefix = format!("limit_fetch_{script}_");
+    let listed: redis::Value = redis::cmd("FUNCTION")
+        .arg("LIST")
+        .query(&mut redis())
+        .unwrap();
+    let mut found = Vec::new();
+    collect_strings(&listed, &mut found);
+    found
+        .into_iter()
+        .find(|s| {
+            s.strip_prefix(&prefix)
+                .is_some_and(|v| v.len() == 16 && v.bytes().all(|b| b.is_ascii_hexdigit()))
+        })
+        .unwrap_or_else(|| panic!("no function {prefix}* loaded"))
+}
+
+fn collect_strings(value: &redis::Value, into: &mut Vec<String>) {
+    use redis::Value;
+    match value {
+        Value::BulkString(bytes) => into.push(String::from_utf8_lossy(bytes).into_owned()),
+        Value::SimpleString(s) => into.push(s.clone()),
+        Value::Array(items) | Value::Set(items) => {
+            items.iter().for_each(|v| collect_strings(v, into))
+        }
+        Value::Map(pairs) => pairs.iter().for_each(|(k, v)| {
+            collect_strings(k, into);
+            collect_strings(v, into);
+        }),
+        _ => {}
+    }
+}
