@@ -20,7 +20,7 @@ use std::sync::{Mutex, MutexGuard};
 use limit_fetch_core::keys;
 use limit_fetch_core::Interrupt;
 use redis::{Commands, Value};
-use support::{capsule, function_name, queue, redis};
+use support::{capsule, command_calls, function_name, queue, redis};
 
 /// Redis's global keys (rate_parked, rate_due, recovered) and its
 /// commandstats are shared: one test at a time.
@@ -89,22 +89,7 @@ fn commands(run: impl FnOnce()) -> HashMap<String, u64> {
         .query(&mut conn)
         .unwrap();
     run();
-    let info: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query(&mut conn)
-        .unwrap();
-    info.lines()
-        .filter_map(|line| {
-            let (name, rest) = line.strip_prefix("cmdstat_")?.split_once(':')?;
-            let calls = rest
-                .strip_prefix("calls=")?
-                .split(',')
-                .next()?
-                .parse()
-                .ok()?;
-            Some((name.to_string(), calls))
-        })
-        .collect()
+    command_calls(&mut conn)
 }
 
 /// A fresh queue holding a job of a fresh limit with a rate of 1 a minute,

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use redis::Commands;
-use support::{eval_after_prelude, redis};
+use support::{command_calls, eval_after_prelude, redis};
 
 /// commandstats are the server's: one measured call at a time.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
@@ -68,24 +68,8 @@ fn costs(body: &str, id: &str, queue: &str) -> (HashMap<String, u64>, Vec<String
         .query(&mut conn)
         .unwrap();
     let reply: Vec<String> = eval_after_prelude(body, &[id], &[queue]);
-    let info: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query(&mut conn)
-        .unwrap();
-    let calls = info
-        .lines()
-        .filter_map(|line| {
-            let (name, rest) = line.strip_prefix("cmdstat_")?.split_once(':')?;
-            let calls = rest
-                .strip_prefix("calls=")?
-                .split(',')
-                .next()?
-                .parse()
-                .ok()?;
-            Some((name.to_owned(), calls))
-        })
-        .filter(|(name, _)| name != "eval")
-        .collect();
+    let mut calls = command_calls(&mut conn);
+    calls.remove("eval");
     (calls, reply)
 }
 

@@ -393,3 +393,21 @@ fn collect_strings(value: &redis::Value, into: &mut Vec<String>) {
         _ => {}
     }
 }
+
+/// Calls of each command since the last `CONFIG RESETSTAT` (`INFO
+/// commandstats`; those run inside scripts included), by name.
+pub fn command_calls(conn: &mut redis::Connection) -> std::collections::HashMap<String, u64> {
+    let info: String = redis::cmd("INFO").arg("commandstats").query(conn).unwrap();
+    info.lines()
+        .filter_map(|line| {
+            let (name, rest) = line.strip_prefix("cmdstat_")?.split_once(':')?;
+            let calls = rest
+                .strip_prefix("calls=")?
+                .split(',')
+                .next()?
+                .parse()
+                .ok()?;
+            Some((name.to_string(), calls))
+        })
+        .collect()
+}
