@@ -13,8 +13,11 @@ require "limit_fetch_bench/fair_run"
 # against another declaration instead (a key limit, to see them fail).
 RSpec.describe "Fair share across sidekiq processes", :e2e do
   declaration = ENV.fetch("LIMIT_FETCH_FAIR_DECLARATION", nil)
-  # Every time from Redis's clock; slots held: time inside perform.
-  sizes = {"settle" => 0.5, "alone_jobs" => 1_000, "alone_seconds" => 2.0, "arrivals" => 100, "window" => 1.0,
+  # Every time from Redis's clock; slots held: time inside perform. "full":
+  # the slots a tenant must hold again once alone (bin/bench's 9.5), 9.0
+  # here for the reason "alone" gives below; a tenant still sharing holds
+  # about 4.
+  sizes = {"full" => 9.0, "settle" => 0.5, "alone_jobs" => 1_000, "alone_seconds" => 2.0, "arrivals" => 100, "window" => 1.0,
            "regain_window" => 0.5, "regain_wait" => 2.0, "hot_jobs" => 1_000, "tenants" => 100, "tenant_jobs" => 10,
            "first_start_wait" => 5.0, "drain_timeout" => 30.0}
 
@@ -49,7 +52,7 @@ RSpec.describe "Fair share across sidekiq processes", :e2e do
     # hand-overs over a window of about 1 s.
     expect(arrivals["shares_while_all"].values).to all(be_between(2.5, 4.5)), arrivals.inspect
     expect(arrivals["while_all_s"]).to be >= 0.5
-    expect(arrivals["regained_s"]).to be <= 1.0
+    expect(arrivals["regained_s"]).to be <= 1.0, arrivals.inspect
   end
 
   it "starts every tenant's first job within 1 s behind another's backlog" do
