@@ -26,6 +26,17 @@ pub const BEATS: &str = "sidekiq:limit_fetch:beats";
 /// beat takes one step of the walk over capsules' queue sets left by dead
 /// capsules (see src/lua/stray_queues.lua).
 pub const CENSUS: &str = "sidekiq:limit_fetch:census";
+/// The data format in force across the fleet: `"<format>:<since_ms>"`, the
+/// format (1 or 2) and when it took effect (milliseconds of Redis's clock),
+/// with `":pinned"` after them while `sidekiq-limits format 1` holds it
+/// (src/format.rs). Absent: format 1 since forever. Processes of older
+/// releases, and v5, never read it: they speak format 1 alone.
+pub const FORMAT: &str = "sidekiq:limit_fetch:format";
+/// The highest data format each capsule of this gem speaks, by UUID: set
+/// with its registration, removed with it (src/lua/reap.lua). The census
+/// reads it (src/format.rs): a live capsule without an entry is of an older
+/// release, or v5's.
+pub const FORMATS: &str = "sidekiq:limit_fetch:formats";
 /// SCAN pattern for every queue's busy list (used to reap dead capsules on
 /// queues this process does not serve).
 pub const BUSY_PATTERN: &str = "sidekiq:limit_fetch:queue:*:busy";

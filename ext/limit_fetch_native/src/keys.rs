@@ -46,6 +46,8 @@ fn constants(ruby: &Ruby, module: RModule) -> Result<(), Error> {
         ("UNREGISTERED", keys::UNREGISTERED),
         ("OUTAGE", keys::OUTAGE),
         ("LAST_BEAT", keys::LAST_BEAT),
+        ("FORMAT", keys::FORMAT),
+        ("FORMATS", keys::FORMATS),
         ("RECOVERIES", keys::RECOVERIES),
         ("DEAD", keys::DEAD),
         ("PARKED", keys::LIMITS_WITH_PARKED),

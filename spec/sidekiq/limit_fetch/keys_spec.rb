@@ -43,7 +43,8 @@ RSpec.describe Sidekiq::LimitFetch::Keys, :binding do
     expect(constants).to eq(
       ALIVE: "1", BEATS: "sidekiq:limit_fetch:beats", BUSY_PATTERN: "sidekiq:limit_fetch:queue:*:busy",
       CAPSULES: "sidekiq:limit_fetch:capsules", CENSUS: "sidekiq:limit_fetch:census", DEAD: "dead",
-      DISCARDED: "sidekiq:limit_fetch:discarded", LAST_BEAT: "sidekiq:limit_fetch:last_beat",
+      DISCARDED: "sidekiq:limit_fetch:discarded", FORMAT: "sidekiq:limit_fetch:format",
+      FORMATS: "sidekiq:limit_fetch:formats", LAST_BEAT: "sidekiq:limit_fetch:last_beat",
       OUTAGE: "sidekiq:limit_fetch:outage",
       PARKED: "sidekiq:limit_fetch:parked", PREFIX: "sidekiq:limit_fetch:",
       QUEUE_PATTERN: "sidekiq:limit_fetch:queue:*", QUEUE_PREFIX: "queue:", RATE_DUE: "sidekiq:limit_fetch:rate_due",

@@ -25,6 +25,12 @@ local UNREGISTERED_KEY = 'sidekiq:limit_fetch:unregistered'
 local OUTAGE_KEY = 'sidekiq:limit_fetch:outage'
 local LAST_BEAT_KEY = 'sidekiq:limit_fetch:last_beat'
 
+-- The data format in force ("<format>:<since_ms>[:pinned]", absent: 1;
+-- format.lua reads it), and each capsule's highest format by UUID (a reaped
+-- capsule leaves it): src/keys.rs's FORMAT and FORMATS.
+local FORMAT_KEY = 'sidekiq:limit_fetch:format'
+local FORMATS_KEY = 'sidekiq:limit_fetch:formats'
+
 -- Sidekiq's own list for a queue.
 local function queue_key(name) return 'queue:' .. name end
 local function limit_key(name) return PREFIX .. 'queue:' .. name .. ':limit' end
