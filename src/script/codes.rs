@@ -11,6 +11,11 @@ pub(crate) const MODE_ARM: &str = "t";
 pub(crate) const REAP_DEAD: &str = "0";
 pub(crate) const REAP_CLEAN: &str = "1";
 pub(crate) const REAP_UNREGISTERED: &str = "o";
+/// format.lua's ARGV[1] (see src/format.rs).
+pub(crate) const FORMAT_CENSUS: &str = "c";
+pub(crate) const FORMAT_PIN: &str = "p";
+pub(crate) const FORMAT_AUTO: &str = "a";
+pub(crate) const FORMAT_CONVERT: &str = "v";
 /// A yes-or-no argument: the fetch's ARGV[6] and ARGV[10], waiting.lua's
 /// ARGV[2].
 pub(crate) const YES: &str = "1";
@@ -32,7 +37,7 @@ mod tests {
     const LUA: &str = include_str!("../lua/prelude/codes.lua");
 
     /// Every code, as the Rust side names it.
-    const CODES: [(&str, &str); 9] = [
+    const CODES: [(&str, &str); 13] = [
         ("MODE_PLAIN", MODE_PLAIN),
         ("MODE_WATCH", MODE_WATCH),
         ("MODE_REPORT", MODE_REPORT),
@@ -40,6 +45,10 @@ mod tests {
         ("REAP_DEAD", REAP_DEAD),
         ("REAP_CLEAN", REAP_CLEAN),
         ("REAP_UNREGISTERED", REAP_UNREGISTERED),
+        ("FORMAT_CENSUS", FORMAT_CENSUS),
+        ("FORMAT_PIN", FORMAT_PIN),
+        ("FORMAT_AUTO", FORMAT_AUTO),
+        ("FORMAT_CONVERT", FORMAT_CONVERT),
         ("YES", YES),
         ("NO", NO),
     ];
@@ -73,7 +82,8 @@ mod tests {
     fn each_arguments_codes_differ() {
         let modes = [MODE_PLAIN, MODE_WATCH, MODE_REPORT, MODE_ARM];
         let reaps = [REAP_DEAD, REAP_CLEAN, REAP_UNREGISTERED];
-        for codes in [&modes[..], &reaps[..], &[YES, NO][..]] {
+        let formats = [FORMAT_CENSUS, FORMAT_PIN, FORMAT_AUTO, FORMAT_CONVERT];
+        for codes in [&modes[..], &reaps[..], &formats[..], &[YES, NO][..]] {
             let mut sorted = codes.to_vec();
             sorted.sort_unstable();
             sorted.dedup();

@@ -9,7 +9,7 @@ use std::borrow::Cow;
 /// The prelude every function shares (key names and the rules several
 /// scripts use), run once when the library loads: the files of
 /// `src/lua/prelude/`, joined in this order.
-pub(crate) const PRELUDE: [&str; 15] = include!("../lua/prelude/parts.rs");
+pub(crate) const PRELUDE: [&str; 16] = include!("../lua/prelude/parts.rs");
 
 /// The fetch script: the files of `src/lua/fetch/`, joined in this order.
 pub(crate) const FETCH_PARTS: [&str; 13] = include!("../lua/fetch/parts.rs");
@@ -18,7 +18,7 @@ pub(crate) const FETCH_PARTS: [&str; 13] = include!("../lua/fetch/parts.rs");
 /// into a chunk that runs once, when the library loads, and returns the
 /// function of `(KEYS, ARGV)` that Redis calls (what it defines before, it
 /// defines once).
-pub(crate) const SCRIPTS: [(&str, &[&str]); 15] = [
+pub(crate) const SCRIPTS: [(&str, &[&str]); 16] = [
     (FETCH, &FETCH_PARTS),
     (REAP, &[include_str!("../lua/reap.lua")]),
     (RECONCILE, &[include_str!("../lua/reconcile.lua")]),
@@ -34,6 +34,7 @@ pub(crate) const SCRIPTS: [(&str, &[&str]); 15] = [
     (RESUME, &[include_str!("../lua/resume.lua")]),
     (FAIR_TENANTS, &[include_str!("../lua/fair_tenants.lua")]),
     (LEASE, &[include_str!("../lua/lease.lua")]),
+    (FORMAT, &[include_str!("../lua/format.lua")]),
 ];
 
 pub(crate) const FETCH: &str = "fetch";
@@ -51,6 +52,7 @@ pub(crate) const BACK_OFF: &str = "back_off";
 pub(crate) const RESUME: &str = "resume";
 pub(crate) const FAIR_TENANTS: &str = "fair_tenants";
 pub(crate) const LEASE: &str = "lease";
+pub(crate) const FORMAT: &str = "format";
 
 /// What stands for the library's version in its source.
 pub(crate) const VERSION: &str = "{version}";

@@ -19,8 +19,8 @@ use crate::connection::Conn;
 use crate::Result;
 
 pub(crate) use library::{
-    ACL_CHECK, ACTIVE, BACK_OFF, FAIR_TENANTS, FETCH, LEASE, ORPHANS, REAP, RECONCILE, RELEASE,
-    REQUEUE, RESUME, STRAY_QUEUES, UNPARK, WAITING,
+    ACL_CHECK, ACTIVE, BACK_OFF, FAIR_TENANTS, FETCH, FORMAT, LEASE, ORPHANS, REAP, RECONCILE,
+    RELEASE, REQUEUE, RESUME, STRAY_QUEUES, UNPARK, WAITING,
 };
 
 /// The library's version ([`library::version`]), digested from its source

@@ -70,9 +70,11 @@ end
 
 -- The call's first read, one MGET: the first queue's state (ARGV from
 -- `first_queue`; eligible takes it from `ahead`), RATE_DUE_KEY (for
--- release_opened) and, with acknowledgements (`acks`), RECOVERED_KEY (for
--- acknowledge): what two more commands read before (a ZRANGE of
--- RATE_PARKED_KEY, an EXISTS of RECOVERIES_KEY). Returns those two values
+-- release_opened), FORMAT_KEY (kept for data_format, prelude/format.lua:
+-- the fetch reads the format with no command of its own) and, with
+-- acknowledgements (`acks`), RECOVERED_KEY (for acknowledge): what two
+-- more commands read before (a ZRANGE of RATE_PARKED_KEY, an EXISTS of
+-- RECOVERIES_KEY). Returns RATE_DUE_KEY's and RECOVERED_KEY's values
 -- (false: absent), or nil for each not read. Arming (`arming`) reads
 -- nothing ahead: its reads are tracked, and RATE_DUE_KEY changes at every
 -- first opening (it reads RATE_WAKE_KEY instead: rates.lua's wake_at).
@@ -82,11 +84,12 @@ local function read_ahead(arming, acks, first_queue)
   local name = argv[first_queue]
   local keys = name and queue_state_keys(name) or {}
   local n = #keys
-  keys[n + 1] = RATE_DUE_KEY
-  if acks > 0 then keys[n + 2] = RECOVERED_KEY end
+  keys[n + 1], keys[n + 2] = RATE_DUE_KEY, FORMAT_KEY
+  if acks > 0 then keys[n + 3] = RECOVERED_KEY end
   local values = redis.call('MGET', unpack(keys))
   if name then ahead, ahead_of = values, name end
-  if acks > 0 then return values[n + 1], values[n + 2] end
+  format_read(values[n + 2])
+  if acks > 0 then return values[n + 1], values[n + 3] end
   return values[n + 1], nil
 end
 

@@ -1,7 +1,7 @@
 -- What one call keeps, reset by new_call() at its start: its caches of
 -- payloads, carried limits and stored values, its rate state, the job
--- limits a release emptied for the fetch; and Redis's clock, read once a
--- call (now).
+-- limits a release emptied for the fetch; the data format (format.lua's
+-- data_format); and Redis's clock, read once a call (now).
 
 -- What this call has learnt, so that it asks once: payloads parsed, the
 -- limits they carry (by payload, and by the text of their array) and the
@@ -41,6 +41,7 @@ local function new_call()
   clock, job_rates, rate_rooms, rate_opens, rate_parked_written, rate_released = nil, {}, {}, {}, false, {}
   rate_pruned, rate_due_deferred, released_pending, undecided, values_wanted = nil, false, nil, nil, false
   emptied = nil
+  format_now, format_since = nil, nil
   guard_none()
 end
 

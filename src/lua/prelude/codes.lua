@@ -11,6 +11,11 @@ local MODE_ARM = 't'
 local REAP_DEAD = '0'
 local REAP_CLEAN = '1'
 local REAP_UNREGISTERED = 'o'
+-- format.lua's ARGV[1]: what it is to do with the data format.
+local FORMAT_CENSUS = 'c'
+local FORMAT_PIN = 'p'
+local FORMAT_AUTO = 'a'
+local FORMAT_CONVERT = 'v'
 -- A yes-or-no argument: the fetch's ARGV[6] (the hand-over passed a slot)
 -- and ARGV[10] (a keyed hand-over booked slots),
 -- waiting.lua's ARGV[2] (with each queue's oldest payloads).

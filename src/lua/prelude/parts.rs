@@ -7,6 +7,7 @@
     include_str!("none.lua"),
     include_str!("values.lua"),
     include_str!("moves.lua"),
+    include_str!("format.lua"),
     include_str!("call.lua"),
     include_str!("rates.lua"),
     include_str!("payloads.lua"),
