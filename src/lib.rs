@@ -20,6 +20,7 @@ mod denial;
 mod direct;
 mod doorbell;
 mod error;
+pub mod format;
 mod interrupt;
 pub mod keys;
 mod ledger;
@@ -34,9 +35,9 @@ mod sentinel;
 mod settings;
 
 pub use admin::{
-    BackOff, BackOffState, BackedOff, CapsuleEntry, FairClass, FairTenant, JobLimitState, Limits,
-    Pause, QueueReleased, QueueState, QueueWaiting, RateOf, RateWindow, Released, StoredLimit,
-    Waiting,
+    BackOff, BackOffState, BackedOff, CapsuleEntry, DataFormat, FairClass, FairTenant,
+    FormatChange, JobLimitState, Limits, Pause, QueueReleased, QueueState, QueueWaiting, RateOf,
+    RateWindow, Released, StoredLimit, Waiting,
 };
 pub use capsule::{BeatReport, Capsule, CapsuleOptions, Fetch, Rebooked, Wait};
 pub use error::{Error, Result};

@@ -4,12 +4,13 @@
 //! census), and capsules that hold slots while neither registered nor
 //! beating (see src/lua/orphans.lua).
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::connection::Conn;
+use crate::format::{self, InForce};
 use crate::scan;
-use crate::script::{codes, LuaScript, ORPHANS, REAP, STRAY_QUEUES};
+use crate::script::{codes, LuaScript, FORMAT, ORPHANS, REAP, STRAY_QUEUES};
 use crate::{keys, Result};
 
 /// A job that a reaper or a reconciliation acted on: (queue, jid, class).
@@ -50,7 +51,15 @@ pub(crate) struct Reaper {
     script: LuaScript,
     orphans: LuaScript,
     stray_queues: LuaScript,
+    format: LuaScript,
     max_recoveries: u32,
+}
+
+/// What a beat's `Reaper::reap_dead` did: the capsules it reaped, and, if
+/// it took the census, the data format in force after it (see format.rs).
+pub(crate) struct Reaping {
+    pub(crate) reaped: Vec<Reaped>,
+    pub(crate) census: Option<InForce>,
 }
 
 impl Reaper {
@@ -59,6 +68,7 @@ impl Reaper {
             script: LuaScript::new(REAP),
             orphans: LuaScript::new(ORPHANS),
             stray_queues: LuaScript::new(STRAY_QUEUES),
+            format: LuaScript::new(FORMAT),
             max_recoveries,
         }
     }
@@ -72,16 +82,17 @@ impl Reaper {
     /// One round trip reads the capsules whose entry in `keys::BEATS` is past
     /// and tries to take the census. Only the census, once a period across
     /// the fleet, reads every registered capsule, for those not in
-    /// `keys::BEATS` (a v5 process's, an older release's). Only the
-    /// capsules so found are asked after (`EXISTS` of their heartbeat,
-    /// which decides). Returns what it reaped and whether it took the census.
+    /// `keys::BEATS` (a v5 process's, an older release's), and the formats
+    /// they speak, in the same round trip: it decides the data format
+    /// (format.rs). Only the capsules so found are asked after (`EXISTS` of
+    /// their heartbeat, which decides).
     pub(crate) async fn reap_dead(
         &self,
         conn: &mut Conn,
         own: &str,
         now_ms: i64,
         census: Duration,
-    ) -> Result<(Vec<Reaped>, bool)> {
+    ) -> Result<Reaping> {
         let (expired, took): (Vec<String>, Option<String>) = redis::pipe()
             .cmd("ZRANGE")
             .arg(keys::BEATS)
@@ -96,61 +107,89 @@ impl Reaper {
             .arg(census.as_millis().max(1) as u64)
             .query_async(conn)
             .await?;
-        let took = took.is_some();
         let mut suspects: BTreeSet<String> = expired.into_iter().collect();
-        if took {
-            suspects.extend(self.unbeaten(conn).await?);
+        let read = match took {
+            Some(_) => Some(self.census(conn).await?),
+            None => None,
+        };
+        if let Some(read) = &read {
+            suspects.extend(read.unbeaten.iter().cloned());
         }
         suspects.remove(own);
-        if suspects.is_empty() {
-            return Ok((Vec::new(), took));
-        }
         let mut pipe = redis::pipe();
         for uuid in &suspects {
             pipe.cmd("EXISTS").arg(keys::heartbeat(uuid));
         }
-        let alive: Vec<bool> = pipe.query_async(conn).await?;
-        let dead: Vec<&String> = suspects
+        let alive: Vec<bool> = if suspects.is_empty() {
+            Vec::new()
+        } else {
+            pipe.query_async(conn).await?
+        };
+        let dead: BTreeSet<&String> = suspects
             .iter()
             .zip(alive)
             .filter(|(_, a)| !a)
             .map(|(u, _)| u)
             .collect();
-        if dead.is_empty() {
-            return Ok((Vec::new(), took));
-        }
-        let busy_lists = busy_lists(conn).await?;
+        let census = match &read {
+            Some(read) => {
+                let live = read.beating.iter().filter(|u| !dead.contains(u));
+                let unbeaten_live = read.unbeaten.iter().any(|u| !dead.contains(u));
+                let target = read.formats.decide(live.map(String::as_str), unbeaten_live);
+                Some(format::census(&self.format, conn, &read.formats, target).await?)
+            }
+            None => None,
+        };
         let mut reaped = Vec::new();
-        for uuid in dead {
-            if let Some(done) = self
-                .reap_one(conn, uuid, busy_lists.iter().cloned(), Reap::Dead)
-                .await?
-            {
-                reaped.push(done);
+        if !dead.is_empty() {
+            let busy_lists = busy_lists(conn).await?;
+            for uuid in dead {
+                if let Some(done) = self
+                    .reap_one(conn, uuid, busy_lists.iter().cloned(), Reap::Dead)
+                    .await?
+                {
+                    reaped.push(done);
+                }
             }
         }
-        Ok((reaped, took))
+        Ok(Reaping { reaped, census })
     }
 
-    /// The census: the registered capsules that have no entry in
-    /// `keys::BEATS`. v5 removes from the shared set the capsules it reaps,
-    /// only where it serves: this gem's own set keeps them until reaped here.
-    async fn unbeaten(&self, conn: &mut Conn) -> Result<Vec<String>> {
-        let (members, beating): (Vec<String>, Vec<String>) = redis::pipe()
-            .cmd("SUNION")
+    /// The census's read: the registered capsules that have no entry in
+    /// `keys::BEATS`, those that have one, and the formats they speak. v5
+    /// removes from the shared set the capsules it reaps, only where it
+    /// serves: this gem's own set keeps them until reaped here.
+    async fn census(&self, conn: &mut Conn) -> Result<Census> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("SUNION")
             .arg(keys::CAPSULES)
             .arg(keys::REGISTERED)
             .cmd("ZRANGE")
             .arg(keys::BEATS)
             .arg(0)
-            .arg(-1)
-            .query_async(conn)
-            .await?;
-        let beating: HashSet<String> = beating.into_iter().collect();
-        Ok(members
-            .into_iter()
-            .filter(|m| !beating.contains(m))
-            .collect())
+            .arg(-1);
+        format::Read::commands(&mut pipe);
+        type Reply = (
+            Vec<String>,
+            Vec<String>,
+            HashMap<String, u8>,
+            Option<String>,
+        );
+        let (members, beating, spoken, in_force): Reply = pipe.query_async(conn).await?;
+        let beaten: HashSet<&String> = beating.iter().collect();
+        let unbeaten = members
+            .iter()
+            .filter(|m| !beaten.contains(m))
+            .cloned()
+            .collect();
+        Ok(Census {
+            unbeaten,
+            beating,
+            formats: format::Read {
+                spoken,
+                in_force: InForce::parse(in_force.as_deref()),
+            },
+        })
     }
 
     /// One step of the census's walk over capsules' queue sets (from
@@ -247,6 +286,16 @@ impl Reaper {
             }),
         )
     }
+}
+
+/// What the census read (see `Reaper::census`).
+struct Census {
+    /// Registered capsules (in `keys::CAPSULES` or `keys::REGISTERED`) with
+    /// no entry in `keys::BEATS`.
+    unbeaten: Vec<String>,
+    /// Every capsule with an entry in `keys::BEATS`.
+    beating: Vec<String>,
+    formats: format::Read,
 }
 
 /// Every queue's busy list, found by SCAN (incremental: never blocks Redis).

@@ -11,10 +11,12 @@
 //! release_all.rs (every job the gem holds back to its queue: the way out),
 //! waiting.rs (the jobs waiting in queues, parked ones included),
 //! back_offs.rs (job limits backed off by what they protect), fair_share.rs
-//! (the tenants sharing a fair class's slots).
+//! (the tenants sharing a fair class's slots), format.rs (the data format:
+//! read, pinned, let be).
 
 mod back_offs;
 mod fair_share;
+mod format;
 pub(crate) mod job_limits;
 mod queue_limits;
 mod queues;
@@ -32,6 +34,7 @@ use crate::ConnectionSettings;
 pub(crate) use back_offs::BACK_OFF_SCRIPT;
 pub use back_offs::{BackOff, BackedOff};
 pub use fair_share::{FairClass, FairTenant};
+pub use format::{DataFormat, FormatChange};
 pub use job_limits::{BackOffState, JobLimitState};
 pub use queue_limits::StoredLimit;
 pub(crate) use queue_limits::{limit_defaults, range_defaults, rate_defaults, write_defaults};

@@ -101,12 +101,12 @@ impl Capsule {
             let healed = inner.reconcile(&mut conn, broken).await?;
             let mut reaped = Vec::new();
             if !held_off {
-                let (dead, census) = inner
+                let reaping = inner
                     .reaper
                     .reap_dead(&mut conn, &inner.uuid, registered.now_ms, inner.period)
                     .await?;
-                reaped = dead;
-                if census {
+                reaped = reaping.reaped;
+                if reaping.census.is_some() {
                     let cursor = *inner.strays.lock();
                     let strays = inner
                         .reaper

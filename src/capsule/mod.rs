@@ -29,7 +29,7 @@ mod look;
 mod registration;
 mod retrieve;
 
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -132,6 +132,9 @@ struct Inner {
     /// own clock to score its entry in `keys::BEATS` by Redis's (none
     /// before the first registration: its own clock then).
     clock_offset_ms: Mutex<Option<i64>>,
+    /// A registration said in `keys::FORMATS` the highest data format this
+    /// capsule speaks (see `Inner::register`).
+    format_said: AtomicBool,
     /// Where this capsule's next census goes on with its walk over
     /// capsules' queue sets (`SCAN` cursor; see `Reaper::sweep_stray_queues`).
     strays: Mutex<u64>,
@@ -202,6 +205,7 @@ impl Capsule {
                 discarded: Mutex::default(),
                 sweep: Mutex::default(),
                 clock_offset_ms: Mutex::default(),
+                format_said: AtomicBool::new(false),
                 strays: Mutex::default(),
                 hand_overs: RoundTrips::default(),
             }

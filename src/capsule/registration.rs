@@ -7,11 +7,13 @@ use redis::Value;
 use crate::acl;
 use crate::admin::{write_defaults, INFO_TTL_SECS};
 use crate::connection::Conn;
+use crate::format;
 use crate::keys;
 use crate::reaper::Reap;
 use crate::runtime::wait_for;
 use crate::{Interrupt, Result};
 
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::continuity::Stretch;
@@ -172,6 +174,15 @@ impl Inner {
             .arg(keys::UNREGISTERED)
             .arg(&self.uuid)
             .ignore();
+        // The formats it speaks, for the census (format.rs), with the
+        // heartbeat at its first registration and after a break (it may
+        // have been reaped), so that no census meets it registered without
+        // them; not at every beat: an idle capsule's beat sends no command
+        // more for them.
+        let say_format = broken || !self.format_said.load(Ordering::Acquire);
+        if say_format {
+            say_formats(&mut pipe, &self.uuid);
+        }
         if broken {
             outage(&mut pipe, &self.uuid, self.heartbeat_ttl);
         }
@@ -192,6 +203,14 @@ impl Inner {
         let here = sent + (local_ms() - sent) / 2;
         *self.clock_offset_ms.lock() = Some(now_ms - here);
         let mut lost_data = false;
+        if !existed && !say_format {
+            // Gone with the heartbeat, which only a reap or a Redis that
+            // lost its data removes.
+            let mut pipe = redis::pipe();
+            say_formats(&mut pipe, &self.uuid);
+            pipe.query_async::<()>(conn).await?;
+        }
+        self.format_said.store(true, Ordering::Release);
         if !existed {
             let mut defaults = self.defaults.lock().clone();
             defaults.extend(self.default_rates.lock().iter().cloned());
@@ -232,6 +251,15 @@ fn local_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// `HSET` of the highest data format this capsule speaks (see format.rs).
+fn say_formats(pipe: &mut redis::Pipeline, uuid: &str) {
+    pipe.cmd("HSET")
+        .arg(keys::FORMATS)
+        .arg(uuid)
+        .arg(format::HIGHEST)
+        .ignore();
 }
 
 /// `SET` of the outage key for a heartbeat's expiry (`ttl` seconds).

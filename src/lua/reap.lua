@@ -10,7 +10,7 @@
 -- the processes that run it: it goes to Sidekiq's dead set instead.
 --
 -- KEYS[1]    the capsules set (REGISTERED_KEY, this gem's own, likewise;
---            and its entry in BEATS_KEY goes with it)
+--            and its entries in BEATS_KEY and FORMATS_KEY go with it)
 -- KEYS[2]    the capsule's heartbeat key
 -- KEYS[3..n] busy lists to free its slots in, besides those of the queues
 --            it has in-progress lists for (its queues set)
@@ -51,8 +51,10 @@ return function(KEYS, ARGV)
     if not clean and redis.call('SISMEMBER', KEYS[1], uuid) == 0
       and redis.call('SISMEMBER', REGISTERED_KEY, uuid) == 0 then
       -- Reaped already, by a process of an older release that knows no
-      -- BEATS_KEY: its entry there would make every beat ask after it.
+      -- BEATS_KEY (nor FORMATS_KEY): its entry there would make every beat
+      -- ask after it.
       redis.call('ZREM', BEATS_KEY, uuid)
+      redis.call('HDEL', FORMATS_KEY, uuid)
       return nil
     end
   end
@@ -124,6 +126,8 @@ return function(KEYS, ARGV)
     redis.call('SREM', REGISTERED_KEY, uuid)
   end
   redis.call('ZREM', BEATS_KEY, uuid)
+  -- The format it spoke: the census counts the live capsules' alone.
+  redis.call('HDEL', FORMATS_KEY, uuid)
   redis.call('DEL', capsule_info_key(uuid))
   -- The last to beat, leaving: no capsule beats now that could vouch for Redis.
   if clean and redis.call('GET', LAST_BEAT_KEY) == uuid then redis.call('DEL', LAST_BEAT_KEY) end
