@@ -5,7 +5,7 @@
 //! names), reads (`redis_settings.rs`, `capsule_options.rs`,
 //! `default_limit.rs`, `default_rate.rs`, `default_range.rs`) or builds (`beat_report.rs`,
 //! `stored_limit.rs`, `queue_state.rs`, `capsule_entry.rs`,
-//! `job_limit_state.rs`, `fair_tenant.rs`, `rate_window.rs`, `release_report.rs`, `errors.rs`; `rate.rs` both), each with its own `init`; the Ruby side defines and checks
+//! `job_limit_state.rs`, `fair_tenant.rs`, `data_format.rs`, `rate_window.rs`, `release_report.rs`, `errors.rs`; `rate.rs` both), each with its own `init`; the Ruby side defines and checks
 //! the shapes (lib/sidekiq/limit_fetch/shapes.rb). This file only wires
 //! them up.
 
@@ -13,6 +13,7 @@ mod back_off;
 mod beat_report;
 mod capsule_entry;
 mod capsule_options;
+mod data_format;
 mod default_limit;
 mod default_range;
 mod default_rate;

@@ -13,8 +13,8 @@ use crate::helpers::symbol_enum::{LIMIT_KIND, RATE_OF};
 use crate::helpers::{array_of, seconds};
 use crate::nogvl::call;
 use crate::{
-    back_off, capsule_entry, fair_tenant, job_limit_state, queue_state, rate, rate_window,
-    redis_settings, release_report, stored_limit,
+    back_off, capsule_entry, data_format, fair_tenant, job_limit_state, queue_state, rate,
+    rate_window, redis_settings, release_report, stored_limit,
 };
 
 #[magnus::wrap(class = "Sidekiq::LimitFetch::NativeAdmin", free_immediately, size)]
@@ -247,6 +247,28 @@ impl NativeAdmin {
         Ok(ruby.ary_new_from_values(&[found.estimated.into_value_with(ruby), rows.as_value()]))
     }
 
+    /// The data format in force and each live capsule's highest: see
+    /// data_format.rs.
+    fn data_format(ruby: &Ruby, rb_self: &Self) -> Result<RArray, Error> {
+        let limits = rb_self.limits.clone();
+        let read = call(ruby, |interrupt| limits.data_format(interrupt))?;
+        data_format::to_ruby(ruby, read)
+    }
+
+    /// Pins data format 1 (`pin` true) and converts format 2's data back,
+    /// or unpins it: what changed (data_format.rs).
+    fn set_data_format(ruby: &Ruby, rb_self: &Self, pin: bool) -> Result<RArray, Error> {
+        let limits = rb_self.limits.clone();
+        let change = call(ruby, |interrupt| {
+            if pin {
+                limits.pin_format_1(interrupt)
+            } else {
+                limits.unpin_format(interrupt)
+            }
+        })?;
+        Ok(data_format::change_to_ruby(ruby, change))
+    }
+
     /// Ids of the job limits with running or parked jobs.
     fn active_job_limits(ruby: &Ruby, rb_self: &Self) -> Result<Vec<String>, Error> {
         let limits = rb_self.limits.clone();
@@ -277,6 +299,8 @@ pub fn init(ruby: &Ruby, namespace: RClass) -> Result<(), Error> {
     class.define_method("capsules", method!(NativeAdmin::capsules, 0))?;
     class.define_method("release_all", method!(NativeAdmin::release_all, 2))?;
     class.define_method("waiting", method!(NativeAdmin::waiting, 3))?;
+    class.define_method("data_format", method!(NativeAdmin::data_format, 0))?;
+    class.define_method("set_data_format", method!(NativeAdmin::set_data_format, 1))?;
     class.define_method(
         "active_job_limits",
         method!(NativeAdmin::active_job_limits, 0),
