@@ -59,6 +59,7 @@ module Sidekiq
     autoload :FairQueue, "sidekiq/limit_fetch/fair_queue"
     autoload :Explanation, "sidekiq/limit_fetch/explanation"
     autoload :ReleaseAll, "sidekiq/limit_fetch/release_all"
+    autoload :DataFormat, "sidekiq/limit_fetch/data_format"
     autoload :FairFigures, "sidekiq/limit_fetch/fair_figures"
     autoload :Global, "sidekiq/limit_fetch/global/queue_semaphore"
 

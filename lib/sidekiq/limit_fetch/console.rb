@@ -50,6 +50,19 @@ module Sidekiq
         ReleaseAll.run(admin, force: force, max_recoveries: configuration.fetch(:max_recoveries))
       end
 
+      # The data format the fleet writes and reads in (a DataFormat): 1 or
+      # 2, since when, pinned or not, and each live capsule's highest.
+      def data_format
+        DataFormat.read(admin)
+      end
+
+      # 1 pins data format 1 (the first step of a rollback to a release
+      # that reads format 1 alone) and converts format 2's data back; :auto
+      # unpins it: the census decides again. ArgumentError for anything else.
+      def data_format=(value)
+        DataFormat.set(admin, value)
+      end
+
       # The capsule-free limits administration (NativeAdmin) on the Redis
       # of +config+ (a Sidekiq::Config or capsule; default: Sidekiq's
       # client's), one per Redis, each opened on first use.
