@@ -7,6 +7,7 @@ require "sidekiq/limit_fetch/cli/app"
 require "sidekiq/limit_fetch/cli/app_options"
 require "sidekiq/limit_fetch/cli/connection"
 require "sidekiq/limit_fetch/cli/duration"
+require "sidekiq/limit_fetch/cli/format_command"
 require "sidekiq/limit_fetch/cli/job_limit_command"
 require "sidekiq/limit_fetch/cli/job_table"
 require "sidekiq/limit_fetch/cli/release_command"
@@ -31,6 +32,7 @@ module Sidekiq
     #   sidekiq-limits back-off key:ApiJob#42 30
     #   sidekiq-limits resume key:ApiJob#42
     #   sidekiq-limits release --all [--force]
+    #   sidekiq-limits format [1|auto]
     class CLI
       include ReleaseCommand
       include JobLimitCommand

@@ -10,6 +10,7 @@ module Sidekiq
       class Options
         prepend ReleaseFlags
         prepend JobLimitFlags
+        prepend FormatArgument
 
         BANNER = <<~TEXT
           Usage: sidekiq-limits COMMAND [options]
@@ -29,6 +30,8 @@ module Sidekiq
             resume ID                     end the job limit ID's back-off now
             release --all [--force]       every parked job, and every job of a capsule not alive, back
                                           to the front of its queue (before removing the gem)
+            format [1|auto]               the data format in force, and each live capsule's; 1 pins
+                                          format 1 (before a rollback), auto lets the census decide
 
           Options:
         TEXT
@@ -36,7 +39,8 @@ module Sidekiq
         # Each command and the arguments it takes.
         COMMANDS = {
           "list" => [], "set" => %w[QUEUE N], "unset" => %w[QUEUE], "pause" => %w[QUEUE], "unpause" => %w[QUEUE],
-          "explain" => %w[QUEUE], "release" => [], "back-off" => %w[ID DURATION], "resume" => %w[ID]
+          "explain" => %w[QUEUE], "release" => [], "back-off" => %w[ID DURATION], "resume" => %w[ID],
+          "format" => []
         }.freeze
 
         # +limit+: set's N, checked; +duration+: pause's --for (or
