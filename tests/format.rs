@@ -341,7 +341,8 @@ fn the_data_format_lists_live_capsules_an_old_one_as_speaking_1() {
 }
 
 /// The script checks again, in its own step, before it puts 2 in force: a
-/// census that read no old capsule, one having started since, writes nothing.
+/// census that read no old capsule, one having started since, writes
+/// nothing; nor does one that read the format unpinned, pinned since.
 #[test]
 fn the_census_script_puts_2_in_force_only_if_every_live_capsule_speaks_it() {
     let _turn = turn();
@@ -364,6 +365,12 @@ fn the_census_script_puts_2_in_force_only_if_every_live_capsule_speaks_it() {
     assert_eq!(in_force().format, 2, "it is dead: its entries do not count");
     census("1");
     assert_eq!(in_force().format, 1, "1 whenever asked");
+    // Pinned after the census read: the script leaves it.
+    let pinned = Limits::new(&settings())
+        .pin_format_1(&Interrupt::new())
+        .unwrap();
+    census("2");
+    assert_eq!(in_force(), pinned.in_force, "pinned: left be");
 }
 
 /// The fetch's first MGET carries the format key: it reads it (the key's
