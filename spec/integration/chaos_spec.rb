@@ -496,14 +496,17 @@ RSpec.describe "bin/chaos's leftovers" do
     redis.call("SET", Sidekiq::LimitFetch::Keys.job_limit("queue:e"), "3")
     redis.call("HSET", "#{prefix}recoveries", "digest", "1")
     redis.call("SET", "#{prefix}recovered", "3")
+    redis.call("SET", "#{prefix}format", "2:1764338400000")
     redis.call("SET", "#{prefix}outage", "1", "EX", LimitFetchChaos::Plan::EXPIRY)
     redis.call("SET", LimitFetchChaos::KEYS::CENSUS, "uuid", "PX", 400) # its TTL reads 0
     expect(LimitFetchChaos::Leftovers.read(redis, %w[a]).problems).to eq([])
 
     redis.call("PERSIST", "#{prefix}outage")
     redis.call("HSET", "#{prefix}unregistered", "uuid", "1")
+    redis.call("HSET", "#{prefix}formats", "uuid", "2")
     left = LimitFetchChaos::Leftovers.read(redis, %w[a])
-    expect(left.strays).to eq("#{prefix}outage" => "TTL -1", "#{prefix}unregistered" => "hash")
+    expect(left.strays).to eq("#{prefix}outage" => "TTL -1", "#{prefix}unregistered" => "hash",
+      "#{prefix}formats" => "hash")
     expect(left.problems).to eq(["other keys of the gem's left: #{left.strays}"])
   end
 

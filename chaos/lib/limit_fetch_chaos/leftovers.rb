@@ -32,8 +32,11 @@ module LimitFetchChaos
     # The gem's keys that outlive its processes by design: the configured
     # queue limits, the counts of each job's recoveries from dead capsules
     # (kept 7 days: a poison pill is told by them) and of the reaps that
-    # counted them (as long), of discards and of back-offs.
-    KEPT = [/\Aqueue:[^:]+:(process_)?limit\z/, /\Arecover(ies|ed)\z/, /\Adiscarded\z/, /\Aback_offs\z/].freeze
+    # counted them (as long), of discards and of back-offs, and the data
+    # format in force (the fleet's, whichever processes come next; each
+    # capsule's own entry in `formats` goes with it, and a left one shows).
+    KEPT = [/\Aqueue:[^:]+:(process_)?limit\z/, /\Arecover(ies|ed)\z/, /\Adiscarded\z/, /\Aback_offs\z/,
+            /\Aformat\z/].freeze
     # Set by a capsule that comes back from an outage (or a freeze) longer
     # than its heartbeat's expiry: nobody reaps while it exists. It expires
     # by itself one expiry later, so it may be left while that TTL runs; a
