@@ -56,7 +56,8 @@ impl Capsule {
     /// Proves this capsule alive, heals its busy and in-progress lists,
     /// reaps capsules whose heartbeat expired, on every queue (found by
     /// their entry in [`keys::BEATS`](crate::keys::BEATS), and once a
-    /// period across the fleet by the census, [`keys::CENSUS`](crate::keys::CENSUS)),
+    /// period across the fleet by the census, [`keys::CENSUS`](crate::keys::CENSUS),
+    /// which also decides the data format: see src/format.rs),
     /// and those that hold slots in the queues it serves (see
     /// [`Capsule::serve`]) while neither registered nor beating for
     /// [`Capsule::grace`] seconds.
