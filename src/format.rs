@@ -87,7 +87,7 @@ fn digits<T: std::str::FromStr>(field: &str) -> Option<T> {
 /// `Reaper::reap_dead`): each capsule's highest format by UUID
 /// (`keys::FORMATS`), and the format in force.
 pub(crate) struct Read {
-    pub(crate) spoken: HashMap<String, u8>,
+    pub(crate) spoken: HashMap<String, String>,
     pub(crate) in_force: InForce,
 }
 
@@ -110,13 +110,20 @@ impl Read {
         mut live: impl Iterator<Item = &'a str>,
         unbeaten_live: bool,
     ) -> u8 {
-        let all = live.all(|uuid| self.spoken.get(uuid).copied().unwrap_or(1) >= 2);
+        let all = live.all(|uuid| spoken(self.spoken.get(uuid)) >= 2);
         if all && !unbeaten_live {
             2
         } else {
             1
         }
     }
+}
+
+/// The highest format a capsule's entry in `keys::FORMATS` says, read as
+/// src/lua/format.lua reads it: none, or one that is not a number (written
+/// by hand), is format 1.
+pub(crate) fn spoken(entry: Option<&String>) -> u8 {
+    entry.and_then(|e| e.parse().ok()).unwrap_or(1)
 }
 
 /// Puts `target` in force, if it is not and the format is not pinned: the

@@ -172,7 +172,7 @@ impl Reaper {
         type Reply = (
             Vec<String>,
             Vec<String>,
-            HashMap<String, u8>,
+            HashMap<String, String>,
             Option<String>,
         );
         let (members, beating, spoken, in_force): Reply = pipe.query_async(conn).await?;

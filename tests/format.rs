@@ -476,3 +476,18 @@ fn the_prelude_and_the_core_read_the_key_alike() {
         );
     }
 }
+
+/// An entry of `formats` that is no number (written by hand) reads as
+/// format 1, in the census as in the script: the census's beat goes on.
+#[test]
+fn an_entry_that_is_no_number_speaks_format_1() {
+    let _turn = turn();
+    let fleet = Fleet::of(1);
+    let odd = Other::older_release();
+    let _: () = redis().hset(keys::FORMATS, &odd.uuid, "two").unwrap();
+    fleet.census();
+    assert_eq!(stored(), None, "format 1 kept");
+    let _: () = redis().hset(keys::FORMATS, &odd.uuid, "2").unwrap();
+    fleet.census();
+    assert_eq!(in_force().format, 2);
+}

@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
-use crate::format::{InForce, Reply};
+use crate::format::{self, InForce, Reply};
 use crate::runtime::wait_for;
 use crate::script::{codes, LuaScript, FORMAT};
 use crate::{keys, CapsuleEntry, Interrupt, Result};
@@ -43,7 +43,7 @@ impl Limits {
     pub fn data_format(&self, interrupt: &Interrupt) -> Result<DataFormat> {
         let capsules = self.capsules(interrupt)?;
         let redis = self.redis().clone();
-        let (spoken, value): (HashMap<String, u8>, Option<String>) =
+        let (spoken, value): (HashMap<String, String>, Option<String>) =
             wait_for(interrupt, self.timeout(), async move {
                 let mut pipe = redis::pipe();
                 pipe.cmd("HGETALL")
@@ -56,7 +56,7 @@ impl Limits {
             .into_iter()
             .filter(|c| c.heartbeat_left_ms.is_some())
             .map(|c| {
-                let highest = spoken.get(&c.uuid).copied().unwrap_or(1);
+                let highest = format::spoken(spoken.get(&c.uuid));
                 (c, highest)
             })
             .collect();
