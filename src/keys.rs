@@ -26,6 +26,11 @@ pub const BEATS: &str = "sidekiq:limit_fetch:beats";
 /// beat takes one step of the walk over capsules' queue sets left by dead
 /// capsules (see src/lua/stray_queues.lua).
 pub const CENSUS: &str = "sidekiq:limit_fetch:census";
+/// The data format in force: `"<format>:<since_ms>"` (1 or 2, and when it
+/// took effect, in milliseconds of Redis's clock), with `":pinned"` after
+/// where the command set it; absent, format 1 since forever
+/// (lua/prelude/format.lua reads it).
+pub const FORMAT: &str = "sidekiq:limit_fetch:format";
 /// SCAN pattern for every queue's busy list (used to reap dead capsules on
 /// queues this process does not serve).
 pub const BUSY_PATTERN: &str = "sidekiq:limit_fetch:queue:*:busy";
@@ -61,18 +66,28 @@ pub fn starts(queue: &str) -> String {
     format!("{PREFIX}queue:{queue}:starts")
 }
 
+/// A queue's starts within its rate's window in data format 2 (see
+/// [`FORMAT`]), where its rate is of 64 starts or fewer: one string of
+/// packed stamps (lua/prelude/rate_stamps.lua), beside [`starts`] under a
+/// name of its own, so that a process of format 1 alone never meets it as
+/// another type.
+pub fn stamps(queue: &str) -> String {
+    format!("{PREFIX}queue:{queue}:stamps")
+}
+
 /// SCAN pattern for every key of every queue (limits, busy lists, pauses):
 /// the queues the gem knows of besides Sidekiq's own.
 pub const QUEUE_PATTERN: &str = "sidekiq:limit_fetch:queue:*";
 
 /// The suffixes of a queue's keys, after its name (see [`QUEUE_PATTERN`]).
-pub const QUEUE_SUFFIXES: [&str; 8] = [
+pub const QUEUE_SUFFIXES: [&str; 9] = [
     ":limit",
     ":process_limit",
     ":busy",
     ":paused",
     ":rate",
     ":starts",
+    ":stamps",
     ":limit_range",
     ":adaptive",
 ];
@@ -193,6 +208,11 @@ pub fn job_rate(id: &str) -> String {
 /// A job limit's starts within its rate's window (as [`starts`]).
 pub fn job_starts(id: &str) -> String {
     format!("{PREFIX}limit:{id}:starts")
+}
+
+/// A job limit's starts in data format 2 (as [`stamps`]).
+pub fn job_stamps(id: &str) -> String {
+    format!("{PREFIX}limit:{id}:stamps")
 }
 
 /// How many of a job limit's parked jobs went back to their queues for its
