@@ -327,7 +327,7 @@ pub fn try_eval_after_prelude<T: redis::FromRedisValue>(
     keys: &[&str],
     args: &[&str],
 ) -> redis::RedisResult<T> {
-    const PRELUDE: [&str; 15] = include!("../../src/lua/prelude/parts.rs");
+    const PRELUDE: [&str; 17] = include!("../../src/lua/prelude/parts.rs");
     let prelude = PRELUDE.join("\n");
     redis::cmd("EVAL")
         .arg(format!("{prelude}{body}"))

@@ -40,7 +40,7 @@ local function eligible(name, busy)
   if state and ahead_of == name then
     ahead = nil
   else
-    state = redis.call('MGET', unpack(queue_state_keys(name)))
+    state = read_with_format(queue_state_keys(name), QUEUE_STRING_AT)
   end
   seen, seen_rate, seen_adaptive = state, nil, false
   seen_fair = parse_limit(state[8])
@@ -84,7 +84,7 @@ local function read_ahead(arming, acks, first_queue)
   local n = #keys
   keys[n + 1] = RATE_DUE_KEY
   if acks > 0 then keys[n + 2] = RECOVERED_KEY end
-  local values = redis.call('MGET', unpack(keys))
+  local values = read_with_format(keys, name and QUEUE_STRING_AT)
   if name then ahead, ahead_of = values, name end
   if acks > 0 then return values[n + 1], values[n + 2] end
   return values[n + 1], nil
