@@ -34,6 +34,9 @@
 --   string's stamps come back into the set, and the string goes.
 
 local STRING_TAG, MARK_TAG = 's', 'z'
+-- A switch's `since` counts whole milliseconds: the switch came within the
+-- millisecond after it, so a write in that one may have come before it.
+local SWITCH_SLACK = 1000
 
 -- Microseconds as whole milliseconds, rounded up, 1 at least (an expiry).
 local function ms(us) return math.max(1, math.ceil(us / 1000)) end
@@ -151,7 +154,8 @@ local function string_window(starts, rate)
   if held and held.mark then
     from_set = held.mark > t
   else
-    from_set = not (held and held.written >= since) and t < since + period + LEASE_SPAN_MAX
+    local written_since = held and held.written >= since + SWITCH_SLACK
+    from_set = not written_since and t < since + SWITCH_SLACK + period + LEASE_SPAN_MAX
   end
   local stamps = held and held.stamps and counting(held.stamps, period) or {}
   if from_set then
@@ -204,7 +208,8 @@ local function string_shaped(starts, rate)
   if format == 2 then
     if rate[1] <= LEASE_SCARCE then return true end
     set_window(starts, rate)
-  elseif since > 0 and now() < since + rate[2] + LEASE_SPAN_MAX and not (windows and windows[starts]) then
+  elseif since > 0 and not (windows and windows[starts]) and now() < since + SWITCH_SLACK + rate[2] + LEASE_SPAN_MAX
+  then
     windows = windows or {}
     windows[starts] = {}
     string_to_set(starts, rate[2])
