@@ -94,7 +94,9 @@ fn commands(run: impl FnOnce()) -> HashMap<String, u64> {
     run();
     let mut calls = command_calls(&mut conn);
     // The test's own: its connections' and the call's.
-    calls.retain(|name, _| !["fcall", "client|setinfo", "config|resetstat"].contains(&name.as_str()));
+    calls.retain(|name, _| {
+        !["fcall", "client|setinfo", "config|resetstat"].contains(&name.as_str())
+    });
     calls
 }
 
@@ -112,7 +114,9 @@ fn three_starts(limit: u64) -> (HashMap<String, u64>, HashMap<String, u64>, Stri
     let uuid = uuid::Uuid::new_v4().to_string();
     let q = queue("rate-format");
     let id = format!("key:RateFormatJob#{}", uuid::Uuid::new_v4());
-    let jobs: Vec<String> = (0..3).map(|i| job(&q, &format!("j{i}"), &id, limit)).collect();
+    let jobs: Vec<String> = (0..3)
+        .map(|i| job(&q, &format!("j{i}"), &id, limit))
+        .collect();
     let _: () = redis()
         .rpush(keys::queue(&q), &[&jobs[2], &jobs[1], &jobs[0]])
         .unwrap();
@@ -151,12 +155,28 @@ fn a_start_of_a_rate_of_64_or_fewer_sends_two_commands_fewer_in_format_2() {
     }
     for (name, ran) in [("cold", &cold_2), ("warm", &warm_2)] {
         for command in ["zcard", "zadd", "pexpire", "zrange", "get"] {
-            assert_eq!(count(ran, command), 0, "format 2, {name}, {command}: {ran:?}");
+            assert_eq!(
+                count(ran, command),
+                0,
+                "format 2, {name}, {command}: {ran:?}"
+            );
         }
     }
-    assert_eq!(count(&cold_2, "set"), count(&cold_1, "set") + 1, "one SET writes the window");
-    assert_eq!(total(&cold_2) + 2, total(&cold_1), "cold: {cold_1:?} against {cold_2:?}");
-    assert_eq!(total(&warm_2) + 2, total(&warm_1), "warm: {warm_1:?} against {warm_2:?}");
+    assert_eq!(
+        count(&cold_2, "set"),
+        count(&cold_1, "set") + 1,
+        "one SET writes the window"
+    );
+    assert_eq!(
+        total(&cold_2) + 2,
+        total(&cold_1),
+        "cold: {cold_1:?} against {cold_2:?}"
+    );
+    assert_eq!(
+        total(&warm_2) + 2,
+        total(&warm_1),
+        "warm: {warm_1:?} against {warm_2:?}"
+    );
     let mut conn = redis();
     let set: u64 = conn.zcard(keys::job_starts(&id_1)).unwrap();
     let string: Option<Vec<u8>> = conn.get(keys::job_stamps(&id_1)).unwrap();
@@ -164,9 +184,16 @@ fn a_start_of_a_rate_of_64_or_fewer_sends_two_commands_fewer_in_format_2() {
     let set: u64 = conn.zcard(keys::job_starts(&id_2)).unwrap();
     let string: Vec<u8> = conn.get(keys::job_stamps(&id_2)).unwrap();
     assert_eq!(set, 0, "format 2: no set");
-    assert_eq!((string[0], string.len()), (b's', 1 + 16 + 3 * 8), "its three stamps");
+    assert_eq!(
+        (string[0], string.len()),
+        (b's', 1 + 16 + 3 * 8),
+        "its three stamps"
+    );
     let ttl: i64 = conn.pttl(keys::job_stamps(&id_2)).unwrap();
-    assert!(ttl > 1_000 && ttl <= 1_050, "a period and LEASE_SPAN_MAX: {ttl} ms");
+    assert!(
+        ttl > 1_000 && ttl <= 1_050,
+        "a period and LEASE_SPAN_MAX: {ttl} ms"
+    );
 }
 
 #[test]
@@ -294,6 +321,9 @@ fn stamps_to_set_moves_a_strings_starts_into_the_set_and_the_control_plane_reads
     let gone: bool = conn.exists(keys::job_stamps(&id)).unwrap();
     let ttl: i64 = conn.pttl(keys::job_starts(&id)).unwrap();
     assert!(!gone, "the string goes");
-    assert!(ttl > 0 && ttl <= 1_050, "the set expires as the string did: {ttl} ms");
+    assert!(
+        ttl > 0 && ttl <= 1_050,
+        "the set expires as the string did: {ttl} ms"
+    );
     assert_eq!(window(&admin).starts, 3, "the set's starts");
 }

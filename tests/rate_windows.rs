@@ -134,7 +134,10 @@ struct Arrival {
 
 fn simulate(seed: u64, plan: Plan) {
     let _format = FORMAT.lock().unwrap_or_else(|e| e.into_inner());
-    let _: () = redis::cmd("DEL").arg(FORMAT_KEY).query(&mut redis()).unwrap();
+    let _: () = redis::cmd("DEL")
+        .arg(FORMAT_KEY)
+        .query(&mut redis())
+        .unwrap();
     let mut random = Random(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
     let large = random.below(4) == 0;
     let mut limit = a_limit(&mut random, large);
@@ -160,7 +163,11 @@ fn simulate(seed: u64, plan: Plan) {
             }
         }
         last = next_arrival(&mut random, last, &model, limit, period);
-        arrivals.push(Arrival { at: last, switch, limit });
+        arrivals.push(Arrival {
+            at: last,
+            switch,
+            limit,
+        });
         if (counting(&model, last, period) as u64) < limit {
             model.push(last);
         }
@@ -171,7 +178,10 @@ fn simulate(seed: u64, plan: Plan) {
     }
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let out: Vec<i64> = eval_after_prelude(SIMULATE, &[&key], &args);
-    let _: () = redis::cmd("DEL").arg(FORMAT_KEY).query(&mut redis()).unwrap();
+    let _: () = redis::cmd("DEL")
+        .arg(FORMAT_KEY)
+        .query(&mut redis())
+        .unwrap();
     let case = format!("seed {seed}, {plan:?}: {period} µs, exact every {exact_every}");
     let mut started = Vec::new();
     let mut full = 0;
@@ -232,8 +242,14 @@ fn simulate(seed: u64, plan: Plan) {
     }
     assert_eq!(started, model, "{case}");
     for (i, &later) in started.iter().enumerate() {
-        let limit = arrivals.iter().find(|a| a.at == later).map_or(0, |a| a.limit);
-        let within = started[..=i].iter().filter(|&&s| s + period > later).count();
+        let limit = arrivals
+            .iter()
+            .find(|a| a.at == later)
+            .map_or(0, |a| a.limit);
+        let within = started[..=i]
+            .iter()
+            .filter(|&&s| s + period > later)
+            .count();
         assert!(
             within as u64 <= limit,
             "{case}: {within} starts within a period at {i}, limit {limit}"

@@ -188,10 +188,18 @@ mod tests {
     #[test]
     fn a_strings_stamps_are_read_after_its_header_and_a_mark_holds_none() {
         let mut string = b"s".to_vec();
-        for value in [1_764_000_000_000_000.0_f64, 1e6, 1_763_999_999_500_001.0, 1_764_000_000_000_000.0] {
+        for value in [
+            1_764_000_000_000_000.0_f64,
+            1e6,
+            1_763_999_999_500_001.0,
+            1_764_000_000_000_000.0,
+        ] {
             string.extend(value.to_le_bytes());
         }
-        assert_eq!(stamps(&string), [1_763_999_999_500_001, 1_764_000_000_000_000]);
+        assert_eq!(
+            stamps(&string),
+            [1_763_999_999_500_001, 1_764_000_000_000_000]
+        );
         let mut mark = b"z".to_vec();
         mark.extend(1_764_000_000_000_000.0_f64.to_le_bytes());
         assert_eq!(stamps(&mark), Vec::<u64>::new());
