@@ -61,7 +61,9 @@ pub fn rate(queue: &str) -> String {
 }
 
 /// A queue's starts within its rate's window: a sorted set scored by start
-/// time (microseconds of Redis's clock), expiring with its last start.
+/// time (microseconds of Redis's clock), expiring with its last start. In
+/// data format 2 a rate of 64 starts or fewer keeps them in [`stamps`]
+/// instead (lua/prelude/rate_shapes.lua).
 pub fn starts(queue: &str) -> String {
     format!("{PREFIX}queue:{queue}:starts")
 }

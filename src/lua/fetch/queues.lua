@@ -28,10 +28,11 @@ end
 -- `busy` (the slots it freed above count as free): not paused, and under
 -- its limits and its rate. One MGET reads the limits, the pause, the rate,
 -- whether classes back off in it (classes_back_off, for held_back), an
--- adaptive limit's range and state, and a fair queue's limit (a fair queue
--- is walked whatever its slots: its jobs park by tenant, fair_queue.lua):
--- a queue with none costs one call, as the limit's GET alone did before
--- pauses.
+-- adaptive limit's range and state, a fair queue's limit (a fair queue
+-- is walked whatever its slots: its jobs park by tenant, fair_queue.lua)
+-- and its rate window's string (data format 2: rate_shapes.lua), with the
+-- data format where the call has not read it (arming): a queue with none
+-- costs one call, as the limit's GET alone did before pauses.
 -- The first queue's state comes from the call's first read (read_ahead),
 -- once: a later look at the queue reads it again (this call may have
 -- grown its adaptive limit since).
@@ -72,7 +73,8 @@ end
 -- `first_queue`; eligible takes it from `ahead`), RATE_DUE_KEY (for
 -- release_opened) and, with acknowledgements (`acks`), RECOVERED_KEY (for
 -- acknowledge): what two more commands read before (a ZRANGE of
--- RATE_PARKED_KEY, an EXISTS of RECOVERIES_KEY). Returns those two values
+-- RATE_PARKED_KEY, an EXISTS of RECOVERIES_KEY); and FORMAT_KEY last
+-- (read_with_format: the data format, format.lua, at no command more). Returns those two values
 -- (false: absent), or nil for each not read. Arming (`arming`) reads
 -- nothing ahead: its reads are tracked, and RATE_DUE_KEY changes at every
 -- first opening (it reads RATE_WAKE_KEY instead: rates.lua's wake_at).
