@@ -17,7 +17,8 @@ RSpec.describe "Fair share across sidekiq processes", :e2e do
   # the slots a tenant must hold again once alone (bin/bench's 9.5), 9.0
   # here for the reason "alone" gives below; a tenant still sharing holds
   # about 4.
-  sizes = {"full" => 9.0, "settle" => 0.5, "alone_jobs" => 1_000, "alone_seconds" => 2.0, "arrivals" => 100, "window" => 1.0,
+  sizes = {"full" => 9.0,
+           "settle" => 0.5, "alone_jobs" => 1_000, "alone_seconds" => 2.0, "arrivals" => 100, "window" => 1.0,
            "regain_window" => 0.5, "regain_wait" => 2.0, "hot_jobs" => 1_000, "tenants" => 100, "tenant_jobs" => 10,
            "first_start_wait" => 5.0, "drain_timeout" => 30.0}
 
