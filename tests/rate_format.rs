@@ -327,3 +327,38 @@ fn stamps_to_set_moves_a_strings_starts_into_the_set_and_the_control_plane_reads
     );
     assert_eq!(window(&admin).starts, 3, "the set's starts");
 }
+
+/// A lease of starts (lua/lease.lua) for job limit `id` under a rate of
+/// `limit` a second: {granted, span, stamp, hold}.
+fn lease(f: &str, id: &str, limit: u64) -> (i64, i64, String, i64) {
+    redis::cmd("FCALL")
+        .arg(f)
+        .arg(0)
+        .arg(id)
+        .arg(limit)
+        .arg(1)
+        .arg(1)
+        .arg("who.thread")
+        .query(&mut redis())
+        .unwrap()
+}
+
+#[test]
+fn a_rate_of_64_or_fewer_is_never_leased_in_format_2() {
+    let _turn = turn(Some("2:1"));
+    let f = function("lease");
+    let id = format!("key:RateFormatJob#{}", uuid::Uuid::new_v4());
+    let (granted, _, _, hold) = lease(&f, &id, 64);
+    in_format(None);
+    assert_eq!(
+        (granted, hold),
+        (0, 1_000_000),
+        "none, and the script's for a period"
+    );
+    let exists: u64 = redis()
+        .exists(&[keys::job_starts(&id), keys::job_stamps(&id)])
+        .unwrap();
+    assert_eq!(exists, 0, "its window untouched");
+    let (granted, _, _, _) = lease(&f, &id, 64);
+    assert_eq!(granted, 1, "format 1: one start, in the sorted set");
+}
