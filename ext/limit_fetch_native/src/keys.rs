@@ -56,7 +56,6 @@ fn constants(ruby: &Ruby, module: RModule) -> Result<(), Error> {
         ("DISCARDED", keys::DISCARDED),
         ("RATE_PARKED", keys::RATE_PARKED),
         ("RATE_DUE", keys::RATE_DUE),
-        ("FORMAT", keys::FORMAT),
         ("RECOVERED", keys::RECOVERED),
         ("ALIVE", keys::ALIVE),
         ("BUSY_PATTERN", keys::BUSY_PATTERN),

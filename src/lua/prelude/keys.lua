@@ -24,8 +24,6 @@ local BEATS_KEY = 'sidekiq:limit_fetch:beats'
 local UNREGISTERED_KEY = 'sidekiq:limit_fetch:unregistered'
 local OUTAGE_KEY = 'sidekiq:limit_fetch:outage'
 local LAST_BEAT_KEY = 'sidekiq:limit_fetch:last_beat'
--- The data format in force (src/keys.rs's FORMAT; format.lua).
-local FORMAT_KEY = 'sidekiq:limit_fetch:format'
 
 -- The data format in force ("<format>:<since_ms>[:pinned]", absent: 1;
 -- format.lua reads it), and each capsule's highest format by UUID (a reaped
