@@ -40,7 +40,10 @@ fn turn() -> MutexGuard<'static, ()> {
 
 /// 16 windows open one after another (a rate of 1 per 0.25 s) while 10
 /// fetchers idle: every opening runs the look that takes its job and the
-/// look that carries its acknowledgement (and finds nothing), 2 scripts.
+/// look that carries its acknowledgement (and finds nothing), 2 scripts;
+/// and the last, no more (the keys it deletes are read again, plainly: a
+/// waiter woken to look would arm the bell again, 3 scripts; 2 allowed
+/// here, for the backstop's look).
 /// Nothing else is tied to an opening: a fetcher whose wait ends trusts
 /// the look before the ring, the two looks that see the next opening set
 /// one timer however far apart their replies come, and the doorbell's
@@ -90,9 +93,19 @@ fn a_windows_opening_wakes_one_of_ten_idle_fetchers() {
             wakes.push(wake);
         }
     }
+    // The last job's going deletes what the doorbell tracks of the rates
+    // (rate_wake, rate_due): read again, it wakes nobody to look.
+    std::thread::sleep(Duration::from_millis(300));
+    let ended = scripts();
     stop.store(1, Ordering::SeqCst);
     let taken = taken.lock().unwrap().clone();
     assert_eq!(taken.len(), OPENINGS + 1, "{taken:?}");
+    let after_last = ended - taken[OPENINGS].2;
+    eprintln!("{after_last} scripts after the last job was taken");
+    assert!(
+        after_last <= 2,
+        "{after_last} scripts after the last job was taken: its acknowledgement's, and a look and an arming"
+    );
     // From the first opening's job to the last's, by Redis's count of
     // calls of the gem's functions.
     let (first, last) = (taken[1].2, taken[OPENINGS].2);

@@ -19,7 +19,10 @@ const REQUEST_SLACK: std::time::Duration = std::time::Duration::from_millis(1);
 /// The moment a reply taken at `now` counts its "opens in" from: its
 /// request's sending (if known) plus [`REQUEST_SLACK`], where that is
 /// earlier.
-fn counted_from(now: std::time::Instant, sent: Option<std::time::Instant>) -> std::time::Instant {
+pub(super) fn counted_from(
+    now: std::time::Instant,
+    sent: Option<std::time::Instant>,
+) -> std::time::Instant {
     sent.map_or(now, |sent| now.min(sent + REQUEST_SLACK))
 }
 

@@ -12,7 +12,9 @@
 //!   whether the beats went on without a break;
 //! - `registration.rs`: registering and deregistering;
 //! - `heal.rs`: reconciling Redis with the ledger, at each beat and on a new
-//!   master.
+//!   master;
+//! - `wake_time.rs`: when the first window opens, read again for the
+//!   doorbell after a message said only that it moved.
 //!
 //! The administration without a capsule is admin/'s; a capsule delegates
 //! its own to one over its connection.
@@ -28,6 +30,7 @@ mod heal;
 mod look;
 mod registration;
 mod retrieve;
+mod wake_time;
 
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Weak};
@@ -171,11 +174,15 @@ impl Capsule {
         let (listener, writes) = (doorbell.clone(), doorbell.clone());
         static IDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let inner = Arc::new_cyclic(|me: &Weak<Inner>| {
-            let me = me.clone();
+            let (me, heard) = (me.clone(), me.clone());
             let redis = Arc::new(
-                Redis::new(settings, move |push| listener.hear(push))
-                    .on_write(move || writes.wrote())
-                    .on_new_master(move || Inner::followed(&me)),
+                Redis::new(settings, move |push| {
+                    if listener.hear(push) {
+                        Inner::read_wake_time(&heard);
+                    }
+                })
+                .on_write(move || writes.wrote())
+                .on_new_master(move || Inner::followed(&me)),
             );
             Inner {
                 uuid: uuid::Uuid::new_v4().to_string(),

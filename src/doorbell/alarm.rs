@@ -5,7 +5,14 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use redis::{PushInfo, PushKind, Value};
+
 use super::Doorbell;
+use crate::keys;
+
+/// The keys an armed bell reads to learn when the first window opens
+/// (lua/fetch/rates.lua's `wake_at`: `rate_wake`, else `rate_due`).
+const WAKE_KEYS: [&str; 2] = [keys::RATE_WAKE, keys::RATE_DUE];
 
 /// Timed rings this close together ring once, at the earliest: the looks
 /// that set them saw the same window from different moments.
@@ -19,6 +26,47 @@ const NUDGE_AFTER: Duration = Duration::from_millis(3);
 const NUDGES: usize = 9;
 
 impl Doorbell {
+    /// Whether `push` invalidates only the keys that say when the first
+    /// window opens ([`WAKE_KEYS`]), heard while the bell is armed: that
+    /// moves a timed ring, and changes nothing a look would find now. A
+    /// ring would wake a fetcher to look and to arm the bell again, two
+    /// scripts, which every last parked job's going cost (it deletes
+    /// them), and every parking by another process. Instead, `Some(true)`:
+    /// the caller reads them again with tracking (`Capsule`'s
+    /// `read_wake_time`), and sets the ring; `Some(false)`: such a read is
+    /// still to start, and reads after this write too. The bell stays
+    /// armed: the other keys it read are tracked still. `None`: any other
+    /// message, heard as before.
+    pub(super) fn heard_wake_time(&self, push: &PushInfo) -> Option<bool> {
+        let Some(Value::Array(invalidated)) = push.data.first() else {
+            return None;
+        };
+        let wake_key = |key: &Value| matches!(key, Value::BulkString(key) if WAKE_KEYS.iter().any(|k| k.as_bytes() == key.as_slice()));
+        if push.kind != PushKind::Invalidate
+            || invalidated.is_empty()
+            || !invalidated.iter().all(wake_key)
+        {
+            return None;
+        }
+        let mut state = self.state();
+        if state.closed || !state.tracking || state.armed_at != Some(state.rings) {
+            return None;
+        }
+        Some(!std::mem::replace(&mut state.wake_read, true))
+    }
+
+    /// The read [`Doorbell::heard_wake_time`] asked for starts: a message
+    /// heard from now on asks for another.
+    pub(crate) fn wake_read_starts(&self) {
+        self.state().wake_read = false;
+    }
+
+    /// That read failed: the keys may be tracked no more. Rings as a lost
+    /// connection does: a waiter arms the bell again.
+    pub(crate) fn wake_read_failed(&self) {
+        self.ring(true);
+    }
+
     /// The alarm set for `at` and `opening` is due: false if it is gone (an
     /// earlier one stood for it), else counted as rung, with its look due.
     fn rings_for(&self, at: Instant, opening: Option<i64>) -> bool {
@@ -113,5 +161,78 @@ impl Doorbell {
                 bell.notify.notify_one();
             }
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use redis::{PushInfo, PushKind, Value};
+
+    use super::super::{queue_set, Doorbell, Woken};
+    use crate::keys;
+
+    fn invalidated(keys: &[&str]) -> PushInfo {
+        let keys = keys
+            .iter()
+            .map(|k| Value::BulkString(k.as_bytes().to_vec()));
+        PushInfo {
+            kind: PushKind::Invalidate,
+            data: vec![Value::Array(keys.collect())],
+        }
+    }
+
+    fn armed_on_a() -> Doorbell {
+        let bell = Doorbell::default();
+        let (before, _) = bell.begin_arm(&["a".to_string()]).expect("arming allowed");
+        assert_eq!(bell.end_arm(before, Ok(())).ok(), Some(true));
+        bell
+    }
+
+    /// Whether a waiter holding a ticket taken now is woken within 20 ms
+    /// once `then` ran.
+    fn wakes(bell: &Doorbell, then: impl FnOnce(&Doorbell)) -> bool {
+        let ticket = bell.ticket(|| queue_set(&["a"])).expect("armed");
+        then(bell);
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .expect("a runtime");
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(20);
+        runtime.block_on(bell.wait(ticket, deadline)) == Woken::Rang
+    }
+
+    /// The first window's opening moved: the keys are read again, once for
+    /// the messages heard before that read starts; nobody is woken, and the
+    /// bell stays armed.
+    #[test]
+    fn a_wake_time_invalidated_is_read_again_without_a_ring() {
+        let bell = armed_on_a();
+        let woken = wakes(&bell, |bell| {
+            assert!(bell.hear(&invalidated(&[keys::RATE_WAKE])));
+            assert!(!bell.hear(&invalidated(&[keys::RATE_DUE])));
+            bell.wake_read_starts();
+            assert!(bell.hear(&invalidated(&[keys::RATE_DUE, keys::RATE_WAKE])));
+        });
+        assert!(!woken);
+        assert!(bell.ticket(|| queue_set(&["a"])).is_some());
+    }
+
+    /// With another key, on a bell not armed, or when the read fails: a
+    /// ring, as before.
+    #[test]
+    fn other_invalidations_and_a_failed_read_ring() {
+        let other = invalidated(&[keys::RATE_WAKE, "queue:a"]);
+        assert!(wakes(&armed_on_a(), |bell| assert!(!bell.hear(&other))));
+        assert!(wakes(&armed_on_a(), |bell| bell.wake_read_failed()));
+        let bell = Doorbell::default();
+        assert!(!bell.hear(&invalidated(&[keys::RATE_WAKE])));
+        assert!(bell.state().rings > 0);
+        let flushed = PushInfo {
+            kind: PushKind::Invalidate,
+            data: vec![Value::Nil],
+        };
+        assert!(wakes(&armed_on_a(), |bell| assert!(!bell.hear(&flushed))));
     }
 }

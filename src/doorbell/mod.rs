@@ -98,6 +98,9 @@ struct State {
     alarms: Vec<(Instant, Option<i64>)>,
     timed: u64,
     due_looks: u64,
+    /// A read of when the first window opens is to start (see
+    /// [`Doorbell::heard_wake_time`]).
+    wake_read: bool,
 }
 
 pub(crate) struct Doorbell {
@@ -126,20 +129,33 @@ impl Doorbell {
     /// waiter unless one woken by an earlier message has not started its
     /// look yet: that look reads after both (a write of several tracked
     /// keys sends a message for each, and each would wake a fetcher that
-    /// looks, then arms the bell again and looks once more).
-    pub(crate) fn hear(&self, push: &PushInfo) {
+    /// looks, then arms the bell again and looks once more). True instead
+    /// of a ring where the message says only that the first window's
+    /// opening moved (see [`Doorbell::heard_wake_time`]): the caller reads
+    /// it again, once for all such messages until it starts.
+    pub(crate) fn hear(&self, push: &PushInfo) -> bool {
+        if let Some(read_again) = self.heard_wake_time(push) {
+            return read_again;
+        }
         if matches!(push.kind, PushKind::Invalidate | PushKind::Disconnection) {
-            let mut state = self.state();
-            state.rings += 1;
-            state.changes += 1;
-            if push.kind == PushKind::Disconnection {
-                state.tracking = false;
-            }
-            let wake = !std::mem::replace(&mut state.heard_unlooked, true);
-            drop(state);
-            if wake {
-                self.notify.notify_one();
-            }
+            self.ring(push.kind == PushKind::Disconnection);
+        }
+        false
+    }
+
+    /// An invalidation, or a lost connection (`lost`): disarms, wakes a
+    /// waiter (see [`Doorbell::hear`]).
+    fn ring(&self, lost: bool) {
+        let mut state = self.state();
+        state.rings += 1;
+        state.changes += 1;
+        if lost {
+            state.tracking = false;
+        }
+        let wake = !std::mem::replace(&mut state.heard_unlooked, true);
+        drop(state);
+        if wake {
+            self.notify.notify_one();
         }
     }
 

@@ -86,7 +86,9 @@ fn woken_by_burst(bell: &Doorbell, messages: usize) -> usize {
     let deadline = tokio::time::Instant::now() + Duration::from_millis(100);
     let burst = async {
         tokio::task::yield_now().await;
-        (0..messages).for_each(|_| bell.hear(&push(PushKind::Invalidate)));
+        (0..messages).for_each(|_| {
+            bell.hear(&push(PushKind::Invalidate));
+        });
     };
     let (a, b, c, ()) = block_on(async {
         let wait = || bell.wait(ticket, deadline);
