@@ -66,7 +66,7 @@ module LimitFetchBench
 
     def main(argv)
       spec = JSON.parse(argv.fetch(0))
-      install
+      install(spec)
       job_limits!(spec)
       rates!(spec)
       result = RUNS.fetch(spec.fetch("kind")).new(spec).run
@@ -91,7 +91,22 @@ module LimitFetchBench
                      "(Sidekiq::LimitFetch::Rates), which the rate section needs"
     end
 
-    def install
+    # Data format 2 in force, as in a fleet of this release past its first
+    # census (src/format.rs), which comes a heartbeat expiry after a
+    # capsule's boot: longer than a run. "2:1": since long ago, the moves of
+    # a switch over. A gem that knows no data format (a baseline's) never
+    # reads the key.
+    def data_format!(spec)
+      return unless GemKeys.const_defined?(:FORMAT)
+
+      redis = RedisClient.new(url: spec.fetch("redis_url"))
+      redis.call("SET", GemKeys::FORMAT, "2:1")
+    ensure
+      redis&.close
+    end
+
+    def install(spec)
+      data_format!(spec)
       @protocol = $stdout.dup.tap { _1.sync = true }
       $stdout.reopen($stderr)
       Sidekiq::LimitFetch.configuration.merge!(Sidekiq::LimitFetch::DEFAULTS.slice(:poll_range, :fetch_timeout))
