@@ -57,7 +57,7 @@ for i = 2, #ARGV, 4 do
   out[#out + 1] = room
   out[#out + 1] = opens or 0
   out[#out + 1] = redis.call('ZCARD', starts)
-  out[#out + 1] = held and held.body and #held.body / 8 or -1
+  out[#out + 1] = held and held.stamps and #held.stamps or -1
 end
 return out
 ";

@@ -41,33 +41,17 @@ local SWITCH_SLACK = 1000
 -- Microseconds as whole milliseconds, rounded up, 1 at least (an expiry).
 local function ms(us) return math.max(1, math.ceil(us / 1000)) end
 
--- The string `raw` as {written =, period =, body =}, a mark as {mark =},
--- or nil (absent, or of no shape this version writes). `body`: its stamps,
--- still packed: a window is counted and grown on its bytes (stamp_at,
--- counting), a start costing a few unpacks whatever the rate, and decoded
--- into a table only where stamps move between the shapes (decode).
+-- The string `raw` as {written =, period =, stamps =}, a mark as {mark =},
+-- or nil (absent, or of no shape this version writes).
 local function unpack_string(raw)
   if not raw then return nil end
   local tag = string.sub(raw, 1, 1)
   if tag == MARK_TAG and #raw == 9 then return {mark = (struct.unpack('<d', raw, 2))} end
   if tag ~= STRING_TAG or #raw < 17 or (#raw - 17) % 8 ~= 0 then return nil end
   local written, period = struct.unpack('<dd', raw, 2)
-  return {written = written, period = period, body = string.sub(raw, 18)}
-end
-
--- The `i`-th stamp of a packed `body` (oldest first).
-local function stamp_at(body, i) return (struct.unpack('<d', body, (i - 1) * 8 + 1)) end
-
--- The stamps of a packed `body`, oldest first.
-local function decode(body)
   local stamps = {}
-  for i = 1, #body / 8 do stamps[i] = stamp_at(body, i) end
-  return stamps
-end
-
--- `stamps` (oldest first) packed.
-local function encode(stamps)
-  return #stamps > 0 and struct.pack('<' .. string.rep('d', #stamps), unpack(stamps)) or ''
+  for at = 18, #raw, 8 do stamps[#stamps + 1] = (struct.unpack('<d', raw, at)) end
+  return {written = written, period = period, stamps = stamps}
 end
 
 -- Notes the value `raw` of the string `key` that an MGET of this call read.
@@ -98,24 +82,23 @@ local function read_string(starts)
   return unpack_string(raw)
 end
 
--- Those of the packed `body`'s stamps that count now in a window of
--- `period`, packed: a string's stamps are in order (every write keeps
--- them so), so those that left the window are its first ones.
-local function counting(body, period)
-  local from, i, n = now() - period, 1, #body / 8
-  while i <= n and stamp_at(body, i) <= from do i = i + 1 end
-  if i == 1 then return body end
-  return string.sub(body, (i - 1) * 8 + 1)
+-- Those of `stamps` that count now in a window of `period`.
+local function counting(stamps, period)
+  local from, kept = now() - period, {}
+  for _, stamp in ipairs(stamps) do
+    if stamp > from then kept[#kept + 1] = stamp end
+  end
+  return kept
 end
 
--- Writes the string window of `starts`: the packed `body` (its stamps
--- oldest first) of a `period`. Like a set, it expires a period past its
--- latest stamp, and LEASE_SPAN_MAX (a lease's start moved in may be
--- stamped ahead of now).
-local function write_string(starts, period, body)
+-- Writes the string window of `starts`: `stamps` (oldest first) of a
+-- `period`. Like a set, it expires a period past its latest stamp, and
+-- LEASE_SPAN_MAX (a lease's start moved in may be stamped ahead of now).
+local function write_string(starts, period, stamps)
   local t = now()
-  local latest = #body > 0 and math.max(stamp_at(body, #body / 8), t) or t
-  redis.call('SET', stamps_of(starts), STRING_TAG .. struct.pack('<dd', t, period) .. body,
+  local packed = #stamps > 0 and struct.pack('<' .. string.rep('d', #stamps), unpack(stamps)) or ''
+  local latest = math.max(stamps[#stamps] or t, t)
+  redis.call('SET', stamps_of(starts), STRING_TAG .. struct.pack('<dd', t, period) .. packed,
     'PX', ms(latest - t + period + LEASE_SPAN_MAX))
 end
 
@@ -143,7 +126,7 @@ end
 local function string_to_set(starts, period, held)
   held = held or read_string(starts)
   if not held then return 0 end
-  local moved = held.body and decode(counting(held.body, period or held.period)) or NONE
+  local moved = held.stamps and counting(held.stamps, period or held.period) or NONE
   add_to_set(starts, moved, period or held.period)
   redis.call('DEL', stamps_of(starts))
   return #moved
@@ -159,11 +142,11 @@ local function stamps_to_set(key)
 end
 
 -- The stamps that count now in the string window `starts` of `rate`
--- (format 2), oldest first and packed, read once a call: the string's, and
--- the set's where it may hold some (they move in, and the set goes).
+-- (format 2), oldest first, read once a call: the string's, and the set's
+-- where it may hold some (they move in, and the set goes).
 local function string_window(starts, rate)
   local known = windows and windows[starts]
-  if known and known.body then return known.body end
+  if known and known.stamps then return known.stamps end
   local t, period = now(), rate[2]
   local held = read_string(starts)
   local _, since = data_format()
@@ -174,24 +157,20 @@ local function string_window(starts, rate)
     local written_since = held and held.written >= since + SWITCH_SLACK
     from_set = not written_since and t < since + SWITCH_SLACK + period + LEASE_SPAN_MAX
   end
-  local body = held and held.body and counting(held.body, period) or ''
+  local stamps = held and held.stamps and counting(held.stamps, period) or {}
   if from_set then
     local found = redis.call('ZRANGE', starts, '(' .. string.format('%.0f', t - period), '+inf', 'BYSCORE',
       'WITHSCORES')
-    if #found > 0 then
-      local stamps = decode(body)
-      for i = 2, #found, 2 do stamps[#stamps + 1] = tonumber(found[i]) end
-      table.sort(stamps)
-      body = encode(stamps)
-    end
+    for i = 2, #found, 2 do stamps[#stamps + 1] = tonumber(found[i]) end
+    table.sort(stamps)
     -- Written at once: the set goes, and a call that records no start
     -- must not lose them; the string then says they came (a mark goes).
-    if #found > 0 or held then write_string(starts, period, body) end
+    if #found > 0 or held then write_string(starts, period, stamps) end
     if #found > 0 then redis.call('DEL', starts) end
   end
   windows = windows or {}
-  windows[starts] = {body = body}
-  return body
+  windows[starts] = {stamps = stamps}
+  return stamps
 end
 
 -- Format 2, a set's window: has its string say until when the set may
@@ -215,8 +194,8 @@ local function set_window(starts, rate)
   known = {mark = held and held.mark or 0}
   windows = windows or {}
   windows[starts] = known
-  if held and held.body then
-    add_to_set(starts, decode(counting(held.body, rate[2])), rate[2])
+  if held and held.stamps then
+    add_to_set(starts, counting(held.stamps, rate[2]), rate[2])
     mark_set(starts, rate, known)
   end
   return known
@@ -255,12 +234,12 @@ local function rate_room(starts, rate, exact)
     return 0, nil
   end
   if not string_shaped(starts, rate) then return set_room(starts, rate, exact) end
-  local body = string_window(starts, rate)
-  local n, limit = #body / 8, rate[1]
+  local stamps = string_window(starts, rate)
+  local n, limit = #stamps, rate[1]
   rate_rooms[starts] = math.max(0, limit - n)
   if n < limit then return limit - n end
   -- The start `limit` places before the newest leaves the window then.
-  return 0, stamp_at(body, n - limit + 1) + rate[2]
+  return 0, stamps[n - limit + 1] + rate[2]
 end
 
 -- Counts a start now in the window `starts` of `rate` (`who`: the capsule,
@@ -271,32 +250,22 @@ local function record_start(starts, rate, who)
     set_record(starts, rate, who)
     return set_written(starts, rate)
   end
-  local body, t = string_window(starts, rate), now()
-  local n = #body / 8
-  if n == 0 or stamp_at(body, n) <= t then
-    body = body .. struct.pack('<d', t)
-  else
-    -- In order: a lease's start moved in may be stamped ahead of now.
-    local stamps, i = decode(body), n
-    while i > 0 and stamps[i] > t do
-      stamps[i + 1] = stamps[i]
-      i = i - 1
-    end
-    stamps[i + 1] = t
-    body = encode(stamps)
+  local stamps, t = string_window(starts, rate), now()
+  -- In order: a lease's start moved in may be stamped ahead of now.
+  local i = #stamps
+  while i > 0 and stamps[i] > t do
+    stamps[i + 1] = stamps[i]
+    i = i - 1
   end
-  windows[starts] = {body = body}
-  write_string(starts, rate[2], body)
-  rate_rooms[starts] = math.max(0, rate[1] - (n + 1))
+  stamps[i + 1] = t
+  write_string(starts, rate[2], stamps)
+  rate_rooms[starts] = math.max(0, rate[1] - #stamps)
 end
 
 -- The oldest start that counts in the window `starts` of `rate` (after
 -- rate_room's exact count in this call), or nil if none.
 local function oldest_start(starts, rate)
-  if string_shaped(starts, rate) then
-    local body = string_window(starts, rate)
-    return #body > 0 and stamp_at(body, 1) or nil
-  end
+  if string_shaped(starts, rate) then return string_window(starts, rate)[1] end
   local oldest = redis.call('ZRANGE', starts, 0, 0, 'WITHSCORES')[2]
   return oldest and tonumber(oldest)
 end
