@@ -67,20 +67,9 @@ pub fn rate(queue: &str) -> String {
 }
 
 /// A queue's starts within its rate's window: a sorted set scored by start
-/// time (microseconds of Redis's clock), expiring with its last start. In
-/// data format 2 a rate of 64 starts or fewer keeps them in [`stamps`]
-/// instead (lua/prelude/rate_shapes.lua).
+/// time (microseconds of Redis's clock), expiring with its last start.
 pub fn starts(queue: &str) -> String {
     format!("{PREFIX}queue:{queue}:starts")
-}
-
-/// A queue's starts within its rate's window in data format 2 (see
-/// [`FORMAT`]), where its rate is of 64 starts or fewer: one string of
-/// packed stamps (lua/prelude/rate_stamps.lua), beside [`starts`] under a
-/// name of its own, so that a process of format 1 alone never meets it as
-/// another type.
-pub fn stamps(queue: &str) -> String {
-    format!("{PREFIX}queue:{queue}:stamps")
 }
 
 /// SCAN pattern for every key of every queue (limits, busy lists, pauses):
@@ -88,14 +77,13 @@ pub fn stamps(queue: &str) -> String {
 pub const QUEUE_PATTERN: &str = "sidekiq:limit_fetch:queue:*";
 
 /// The suffixes of a queue's keys, after its name (see [`QUEUE_PATTERN`]).
-pub const QUEUE_SUFFIXES: [&str; 9] = [
+pub const QUEUE_SUFFIXES: [&str; 8] = [
     ":limit",
     ":process_limit",
     ":busy",
     ":paused",
     ":rate",
     ":starts",
-    ":stamps",
     ":limit_range",
     ":adaptive",
 ];
@@ -216,11 +204,6 @@ pub fn job_rate(id: &str) -> String {
 /// A job limit's starts within its rate's window (as [`starts`]).
 pub fn job_starts(id: &str) -> String {
     format!("{PREFIX}limit:{id}:starts")
-}
-
-/// A job limit's starts in data format 2 (as [`stamps`]).
-pub fn job_stamps(id: &str) -> String {
-    format!("{PREFIX}limit:{id}:stamps")
 }
 
 /// How many of a job limit's parked jobs went back to their queues for its

@@ -369,12 +369,6 @@ fn a_hand_overs_job_parked_by_the_fetch() {
     assert_all_ok(&table);
 }
 
-/// Whether the test binary runs in data format 2 (tests/support's
-/// LIMIT_FETCH_TEST_FORMAT).
-fn in_format_2() -> bool {
-    std::env::var("LIMIT_FETCH_TEST_FORMAT").is_ok_and(|f| f == "2")
-}
-
 /// `n` jobs of a queue parked behind a rate of `per_window` starts a
 /// minute, whose window has opened; the fetch asks for that queue, after
 /// `ahead` (a queue holding a plain job, which it then takes) if given.
@@ -413,32 +407,41 @@ fn rate_opened(label: &str, n: usize, per_window: usize, ahead: Option<&str>) ->
 /// ends; more than one sent back go to their queue (checked first).
 #[test]
 fn a_rates_timed_release() {
-    // A window's writes: a sorted set's, or in data format 2 (a rate of 64
-    // starts or fewer) one SET of its string (lua/prelude/rate_shapes.lua).
-    let window: &[&str] = if in_format_2() {
-        &["set"]
-    } else {
-        &["zremrangebyscore", "pexpire", "zadd"]
-    };
-    let mut writes = vec!["zrem", "srem", "rpush", "del", "lmove", "sadd"];
-    writes.extend(window);
+    let writes = [
+        "zrem",
+        "zremrangebyscore",
+        "srem",
+        "pexpire",
+        "rpush",
+        "del",
+        "lmove",
+        "zadd",
+        "sadd",
+    ];
     let mut table = rows("fetch: release_opened, taken", &writes, || {
         rate_opened("rate", 1, 1, None)
     });
-    let mut more = writes.clone();
+    let mut more = writes.to_vec();
     // One sent back and not started: counted as the call ends.
     more.extend(["rpop", "set"]);
     table.extend(rows("fetch: release_opened, two", &more, || {
         rate_opened("rate2", 2, 2, None)
     }));
     let ahead = queue("rate-ahead");
-    let mut not_taken = vec!["zrem", "srem", "set", "lmove", "sadd", "rpush", "lrem"];
-    if !in_format_2() {
-        not_taken.push("zremrangebyscore");
-    }
-    table.extend(rows("fetch: release_opened, not taken", &not_taken, || {
-        rate_opened("rate-back", 1, 1, Some(&ahead))
-    }));
+    table.extend(rows(
+        "fetch: release_opened, not taken",
+        &[
+            "zrem",
+            "zremrangebyscore",
+            "srem",
+            "set",
+            "lmove",
+            "sadd",
+            "rpush",
+            "lrem",
+        ],
+        || rate_opened("rate-back", 1, 1, Some(&ahead)),
+    ));
     assert_all_ok(&table);
 }
 

@@ -149,9 +149,7 @@ fn a_limit_whose_window_opened_sends_its_job_back_through_rate_due() {
     // The window opens now: as rate_parks notes it (both keys).
     let _: () = redis().zadd(keys::RATE_PARKED, &id, 1).unwrap();
     let _: () = redis().set(keys::RATE_DUE, 1).unwrap();
-    let _: () = redis()
-        .del(&[keys::job_starts(&id), keys::job_stamps(&id)])
-        .unwrap();
+    let _: () = redis().del(keys::job_starts(&id)).unwrap();
     let taken = fetch(&f, &uuid, &[(&q, &plain)], &[&q]);
     assert_eq!(taken.as_deref(), Some(parked.as_str()));
     let due: Option<String> = redis().get(keys::RATE_DUE).unwrap();
@@ -168,9 +166,7 @@ fn rate_due_later_than_a_due_window_is_set_right_by_the_beats_release_script() {
     // A call failed between its write of rate_parked and of rate_due: the
     // window opened, rate_due says it is a minute away (or says nothing).
     let _: () = redis().zadd(keys::RATE_PARKED, &id, 1).unwrap();
-    let _: () = redis()
-        .del(&[keys::job_starts(&id), keys::job_stamps(&id)])
-        .unwrap();
+    let _: () = redis().del(keys::job_starts(&id)).unwrap();
     let _: () = redis().del(keys::RATE_DUE).unwrap();
     // The sweep of another limit (one with nothing parked) runs the
     // release script.

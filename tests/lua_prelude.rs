@@ -38,9 +38,7 @@ fn the_preludes_key_names_are_the_data_models() {
                          job_back_off_key(ARGV[1]), job_back_off_streak_key(ARGV[1]),
                          class_back_off_key(ARGV[1]), class_back_offs_key(ARGV[1]), BACK_OFFS_KEY,
                          job_adaptive_key(ARGV[1]), limit_range_key(ARGV[1]), adaptive_key(ARGV[1]),
-                         fair_waiting_key(ARGV[1]), fair_queue_id(ARGV[1]), FORMAT_KEY, FORMATS_KEY,
-                         stamps_key(ARGV[1]), job_stamps_key(ARGV[1]),
-                         stamps_of(starts_key(ARGV[1])), starts_of(job_stamps_key(ARGV[1]))}",
+                         fair_waiting_key(ARGV[1]), fair_queue_id(ARGV[1]), FORMAT_KEY, FORMATS_KEY}",
                 &[],
                 &[name, uuid],
             );
@@ -90,10 +88,6 @@ fn the_preludes_key_names_are_the_data_models() {
                 keys::fair_queue_id(name),
                 keys::FORMAT.to_owned(),
                 keys::FORMATS.to_owned(),
-                keys::stamps(name),
-                keys::job_stamps(name),
-                keys::stamps(name),
-                keys::job_starts(name),
             ];
             assert_eq!(got, want, "queue {name:?}, capsule {uuid:?}");
         }

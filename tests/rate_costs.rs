@@ -153,18 +153,12 @@ fn a_windows_job_taken_at_once_writes_no_count_and_the_due_time_once() {
     let _one = alone();
     let (id, queue) = parked("taken", 4);
     let mut conn = redis();
-    // Two starts a moment ago, recorded as a fetch records them (a sorted
-    // set, or in data format 2 a string): room for one.
+    let starts = format!("sidekiq:limit_fetch:limit:{id}:starts");
+    // Two starts a moment ago: room for one.
     let now: (u64, u64) = redis::cmd("TIME").query(&mut conn).unwrap();
     let now = now.0 * 1_000_000 + now.1;
-    for ago in [2_000, 1_000] {
-        let _: () = eval_after_prelude(
-            "new_call()\nclock = tonumber(ARGV[1])\n\
-             record_start(job_starts_key(KEYS[1]), {3, 1000000}, 'a')",
-            &[&id],
-            &[&(now - ago).to_string()],
-        );
-    }
+    let _: () = conn.zadd(&starts, "a:1", now - 2_000).unwrap();
+    let _: () = conn.zadd(&starts, "a:2", now - 1_000).unwrap();
     let (costs, reply) = costs(
         "new_call()\ndefer_rate_due(true)\n\
          local _, sent = release(KEYS[1])\n\
@@ -177,20 +171,15 @@ fn a_windows_job_taken_at_once_writes_no_count_and_the_due_time_once() {
     assert_eq!(reply[0], "1", "the window's room");
     let opens: u64 = reply[1].parse().unwrap();
     assert_eq!(opens, now - 2_000 + 1_000_000, "as the oldest start leaves");
-    // A sorted set counts and prunes; a string (data format 2: tests/
-    // support's LIMIT_FETCH_TEST_FORMAT) is read in the values' MGET, and
-    // written with one SET.
-    let strings = u64::from(std::env::var("LIMIT_FETCH_TEST_FORMAT").is_ok_and(|f| f == "2"));
-    let sets = 1 - strings;
     assert_calls(
         &costs,
         &[
             ("decr", 0),
             ("del", 0),
             ("exists", 1),
-            ("zcard", sets),
-            ("zremrangebyscore", sets),
-            ("set", 2 + strings),
+            ("zcard", 1),
+            ("zremrangebyscore", 1),
+            ("set", 2),
             ("get", 1),
         ],
         "taken at once",

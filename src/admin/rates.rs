@@ -34,14 +34,6 @@ impl RateOf {
             RateOf::Job => keys::job_starts(name),
         }
     }
-
-    /// Its window's string in data format 2 (beside [`RateOf::starts`]).
-    fn stamps(self, name: &str) -> String {
-        match self {
-            RateOf::Queue => keys::stamps(name),
-            RateOf::Job => keys::job_stamps(name),
-        }
-    }
 }
 
 /// A rate's window now.
@@ -98,9 +90,7 @@ impl Limits {
 
     /// The window of each of `rates` (whose rate, its name, the rate in
     /// force: the stored one, or a job limit's declared one), by Redis's
-    /// clock, in one round trip: its starts in either shape (a sorted set,
-    /// or in data format 2 a string of stamps: both are read, as a window
-    /// moving from one to the other holds its starts in one or the other).
+    /// clock, in one round trip.
     pub fn rate_windows(
         &self,
         rates: &[(RateOf, String, Rate)],
@@ -120,39 +110,19 @@ impl Limits {
                     .arg(0)
                     .arg(-1)
                     .arg("WITHSCORES");
-                pipe.cmd("GET").arg(of.stamps(name));
             }
             let mut flat: Vec<redis::Value> = pipe.query_async(&mut redis.conn().await?).await?;
             let rest = flat.split_off(1);
             let (secs, micros): (u64, u64) = redis::from_redis_value(&flat[0])?;
             let now = secs * 1_000_000 + micros;
-            rest.chunks(2)
+            rest.iter()
                 .zip(&rates)
-                .map(|(read, (_, _, rate))| {
-                    let starts: Vec<(String, f64)> = redis::from_redis_value(&read[0])?;
-                    let string: Option<Vec<u8>> = redis::from_redis_value(&read[1])?;
-                    let mut all: Vec<u64> = starts.iter().map(|(_, at)| *at as u64).collect();
-                    all.extend(string.as_deref().map(stamps).unwrap_or_default());
-                    all.sort_unstable();
-                    Ok(window(all.into_iter(), now, *rate))
+                .map(|(starts, (_, _, rate))| {
+                    let starts: Vec<(String, f64)> = redis::from_redis_value(starts)?;
+                    Ok(window(starts.iter().map(|(_, at)| *at as u64), now, *rate))
                 })
                 .collect()
         })
-    }
-}
-
-/// The stamps (microseconds) of a window's string, as
-/// lua/prelude/rate_shapes.lua writes it: `s`, then little-endian doubles,
-/// when it was written and the period, then the stamps. A mark (`z`: the
-/// window is the sorted set) or anything else holds none.
-fn stamps(string: &[u8]) -> Vec<u64> {
-    match string.split_first() {
-        Some((b's', rest)) if rest.len() >= 16 && rest.len() % 8 == 0 => rest[16..]
-            .chunks_exact(8)
-            .filter_map(|b| <[u8; 8]>::try_from(b).ok())
-            .map(|b| f64::from_le_bytes(b) as u64)
-            .collect(),
-        _ => Vec::new(),
     }
 }
 
@@ -184,27 +154,6 @@ fn window(starts: impl Iterator<Item = u64>, now: u64, rate: Rate) -> RateWindow
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_strings_stamps_are_read_after_its_header_and_a_mark_holds_none() {
-        let mut string = b"s".to_vec();
-        for value in [
-            1_764_000_000_000_000.0_f64,
-            1e6,
-            1_763_999_999_500_001.0,
-            1_764_000_000_000_000.0,
-        ] {
-            string.extend(value.to_le_bytes());
-        }
-        assert_eq!(
-            stamps(&string),
-            [1_763_999_999_500_001, 1_764_000_000_000_000]
-        );
-        let mut mark = b"z".to_vec();
-        mark.extend(1_764_000_000_000_000.0_f64.to_le_bytes());
-        assert_eq!(stamps(&mark), Vec::<u64>::new());
-        assert_eq!(stamps(b"s1234"), Vec::<u64>::new());
-    }
 
     #[test]
     fn a_window_counts_starts_within_a_period_and_opens_as_the_oldest_leaves() {

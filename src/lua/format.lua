@@ -29,15 +29,9 @@
 -- format 1 alone, finds every datum. Each kind: `pattern`, the SCAN
 -- pattern of its format-2 keys, and `to_format_1`, a function of one such
 -- key that moves what counts into the kind's format-1 shape in the same
--- step, defined in the kind's own prelude file.
-local TO_FORMAT_1 = {
-  -- A rate's window kept as a string (prelude/rate_shapes.lua), a queue's
-  -- and a job limit's: its stamps that count into the sorted set beside
-  -- it; a mark goes. Two patterns, not '*:stamps', which would also find
-  -- an in-progress list of a queue whose name ends so.
-  {pattern = PREFIX .. 'queue:*:stamps', to_format_1 = stamps_to_set},
-  {pattern = PREFIX .. 'limit:*:stamps', to_format_1 = stamps_to_set},
-}
+-- step, defined in the kind's own prelude file. No kind has a format-2
+-- shape yet: the rate window's conversion goes here.
+local TO_FORMAT_1 = {}
 
 -- The most keys one SCAN step of FORMAT_CONVERT asks for.
 local CONVERT_STEP = 100

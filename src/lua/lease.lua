@@ -20,10 +20,6 @@
 -- of this limit again (microseconds; 0: it may), as the window is near its
 -- limit (below).
 --
--- A rate of LEASE_SCARCE starts or fewer is never leased in data format 2,
--- where its window is a string (rate_shapes.lua): nothing is granted, and
--- the thread leaves the limit's jobs to the script for a period.
---
 -- Near its limit once k are counted (lease_scarce: past half, or within
 -- LEASE_SCARCE starts), a window is the script's: a grant there is of one
 -- start (the job moved in this very pipeline), or none, and the thread
@@ -59,14 +55,9 @@ return function(KEYS, ARGV)
     end
   end
   if not asked or asked < 1 then return {0, 0, '', 0} end
-  -- Its stored rate, with its window's string and the data format
-  -- (rate_shapes.lua) in the same read.
-  local values = read_with_format({job_rate_key(id), job_stamps_key(id)}, 2)
-  local rate = parse_rate(values[1]) or declared_rate({tonumber(ARGV[2]), tonumber(ARGV[3])})
+  local rate = parse_rate(redis.call('GET', job_rate_key(id)))
+    or declared_rate({tonumber(ARGV[2]), tonumber(ARGV[3])})
   local hold = math.min(rate[2], LEASE_HOLD_MAX)
-  -- In format 2 its window is a string, whose starts are no one's: not
-  -- leased (a lease's unspent starts go back by name).
-  if rate[1] <= LEASE_SCARCE and data_format() == 2 then return {0, 0, '', hold} end
   -- Jobs sent back for the rate wait at the front of their queues for a
   -- script, which counts their starts (book_start): none is leased.
   if redis.call('EXISTS', job_released_key(id)) == 1 then return {0, 0, '', hold} end
@@ -89,6 +80,5 @@ return function(KEYS, ARGV)
   end
   granted = redis.call('ZADD', starts, unpack(args))
   redis.call('PEXPIRE', starts, math.ceil((rate[2] + LEASE_SPAN_MAX) / 1000))
-  set_written(starts, rate)
   return {granted, span, stamp, hold}
 end

@@ -9,7 +9,7 @@ use std::borrow::Cow;
 /// The prelude every function shares (key names and the rules several
 /// scripts use), run once when the library loads: the files of
 /// `src/lua/prelude/`, joined in this order.
-pub(crate) const PRELUDE: [&str; 17] = include!("../lua/prelude/parts.rs");
+pub(crate) const PRELUDE: [&str; 16] = include!("../lua/prelude/parts.rs");
 
 /// The fetch script: the files of `src/lua/fetch/`, joined in this order.
 pub(crate) const FETCH_PARTS: [&str; 13] = include!("../lua/fetch/parts.rs");

@@ -101,31 +101,8 @@ fn server() -> &'static Server {
         }
         // Leaked on purpose: the guard must live as long as the test binary.
         Box::leak(Box::new(guard));
-        in_test_format(port);
         Server { port, _child: None }
     })
-}
-
-/// LIMIT_FETCH_TEST_FORMAT=2 runs a test binary in data format 2 (since
-/// long ago: the switch's moves over), as a fleet of this version decides:
-/// for the tests of what format 1 and 2 both do. Unset, no format is set
-/// (format 1, as before format 2).
-fn in_test_format(port: u16) {
-    if let Ok(format) = std::env::var("LIMIT_FETCH_TEST_FORMAT") {
-        assert!(
-            format == "1" || format == "2",
-            "LIMIT_FETCH_TEST_FORMAT={format:?}: 1 or 2"
-        );
-        let _: () = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
-            .and_then(|c| c.get_connection())
-            .and_then(|mut c| {
-                redis::cmd("SET")
-                    .arg(limit_fetch_core::keys::FORMAT)
-                    .arg(format!("{format}:1"))
-                    .query(&mut c)
-            })
-            .unwrap();
-    }
 }
 
 pub fn settings() -> ConnectionSettings {
@@ -350,7 +327,7 @@ pub fn try_eval_after_prelude<T: redis::FromRedisValue>(
     keys: &[&str],
     args: &[&str],
 ) -> redis::RedisResult<T> {
-    const PRELUDE: [&str; 17] = include!("../../src/lua/prelude/parts.rs");
+    const PRELUDE: [&str; 16] = include!("../../src/lua/prelude/parts.rs");
     let prelude = PRELUDE.join("\n");
     redis::cmd("EVAL")
         .arg(format!("{prelude}{body}"))

@@ -3,10 +3,9 @@
 module LimitFetchBench
   # What the idle run's PacedJobs (one start per window of `period`) note
   # from inside perform: when each started (CLOCK_REALTIME, read first) and
-  # when its fetch counted its start (the newest of its class's starts, in
-  # either shape of its window: LimitFetchTools::WindowStamps; Redis's
-  # clock; the job before it has left the window, and the next cannot start
-  # within it). Redis runs on this machine: one clock for both.
+  # when its fetch counted its start (the newest score of its class's starts
+  # set, Redis's clock; the job before it has left the window, and the next
+  # cannot start within it). Redis runs on this machine: one clock for both.
   # The window a job waited for opened a period after the start before it.
   class PaceLog
     def initialize(url, starts_key, period)
@@ -22,8 +21,8 @@ module LimitFetchBench
     def started
       now = Process.clock_gettime(Process::CLOCK_REALTIME)
       @lock.synchronize do
-        newest = newest_start
-        @entries << {"started" => now, "counted" => newest && (newest / 1e6)}
+        newest = @client.call("ZRANGE", @key, -1, -1, "WITHSCORES").flatten
+        @entries << {"started" => now, "counted" => newest.empty? ? nil : Float(newest[1]) / 1e6}
         @signal << true if @entries.size == @expected
       end
     end
@@ -38,12 +37,6 @@ module LimitFetchBench
     end
 
     def close = @client.close
-
-    # The newest start counted (µs), or nil.
-    def newest_start
-      zrange, string = @client.pipelined { |pipe| LimitFetchTools::WindowStamps.reads(@key).each { pipe.call(*_1) } }
-      LimitFetchTools::WindowStamps.starts(zrange, string).values.max
-    end
 
     def entries = @lock.synchronize { @entries.dup }
 

@@ -4,9 +4,8 @@ require "limit_fetch_bench/sampler"
 
 module LimitFetchBench
   # Every start the gem counts in a rate's window (its starts sorted set,
-  # scored by Redis's clock in µs, a member per start; or in data format 2
-  # the string beside it: LimitFetchTools::WindowStamps), read whole. A
-  # start stays there for the rate's period at least, so a sampling period
+  # scored by Redis's clock in µs, a member per start), read whole. A start
+  # stays in the set for the rate's period at least, so a sampling period
   # well under it misses none.
   class StartsSampler < Sampler
     def initialize(url, key, period: 0.2)
@@ -21,8 +20,10 @@ module LimitFetchBench
     private
 
     def read(client)
-      zrange, string = client.pipelined { |pipe| LimitFetchTools::WindowStamps.reads(@key).each { pipe.call(*_1) } }
-      LimitFetchTools::WindowStamps.starts(zrange, string).each { |name, at| @starts[name] = at / 1e6 }
+      # RESP3 gives [[member, score], ...], RESP2 [member, score, ...].
+      client.call("ZRANGE", @key, 0, -1, "WITHSCORES").flatten.each_slice(2) do |member, score|
+        @starts[member] = Float(score) / 1e6
+      end
     end
   end
 end

@@ -11,12 +11,6 @@ module TestJobs
     SERVERS = %w[redis valkey].freeze
     SCOPES = %w[all core].freeze
     CHAOS = "spec/integration/chaos_spec.rb"
-    # The core's test binaries of what rates touch, run again in data
-    # format 2 (tests/support's LIMIT_FETCH_TEST_FORMAT), where a rate of
-    # 64 starts or fewer keeps its window as a string
-    # (src/lua/prelude/rate_shapes.lua).
-    FORMAT_TWO = %w[rates rate_costs rate_leases rate_openings first_read denied_midway job_limits
-                    keyed_hand_over release_all hand_over hand_over_job_limits back_off fair_share].freeze
 
     def initialize(argv)
       raise ArgumentError, "usage: SERVER:SCOPE... (#{SERVERS.join(", ")}; #{SCOPES.join(", ")})" if argv.empty?
@@ -56,18 +50,8 @@ module TestJobs
       env = {"LIMIT_FETCH_SERVER" => server, "REDIS_URL" => nil, "LIMIT_FETCH_RSPEC_STATUS" => ""}
       specs = scope == "all" ? [CHAOS, *other_specs] : [CHAOS]
       rspec = specs.map { |file| Job.new("#{server}: #{file}", env, %W[bundle exec rspec #{file}]) }
-      cargo = binaries.map { |path| Job.new("#{server}: core #{binary_name(path)}", env, [path]) }
-      return [*rspec, *cargo] unless scope == "all"
-
-      [rspec.first, stress(server, env), *rspec.drop(1), *cargo, *in_format_two(server, env, binaries)]
-    end
-
-    def binary_name(path) = File.basename(path)[/\A\w+?(?=-\h+\z)/]
-
-    def in_format_two(server, env, binaries)
-      binaries.select { FORMAT_TWO.include?(binary_name(_1)) }.map do |path|
-        Job.new("#{server}: core #{binary_name(path)}, format 2", env.merge("LIMIT_FETCH_TEST_FORMAT" => "2"), [path])
-      end
+      cargo = binaries.map { |path| Job.new("#{server}: core #{File.basename(path)[/\A\w+?(?=-\h+\z)/]}", env, [path]) }
+      scope == "all" ? [rspec.first, stress(server, env), *rspec.drop(1), *cargo] : [*rspec, *cargo]
     end
 
     # Every call into the extension with GC.stress on (spec/support/gc_stress.rb),

@@ -53,9 +53,7 @@ module LimitFetchChaos
     # its rate and not started yet (a period after the last release), and
     # the job limits whose jobs are parked behind their rate (until the
     # first fetch after their window opens).
-    # (A window's string in data format 2, `stamps`, expires as its starts
-    # do; a larger rate's mark there, twice that.)
-    RATES = [/\Alimit:.+:(starts|stamps|released)\z/, /\Aqueue:[^:]+:(starts|stamps)\z/, /\Arate_parked\z/].freeze
+    RATES = [/\Alimit:.+:(starts|released)\z/, /\Aqueue:[^:]+:starts\z/, /\Arate_parked\z/].freeze
     # What back-offs and adaptive limits keep, each with a TTL: a back-off
     # until it ends, the streak of a limit's back-offs a minute longer, an
     # adaptive limit's value in force 10 minutes after its last change. Left

@@ -16,20 +16,14 @@ module LimitFetchChaos
   # missed 18 of 514). What the gem counted then holds to the rate exactly,
   # while the jobs' own starts (RateWindows) hold to it only with
   # RATE_SLACK.
-  #
-  # In data format 2 a rate of 64 starts or fewer keeps its window as a
-  # string (Keys.job_stamps; src/lua/prelude/rate_shapes.lua): each SET of
-  # it holds every stamp that counted then, its start's time. A window
-  # moved between the shapes holds a start in both, once: a stamp of a
-  # string (or of a member a move added, "moved#<n>:<stamp>") counts only
-  # where no member of the set has it.
   class RecordedStarts
     # `dir`: the run's Redis directory.
     def self.read(dir, rated = RatedLimit.all)
       ids = rated.to_h { [KEYS.job_starts(_1.id), _1.id] }
-      strings = rated.to_h { [KEYS.job_stamps(_1.id), _1.id] }
       recorded = new(rated.to_h { [_1.id, []] })
-      AppendOnlyFile.new(dir).each_command { |name, key, *args| recorded.command(ids, strings, name, key, args) }
+      AppendOnlyFile.new(dir).each_command do |name, key, *args|
+        recorded.record(ids[key], name, args) if ids.key?(key)
+      end
       recorded
     end
 
@@ -37,22 +31,6 @@ module LimitFetchChaos
       @seen = seen
       @given_back = Set.new
       @grants = Hash.new { |hash, id| hash[id] = [] }
-      @stamped = Hash.new { |hash, id| hash[id] = Set.new }
-    end
-
-    # A command of the file on `key`: of a rate's set (`ids`: key => id), or
-    # its string (`strings`).
-    def command(ids, strings, name, key, args)
-      record(ids[key], name, args) if ids.key?(key)
-      record_string(strings[key], args.first) if strings.key?(key) && name.casecmp?("SET")
-    end
-
-    # A string's stamps ("s", then little-endian doubles: when it was
-    # written, the period, then the stamps); a mark ("z") holds none.
-    def record_string(id, value)
-      return unless value.b.start_with?("s")
-
-      @stamped[id].merge(value.b.byteslice(17..).unpack("E*").map { Integer(_1) })
     end
 
     # A ZADD's members were counted; a ZREM's (a lease's starts its thread
@@ -62,20 +40,12 @@ module LimitFetchChaos
     # "<capsule>:<microseconds>").
     def record(id, name, args)
       if name.casecmp?("ZADD")
-        members = added(id, args)
+        members = args.each_slice(2).map(&:last)
         @seen.fetch(id).concat(members)
         @grants[id] << members.size if members.first&.include?("#")
       elsif name.casecmp?("ZREM")
         @given_back.merge(args)
       end
-    end
-
-    # A ZADD's members, but those a move from a string added (their stamps
-    # are the string's: noted with them).
-    def added(id, args)
-      moved, members = args.each_slice(2).map(&:last).partition { _1.start_with?("moved#") }
-      @stamped[id].merge(moved.map { Integer(_1.split(":").last) })
-      members
     end
 
     # What the leases of rate `id` were: how many grants, of one start and
@@ -88,9 +58,6 @@ module LimitFetchChaos
     end
 
     # The sorted times (wall-clock ns) of the starts counted for rate `id`.
-    def times(id)
-      counted = (@seen.fetch(id).uniq - @given_back.to_a).map { Integer(_1.split(":").last) }
-      (counted + (@stamped[id] - counted).to_a).map { _1 * 1000 }.sort
-    end
+    def times(id) = (@seen.fetch(id).uniq - @given_back.to_a).map { Integer(_1.split(":").last) * 1000 }.sort
   end
 end

@@ -4,8 +4,7 @@ module LimitFetchDemo
   # What the demo is about, read from Redis as it runs: the hot tenant's
   # jobs running and parked (the gem's parked list of its key limit), the
   # other tenants' jobs started, and the rated class's starts as the gem
-  # counts them (its starts sorted set, scored by Redis's clock, or in data
-  # format 2 the string beside it: LimitFetchTools::WindowStamps; each start
+  # counts them (its starts sorted set, scored by Redis's clock, each start
   # kept there for the rate's period at least, so that a read every
   # Watch::POLL misses none); then, at the end, what the jobs recorded (see
   # demo/app/app.rb).
@@ -29,11 +28,12 @@ module LimitFetchDemo
     def rated_limit = Sidekiq::LimitFetch::JobLimitId.of_class("RatedJob")
 
     def sample
-      running, parked, first, rated_parked, zrange, string = fetch(
+      running, parked, first, rated_parked, starts = fetch(
         ["HGET", "demo:tenant:running", Plan::HOT_TENANT], ["LLEN", @hot_parked_key],
-        %w[HKEYS demo:tenant:first], ["LLEN", @rated_parked_key], *LimitFetchTools::WindowStamps.reads(@starts_key)
+        %w[HKEYS demo:tenant:first], ["LLEN", @rated_parked_key], ["ZRANGE", @starts_key, 0, -1, "WITHSCORES"]
       )
-      LimitFetchTools::WindowStamps.starts(zrange, string).each { |name, at| @starts[name] = at / 1e6 }
+      # RESP3 gives [[member, score], ...], RESP2 [member, score, ...].
+      starts.flatten.each_slice(2) { |member, score| @starts[member] = Float(score) / 1e6 }
       @most_hot_parked = [@most_hot_parked, parked].max
       Now.new(hot_running: running.to_i, hot_parked: parked, most_hot_parked: @most_hot_parked,
         others_started: first.count { _1 != Plan::HOT_TENANT }, rated_parked: rated_parked,

@@ -17,12 +17,10 @@ pub fn init(ruby: &Ruby, namespace: RClass) -> Result<(), Error> {
     module.define_module_function("paused", function!(paused, 1))?;
     module.define_module_function("rate", function!(rate, 1))?;
     module.define_module_function("starts", function!(starts, 1))?;
-    module.define_module_function("stamps", function!(stamps, 1))?;
     module.define_module_function("limit_range", function!(limit_range, 1))?;
     module.define_module_function("adaptive", function!(adaptive, 1))?;
     module.define_module_function("job_rate", function!(job_rate, 1))?;
     module.define_module_function("job_starts", function!(job_starts, 1))?;
-    module.define_module_function("job_stamps", function!(job_stamps, 1))?;
     module.define_module_function("queue_of", function!(queue_of, 1))?;
     module.define_module_function("heartbeat", function!(heartbeat, 1))?;
     module.define_module_function("in_progress", function!(in_progress, 2))?;
@@ -138,10 +136,6 @@ fn starts(queue: String) -> String {
     keys::starts(&queue)
 }
 
-fn stamps(queue: String) -> String {
-    keys::stamps(&queue)
-}
-
 fn limit_range(queue: String) -> String {
     keys::limit_range(&queue)
 }
@@ -156,8 +150,4 @@ fn job_rate(id: String) -> String {
 
 fn job_starts(id: String) -> String {
     keys::job_starts(&id)
-}
-
-fn job_stamps(id: String) -> String {
-    keys::job_stamps(&id)
 }

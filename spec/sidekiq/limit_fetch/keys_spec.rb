@@ -10,8 +10,8 @@ RSpec.describe Sidekiq::LimitFetch::Keys, :binding do
       queue: ["a:b ü"], limit: ["a:b ü"], process_limit: ["a:b ü"], busy: ["a:b ü"], paused: ["a:b ü"],
       heartbeat: ["u-1"], in_progress: ["u-1", "a:b ü"], capsule_info: ["u-1"], capsule_queues: ["u-1"],
       capsule_limits: ["u-1"], job_limit: ['key:G@q#"1"'], job_busy: ['key:G@q#"1"'], parked: ['key:G@q#"1"'],
-      rate: ["a:b ü"], starts: ["a:b ü"], stamps: ["a:b ü"], limit_range: ["a:b ü"], adaptive: ["a:b ü"],
-      job_rate: ['key:G@q#"1"'], job_starts: ['key:G@q#"1"'], job_stamps: ['key:G@q#"1"']
+      rate: ["a:b ü"], starts: ["a:b ü"], limit_range: ["a:b ü"], adaptive: ["a:b ü"], job_rate: ['key:G@q#"1"'],
+      job_starts: ['key:G@q#"1"']
     }.to_h { |builder, args| [builder, described_class.public_send(builder, *args)] }
 
     expect(names).to eq(
@@ -30,12 +30,10 @@ RSpec.describe Sidekiq::LimitFetch::Keys, :binding do
       parked: 'sidekiq:limit_fetch:limit:key:G@q#"1":parked',
       rate: "sidekiq:limit_fetch:queue:a:b ü:rate",
       starts: "sidekiq:limit_fetch:queue:a:b ü:starts",
-      stamps: "sidekiq:limit_fetch:queue:a:b ü:stamps",
       limit_range: "sidekiq:limit_fetch:queue:a:b ü:limit_range",
       adaptive: "sidekiq:limit_fetch:queue:a:b ü:adaptive",
       job_rate: 'sidekiq:limit_fetch:limit:key:G@q#"1":rate',
-      job_starts: 'sidekiq:limit_fetch:limit:key:G@q#"1":starts',
-      job_stamps: 'sidekiq:limit_fetch:limit:key:G@q#"1":stamps'
+      job_starts: 'sidekiq:limit_fetch:limit:key:G@q#"1":starts'
     )
   end
 

@@ -28,11 +28,10 @@ end
 -- `busy` (the slots it freed above count as free): not paused, and under
 -- its limits and its rate. One MGET reads the limits, the pause, the rate,
 -- whether classes back off in it (classes_back_off, for held_back), an
--- adaptive limit's range and state, a fair queue's limit (a fair queue
--- is walked whatever its slots: its jobs park by tenant, fair_queue.lua)
--- and its rate window's string (data format 2: rate_shapes.lua), with the
--- data format where the call has not read it (arming): a queue with none
--- costs one call, as the limit's GET alone did before pauses.
+-- adaptive limit's range and state, and a fair queue's limit (a fair queue
+-- is walked whatever its slots: its jobs park by tenant, fair_queue.lua):
+-- a queue with none costs one call, as the limit's GET alone did before
+-- pauses.
 -- The first queue's state comes from the call's first read (read_ahead),
 -- once: a later look at the queue reads it again (this call may have
 -- grown its adaptive limit since).
@@ -41,7 +40,7 @@ local function eligible(name, busy)
   if state and ahead_of == name then
     ahead = nil
   else
-    state = read_with_format(queue_state_keys(name), QUEUE_STRING_AT)
+    state = redis.call('MGET', unpack(queue_state_keys(name)))
   end
   seen, seen_rate, seen_adaptive = state, nil, false
   seen_fair = parse_limit(state[8])
@@ -71,8 +70,8 @@ end
 
 -- The call's first read, one MGET: the first queue's state (ARGV from
 -- `first_queue`; eligible takes it from `ahead`), RATE_DUE_KEY (for
--- release_opened), FORMAT_KEY (read_with_format, rate_shapes.lua: the
--- data format, prelude/format.lua, with no command of its own) and, with
+-- release_opened), FORMAT_KEY (kept for data_format, prelude/format.lua:
+-- the fetch reads the format with no command of its own) and, with
 -- acknowledgements (`acks`), RECOVERED_KEY (for acknowledge): what two
 -- more commands read before (a ZRANGE of RATE_PARKED_KEY, an EXISTS of
 -- RECOVERIES_KEY). Returns RATE_DUE_KEY's and RECOVERED_KEY's values
@@ -85,11 +84,12 @@ local function read_ahead(arming, acks, first_queue)
   local name = argv[first_queue]
   local keys = name and queue_state_keys(name) or {}
   local n = #keys
-  keys[n + 1] = RATE_DUE_KEY
-  if acks > 0 then keys[n + 2] = RECOVERED_KEY end
-  local values = read_with_format(keys, name and QUEUE_STRING_AT)
+  keys[n + 1], keys[n + 2] = RATE_DUE_KEY, FORMAT_KEY
+  if acks > 0 then keys[n + 3] = RECOVERED_KEY end
+  local values = redis.call('MGET', unpack(keys))
   if name then ahead, ahead_of = values, name end
-  if acks > 0 then return values[n + 1], values[n + 2] end
+  format_read(values[n + 2])
+  if acks > 0 then return values[n + 1], values[n + 3] end
   return values[n + 1], nil
 end
 

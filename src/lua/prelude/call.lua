@@ -35,18 +35,12 @@ local undecided, values_wanted
 -- see release), by id, or nil: they leave LIMITS_WITH_PARKED_KEY once those jobs are in
 -- a list again (lua/fetch/reply.lua's done).
 local emptied
--- Rate windows' shapes (rate_shapes.lua), or nil: a table made at the
--- first. rate_strings: by string key, its value as an MGET of this call
--- read it (false: absent); windows: by starts key, what this call learnt
--- of the window ({stamps =} a string's, oldest first, that count; {mark =}
--- until when a sorted set's mark says it may hold starts that count).
-local rate_strings, windows
 local function new_call()
   parsed_jobs, carried_limits, carried_arrays, carried_queues, stored_job_limits = {}, {}, {}, {}, {}
   back_off_ends, adaptive_states = {}, {}
   clock, job_rates, rate_rooms, rate_opens, rate_parked_written, rate_released = nil, {}, {}, {}, false, {}
   rate_pruned, rate_due_deferred, released_pending, undecided, values_wanted = nil, false, nil, nil, false
-  emptied, rate_strings, windows = nil, nil, nil
+  emptied = nil
   format_now, format_since = nil, nil
   guard_none()
 end

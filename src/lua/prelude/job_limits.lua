@@ -17,11 +17,9 @@ local function adaptive_range(limit)
 end
 
 -- A rate limit's values as MGET read them from values[at]: its stored
--- value, back-off, rate and count of jobs sent back, kept; and its
--- window's string (rate_shapes.lua), noted.
+-- value, back-off, rate and count of jobs sent back, kept.
 local function keep_rate_values(limit, values, at)
   local id = limit.id
-  note_string(job_stamps_key(id), values[at + 4])
   if job_rates[id] == nil then job_rates[id] = parse_rate(values[at + 2]) or declared_rate(limit.rate) end
   if rate_released[id] == nil then rate_released[id] = values[at + 3] and true or false end
   stored_job_limits[id] = parse_limit(values[at]) or false
@@ -47,12 +45,12 @@ local function read_wanted(limit)
   if #batch == 0 then return end
   local keys = {}
   for i, one in ipairs(batch) do
-    local id, at = one.id, 5 * i - 5
+    local id, at = one.id, 4 * i - 4
     keys[at + 1], keys[at + 2] = job_limit_key(id), job_back_off_key(id)
-    keys[at + 3], keys[at + 4], keys[at + 5] = job_rate_key(id), job_released_key(id), job_stamps_key(id)
+    keys[at + 3], keys[at + 4] = job_rate_key(id), job_released_key(id)
   end
-  local values = read_with_format(keys)
-  for i, one in ipairs(batch) do keep_rate_values(one, values, 5 * i - 4) end
+  local values = redis.call('MGET', unpack(keys))
+  for i, one in ipairs(batch) do keep_rate_values(one, values, 4 * i - 3) end
 end
 
 -- A job limit's value: the one stored for its id (set at run time), else
@@ -68,17 +66,14 @@ local function job_limit(limit)
   if stored == nil then
     -- Its back-off in the same read: a limit checked for room is checked
     -- for a back-off too (see back_off_end); an adaptive limit's state; and
-    -- a rate's stored value, its count of jobs sent back (job_rate,
-    -- book_start) and its window's string (rate_shapes.lua, with the data
-    -- format where the call has not read it), which a limit with a rate
-    -- reads at every start.
+    -- a rate's stored value and its count of jobs sent back (job_rate,
+    -- book_start), which a limit with a rate reads at every start.
     local values
     if limit.ceiling ~= nil then
       values = redis.call('MGET', job_limit_key(id), job_back_off_key(id), job_adaptive_key(id))
       adaptive_states[id] = parse_adaptive(values[3]) or false
     elseif limit.rate ~= nil then
-      values = read_with_format({job_limit_key(id), job_back_off_key(id), job_rate_key(id), job_released_key(id),
-        job_stamps_key(id)}, 5)
+      values = redis.call('MGET', job_limit_key(id), job_back_off_key(id), job_rate_key(id), job_released_key(id))
       if job_rates[id] == nil then job_rates[id] = parse_rate(values[3]) or declared_rate(limit.rate) end
       if rate_released[id] == nil then rate_released[id] = values[4] and true or false end
     else

@@ -57,13 +57,6 @@ local function starts_key(name) return PREFIX .. 'queue:' .. name .. ':starts' e
 local function job_rate_key(id) return PREFIX .. 'limit:' .. id .. ':rate' end
 local function job_starts_key(id) return PREFIX .. 'limit:' .. id .. ':starts' end
 local function job_released_key(id) return PREFIX .. 'limit:' .. id .. ':released' end
--- A window in data format 2 (src/keys.rs's stamps, job_stamps): one string
--- of packed stamps (rate_stamps.lua) beside the sorted set, under a name of
--- its own; stamps_of names it from the sorted set's key (both end so).
-local function stamps_key(name) return PREFIX .. 'queue:' .. name .. ':stamps' end
-local function job_stamps_key(id) return PREFIX .. 'limit:' .. id .. ':stamps' end
-local function stamps_of(starts) return string.sub(starts, 1, -8) .. ':stamps' end
-local function starts_of(stamps) return string.sub(stamps, 1, -8) .. ':starts' end
 local RATE_PARKED_KEY = 'sidekiq:limit_fetch:rate_parked'
 -- Back-offs (src/keys.rs): a job limit's, and its streak; a queue's
 -- classes that declare no limit and back off, and the flag its fetch reads.
@@ -97,11 +90,9 @@ local DISCARDED_KEY = 'sidekiq:limit_fetch:discarded'
 -- limit, pause, rate, whether classes back off in it, an adaptive limit's
 -- range and state, and its fair limit (a fair queue's). A fresh table: the
 -- fetch's first read appends the keys it reads with it (read_ahead). One
--- builder for the nine also keeps them out of the fetch chunk's upvalues,
--- which Lua caps at 60. Ninth, its rate window's string (format 2,
--- rate_shapes.lua): read there, it costs no command of its own.
-local QUEUE_STRING_AT = 9
+-- builder for the eight also keeps them out of the fetch chunk's upvalues,
+-- which Lua caps at 60.
 local function queue_state_keys(name)
   return {limit_key(name), process_limit_key(name), paused_key(name), rate_key(name), class_back_off_key(name),
-    limit_range_key(name), adaptive_key(name), job_limit_key(fair_queue_id(name)), stamps_key(name)}
+    limit_range_key(name), adaptive_key(name), job_limit_key(fair_queue_id(name))}
 end

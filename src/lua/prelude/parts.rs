@@ -10,7 +10,6 @@
     include_str!("format.lua"),
     include_str!("call.lua"),
     include_str!("rates.lua"),
-    include_str!("rate_shapes.lua"),
     include_str!("payloads.lua"),
     include_str!("job_limits.lua"),
     include_str!("adaptive.lua"),

@@ -96,5 +96,6 @@ end
 -- about to be taken whole, opens again: as the oldest start in it leaves,
 -- or a period from now if it holds none.
 local function reopens(starts, rate)
-  return (oldest_start(starts, rate) or now()) + rate[2]
+  local oldest = redis.call('ZRANGE', starts, 0, 0, 'WITHSCORES')[2]
+  return (oldest and tonumber(oldest) or now()) + rate[2]
 end

@@ -1,8 +1,7 @@
--- Rate windows kept as sorted sets (a window of format 1, or of a rate
--- leased: rate_shapes.lua chooses): the room such a window has left now
--- (set_room), a start counted in it (set_record); and the span of a lease
--- of starts (lease_span, lua/lease.lua). Reads and writes the call's rate
--- caches (call.lua).
+-- Rate windows: the room a window has left now (rate_room), a start
+-- counted in it (record_start) and the span of a lease of starts
+-- (lease_span, lua/lease.lua). Reads and writes the call's rate caches
+-- (call.lua).
 --
 -- A window may hold stamps ahead of Redis's clock: a lease's starts are
 -- stamped as of its end (lua/lease.lua). Every count below counts them
@@ -49,7 +48,7 @@ end
 -- `exact`: removes them first, for the room itself (how many parked jobs a
 -- release sends back).
 local PRUNE_EVERY = 128
-local function set_room(starts, rate, exact)
+local function rate_room(starts, rate, exact)
   local room = rate_rooms[starts]
   local pruned = rate_pruned and rate_pruned[starts]
   -- A room cached from a count that removed nothing may be short of it. A
@@ -87,7 +86,7 @@ end
 -- Counts a start now in the window `starts` of `rate`, which expires with
 -- its last start: an idle rate leaves nothing in Redis. `who`: the capsule
 -- (a member is unique per capsule and time).
-local function set_record(starts, rate, who)
+local function record_start(starts, rate, who)
   local t = now()
   -- Lua's own number to text keeps 14 digits; Redis's, for arguments, all.
   redis.call('ZADD', starts, t, who .. ':' .. string.format('%.0f', t))
@@ -98,7 +97,7 @@ local function set_record(starts, rate, who)
     rate_rooms[starts] = room - 1
   else
     -- A pruned window's last room taken: full, and its set holds the
-    -- window alone (set_room reads its opening).
+    -- window alone (rate_room reads its opening).
     rate_rooms[starts] = room == 1 and rate_pruned and rate_pruned[starts] and 0 or nil
   end
 end
