@@ -90,7 +90,7 @@ module IdleCost
   end
 
   def report(redis, app, opts)
-    puts "#{redis.description}; CPU: #{cpu_model}, #{Etc.nprocessors} cores; " \
+    puts "#{redis.description}; CPU: #{LimitFetchTools.cpu_model}, #{Etc.nprocessors} cores; " \
          "windows of #{opts[:seconds]} s after #{opts[:settle]} s settling"
     alone = window(redis, opts[:seconds])
     puts format("no process: %<rate>.3f commands/s, Redis CPU %<cpu>.3f ms/s", rate: alone[:rate], cpu: alone[:cpu_ms])
@@ -111,8 +111,6 @@ module IdleCost
     fleets = opts[:processes].map { [_1, 1] } + opts[:capsules]
     singles + fleets.map { |processes, capsules| Scenario.new(processes, opts[:concurrency], capsules, opts[:queues]) }
   end
-
-  def cpu_model = File.read("/proc/cpuinfo")[/^model name\s*:\s*(.*)$/, 1]
 
   def measure(redis, app, scenario, fetch, opts)
     redis.call("FLUSHALL")

@@ -83,6 +83,10 @@ RSpec.describe LimitFetchBench::Summary do
       expect(row("LimitFetch, no limit @#{rev}")[6..8]).to eq(["104 ×1.04", "50.0 ×1.67", "20000 ×0.60"])
       expect(markdown).to include("every thread's (Ruby's and the Rust core's)", "Redis ceiling = 10⁶ / Redis CPU µs")
     end
+
+    it "names the machine's CPU model beside its CPUs" do
+      expect(markdown).to include("#{Etc.nprocessors} CPUs (#{LimitFetchTools.cpu_model});")
+    end
   end
 
   describe "the keyed section" do

@@ -20,6 +20,10 @@ module LimitFetchTools
 
   def monotonic = Process.clock_gettime(Process::CLOCK_MONOTONIC)
 
+  # The machine's CPU model as the kernel names it ("Intel(R) Xeon(R)
+  # Processor"), for a report's figures; nil where /proc/cpuinfo names none.
+  def cpu_model = File.read("/proc/cpuinfo")[/^model name\s*:\s*(.+)$/, 1]
+
   # Calls the block every `interval` seconds until it returns a truthy value,
   # which it returns; raises Failure with `message` after `timeout` seconds.
   def wait_for(message, timeout:, interval: 0.05)

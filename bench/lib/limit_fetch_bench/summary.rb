@@ -42,6 +42,7 @@ module LimitFetchBench
 
     def meta
       {"date" => Time.now.utc.iso8601, "seconds" => @seconds.round(1), "cpus" => Etc.nprocessors,
+       "cpu_model" => LimitFetchTools.cpu_model,
        "ruby" => RUBY_DESCRIPTION, "sidekiq" => Sidekiq::VERSION, "redis" => @setup["redis"],
        "gem" => Sidekiq::LimitFetch::VERSION, "poll_range" => @runs.filter_map { _1["poll_range"] }.first,
        "options" => @options.to_h.except(:output).transform_keys(&:to_s)}.merge(@setup.slice("proxy", "baseline"))

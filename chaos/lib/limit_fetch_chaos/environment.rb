@@ -8,7 +8,7 @@ module LimitFetchChaos
 
     def read(conn)
       {date: Time.now.utc.strftime("%Y-%m-%d %H:%M UTC"), cpus: Etc.nprocessors,
-       cpu: File.read("/proc/cpuinfo")[/model name\s*:\s*(.+)/, 1], kernel: Etc.uname[:release],
+       cpu: LimitFetchTools.cpu_model, kernel: Etc.uname[:release],
        ruby: RUBY_VERSION, sidekiq: Sidekiq::VERSION, redis: server(conn.call("INFO", "server")),
        commit: IO.popen(%w[git rev-parse --short HEAD], chdir: REPO, err: File::NULL, &:read).strip}
     end
