@@ -12,6 +12,7 @@ use super::conn::Direct;
 use super::poll::wait_for;
 use super::resp::parse_value;
 use crate::runtime::handle;
+use crate::script::loaded_already;
 use crate::{Error, Interrupt, Result};
 
 /// What one read asks the socket for: a fetch's reply fits; a longer one
@@ -142,7 +143,8 @@ impl Flight {
     }
 
     /// The last of the replies once all are in; the first error reply
-    /// before it is returned instead. All are read either way: the
+    /// before it is returned instead, but for a load that found the
+    /// library there ([`loaded_already`]). All are read either way: the
     /// connection is then ready for its next request.
     fn parsed(&mut self) -> Result<Option<Value>> {
         let mut at = 0;
@@ -155,7 +157,7 @@ impl Flight {
             at += len;
             if self.all {
                 all.push(value);
-            } else if !matches!(reply, Some(Value::ServerError(_))) {
+            } else if !matches!(reply, Some(Value::ServerError(_))) && !loaded_already(&value) {
                 reply = Some(value);
             }
         }
