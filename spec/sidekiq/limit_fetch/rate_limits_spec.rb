@@ -4,11 +4,12 @@
 # client, run by embedded Sidekiq instances. The jobs record, from inside,
 # when each started (Recorder.stamp) and how many ran at once. A job's own
 # start follows the fetch that counted it by its thread's wake-up: windows
-# are checked with SLACK of it.
+# are checked with SLACK of it (a CI run under load saw two of a window's
+# starts 30 ms after its first; a rate not held starts a backlog at once).
 RSpec.describe Sidekiq::LimitFetch, "rates" do
   let(:queue) { LimitFetchSpec::KeyedJobs::QUEUE }
 
-  slack = 0.025
+  slack = 0.1
 
   def stamps(label)
     redis.call("LRANGE", LimitFetchSpec::Recorder.starts_key(label), 0, -1).map { Float(_1) }.sort
