@@ -56,10 +56,12 @@ pub(crate) struct Reaper {
 }
 
 /// What a beat's `Reaper::reap_dead` did: the capsules it reaped, and, if
-/// it took the census, the data format in force after it (see format.rs).
+/// it took the census, the data format in force after it (see format.rs)
+/// and, if the census changed it, the format it put in force.
 pub(crate) struct Reaping {
     pub(crate) reaped: Vec<Reaped>,
     pub(crate) census: Option<InForce>,
+    pub(crate) switched: Option<u8>,
 }
 
 impl Reaper {
@@ -140,6 +142,12 @@ impl Reaper {
             }
             None => None,
         };
+        let switched = match (&read, census) {
+            (Some(read), Some(after)) if after.format != read.formats.in_force.format => {
+                Some(after.format)
+            }
+            _ => None,
+        };
         let mut reaped = Vec::new();
         if !dead.is_empty() {
             let busy_lists = busy_lists(conn).await?;
@@ -152,7 +160,11 @@ impl Reaper {
                 }
             }
         }
-        Ok(Reaping { reaped, census })
+        Ok(Reaping {
+            reaped,
+            census,
+            switched,
+        })
     }
 
     /// The census's read: the registered capsules that have no entry in

@@ -53,12 +53,14 @@ impl Fleet {
         fleet
     }
 
-    /// One beat of the first capsule, which takes the census.
-    fn census(&self) {
+    /// One beat of the first capsule, which takes the census: the data
+    /// format it put in force, if it changed it.
+    fn census(&self) -> Option<u8> {
         census_due();
-        self.0[0].beat(&Interrupt::new()).unwrap();
+        let report = self.0[0].beat(&Interrupt::new()).unwrap();
         let taker: Option<String> = redis().get(keys::CENSUS).unwrap();
         assert_eq!(taker.as_deref(), Some(self.0[0].uuid()), "took the census");
+        report.format_switched
     }
 }
 
@@ -144,7 +146,7 @@ fn a_fleet_of_this_version_switches_to_format_2_at_a_census() {
     fleet.0[1].beat(&Interrupt::new()).unwrap();
     assert_eq!(stored(), None, "no census, no format written");
     let before = redis_ms();
-    fleet.census();
+    assert_eq!(fleet.census(), Some(2), "the beat says it switched");
     let after = redis_ms();
     let now = in_force();
     assert_eq!((now.format, now.pinned), (2, false), "{:?}", stored());
@@ -155,7 +157,7 @@ fn a_fleet_of_this_version_switches_to_format_2_at_a_census() {
     );
     // Written only on a change: the next census leaves it as it was.
     std::thread::sleep(Duration::from_millis(5));
-    fleet.census();
+    assert_eq!(fleet.census(), None, "nothing switched");
     assert_eq!(in_force(), now);
 }
 
@@ -164,16 +166,16 @@ fn a_capsule_of_an_older_release_keeps_format_1_and_brings_it_back() {
     let _turn = turn();
     let fleet = Fleet::of(2);
     let old = Other::older_release();
-    fleet.census();
+    assert_eq!(fleet.census(), None, "1 kept: no switch");
     assert_eq!(stored(), None, "format 1 kept, and not written");
     old.stop();
-    fleet.census();
+    assert_eq!(fleet.census(), Some(2));
     assert_eq!(in_force().format, 2);
     let switched = in_force().since_ms;
     // One starts again (a rollback, a frozen one thawed): back to 1.
     let again = Other::older_release();
     std::thread::sleep(Duration::from_millis(5));
-    fleet.census();
+    assert_eq!(fleet.census(), Some(1), "the beat says it switched back");
     let now = in_force();
     assert_eq!((now.format, now.pinned), (1, false));
     assert!(now.since_ms > switched, "since the census that saw it");

@@ -50,6 +50,10 @@ pub struct BeatReport {
     /// Parked jobs sent back to their queues because their limit had room
     /// no release had used (see release.lua).
     pub released: u64,
+    /// The data format this beat's census put in force, if it changed it
+    /// (see src/format.rs): 2 once every live capsule speaks it, 1 when one
+    /// that does not (an older release's, v5's) is live again.
+    pub format_switched: Option<u8>,
 }
 
 impl Capsule {
@@ -101,12 +105,14 @@ impl Capsule {
             let held_off = registered.held_off || !stretch.witness(expiry);
             let healed = inner.reconcile(&mut conn, broken).await?;
             let mut reaped = Vec::new();
+            let mut format_switched = None;
             if !held_off {
                 let reaping = inner
                     .reaper
                     .reap_dead(&mut conn, &inner.uuid, registered.now_ms, inner.period)
                     .await?;
                 reaped = reaping.reaped;
+                format_switched = reaping.switched;
                 if reaping.census.is_some() {
                     let cursor = *inner.strays.lock();
                     let strays = inner
@@ -137,6 +143,7 @@ impl Capsule {
                 finished: healed.finished,
                 held_off,
                 released,
+                format_switched,
             };
             Ok((report, stretch))
         });

@@ -59,6 +59,10 @@ pub fn to_ruby(ruby: &Ruby, report: BeatReport) -> Result<Value, Error> {
             ("finished", jobs_to_ruby(ruby, report.finished)?),
             ("held_off", report.held_off.into_value_with(ruby)),
             ("released", report.released.into_value_with(ruby)),
+            (
+                "format_switched",
+                report.format_switched.into_value_with(ruby),
+            ),
         ],
     )
 }

@@ -8,6 +8,9 @@ module Sidekiq
     class BeatLog
       include Sidekiq::Component
 
+      # Why the census put format 1 back (log_format).
+      SPEAKS_1 = "a capsule that does not speak format 2 is live (an older release, or v5)"
+
       # +options+: the capsule's CapsuleOptions.
       def initialize(capsule, options)
         @config = capsule
@@ -21,6 +24,7 @@ module Sidekiq
                       "had room (raised outside Sidekiq::LimitFetch::JobLimit, or a default raised by a deploy)")
         end
         log_restored(report) if report.restored
+        log_format(report.format_switched) if report.format_switched
         report.reaped.each { |reaped| log_reaped(reaped) }
         log_healed(report)
         log_finished(report)
@@ -28,6 +32,14 @@ module Sidekiq
       end
 
       private
+
+      # The census changed the fleet's data format (DataFormat): logged once,
+      # by the capsule that took it.
+      def log_format(format)
+        why = format == 2 ? "every live capsule speaks it" : SPEAKS_1
+        logger.info("sidekiq-limit_fetch: the fleet's data format is now #{format}: #{why} " \
+                    "(`sidekiq-limits format` shows it)")
+      end
 
       def log_restored(report)
         if report.lost_data

@@ -72,11 +72,13 @@ module Sidekiq
     # missing), jobs it still ran that Redis no longer counted, booked again
     # (+rebooked+: it had been reaped while alive), finished jobs whose
     # acknowledgement Redis had lost, removed (+finished+), whether reaping
-    # was held off after an outage or a freeze (+held_off+), and how many
+    # was held off after an outage or a freeze (+held_off+), how many
     # parked jobs it sent back to their queues because their limit had room
-    # that no finished job had passed on (+released+).
+    # that no finished job had passed on (+released+), and the data format
+    # its census put in force if it changed it (+format_switched+, 1 or 2;
+    # nil: none changed; see DataFormat).
     BeatReport = Data.define(:reaped, :corrected, :orphans, :restored, :lost_data, :rebooked, :finished,
-      :held_off, :released)
+      :held_off, :released, :format_switched)
 
     class BeatReport
       # A dead capsule: busy slots +freed+, in-progress jobs +requeued+ to

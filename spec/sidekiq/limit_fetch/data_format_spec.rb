@@ -68,11 +68,14 @@ RSpec.describe "the data format" do
     expect(read.capsules.to_h { |entry, highest| [entry.uuid, highest] }).to eq(uuid_of(capsule) => 2, old => 1)
     expect(read.to_s).to eq("format 1, decided by the census")
 
+    expect(spec_log.string).not_to include("data format is now")
+
     stop(old)
     before = Time.now
     census(capsule)
     read = Sidekiq::LimitFetch.data_format
     expect([read.format, read.pinned?]).to eq([2, false])
+    expect(spec_log.string.scan("the fleet's data format is now 2: every live capsule speaks it").size).to eq(1)
     expect(read.since).to be_within(5).of(before)
     expect(read.to_h).to include(format: 2, pinned: false)
     expect(read.to_h[:capsules].map { _1.values_at(:uuid, :format) }).to eq([[uuid_of(capsule), 2]])
@@ -87,6 +90,13 @@ RSpec.describe "the data format" do
     expect(Sidekiq::LimitFetch.data_format.pinned?).to be(false)
     census(capsule)
     expect(Sidekiq::LimitFetch.data_format.format).to eq(2)
+    expect(spec_log.string.scan("data format is now 2").size).to eq(2)
+    old = older_release_capsule
+    census(capsule)
+    expect(spec_log.string).to include("the fleet's data format is now 1: a capsule that does not speak format 2 " \
+                                       "is live (an older release, or v5)")
+    stop(old)
+    census(capsule)
 
     expect { Sidekiq::LimitFetch.data_format = 2 }.to raise_error(ArgumentError, /1 \(pins format 1\) or :auto/)
     expect(Sidekiq::LimitFetch.data_format.format).to eq(2)
