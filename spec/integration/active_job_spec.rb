@@ -42,10 +42,11 @@ RSpec.describe "ActiveJob jobs in a Rails app run by sidekiq processes", :e2e do
 
   it "keeps each key's and the class's limit across processes, with keys from the job's own arguments" do
     # 5 may run at once, 4 in a process: the second takes a share however
-    # late its fetchers start (on a loaded machine, 1 s after it registered).
-    tenant_jobs = %w[t1 t2].flat_map { |tenant| Array.new(4) { TenantJob.perform_later(tenant, seconds: 0.3) } }
-    account_jobs = Array.new(4) { AccountJob.perform_later(account: 7, seconds: 0.3) }
-    report_jobs = Array.new(8) { ReportJob.perform_later(0.3) }
+    # late its fetchers start (on a loaded machine, 1 s after it registered,
+    # and more: each key's 4 jobs and the class's 8 at 2 a time take 2.4 s).
+    tenant_jobs = %w[t1 t2].flat_map { |tenant| Array.new(4) { TenantJob.perform_later(tenant, seconds: 0.6) } }
+    account_jobs = Array.new(4) { AccountJob.perform_later(account: 7, seconds: 0.6) }
+    report_jobs = Array.new(8) { ReportJob.perform_later(0.6) }
     job_ids = (tenant_jobs + account_jobs + report_jobs).map(&:job_id)
 
     limits = limits_in_queue
