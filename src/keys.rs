@@ -310,6 +310,11 @@ pub const RATE_DUE: &str = "sidekiq:limit_fetch:rate_due";
 /// next, ring no sleeping fetcher.
 pub const RATE_WAKE: &str = "sidekiq:limit_fetch:rate_wake";
 
+/// The keys that say when the first window opens, in the order they are
+/// read: [`RATE_WAKE`], else [`RATE_DUE`] (lua/fetch/rates.lua's
+/// `wake_at`; the doorbell's re-read, capsule/wake_time.rs).
+pub(crate) const WAKE_TIME: [&str; 2] = [RATE_WAKE, RATE_DUE];
+
 /// How many back-offs each job limit had, by id.
 pub const BACK_OFFS: &str = "sidekiq:limit_fetch:back_offs";
 

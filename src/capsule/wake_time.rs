@@ -44,7 +44,7 @@ impl Inner {
     /// of Redis's clock; `None` where no rate holds jobs parked.
     async fn wake_time(&self) -> Result<Option<(i64, i64)>> {
         let mut conn = self.redis.conn().await?;
-        for key in [keys::RATE_WAKE, keys::RATE_DUE] {
+        for key in keys::WAKE_TIME {
             let mut pipe = redis::pipe();
             pipe.cmd("CLIENT").arg("CACHING").arg("YES").ignore();
             pipe.cmd("GET").arg(key).cmd("TIME");

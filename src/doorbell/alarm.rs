@@ -10,10 +10,6 @@ use redis::{PushInfo, PushKind, Value};
 use super::Doorbell;
 use crate::keys;
 
-/// The keys an armed bell reads to learn when the first window opens
-/// (lua/fetch/rates.lua's `wake_at`: `rate_wake`, else `rate_due`).
-const WAKE_KEYS: [&str; 2] = [keys::RATE_WAKE, keys::RATE_DUE];
-
 /// Timed rings this close together ring once, at the earliest: the looks
 /// that set them saw the same window from different moments.
 const ALARM_SLACK: Duration = Duration::from_millis(5);
@@ -27,7 +23,7 @@ const NUDGES: usize = 9;
 
 impl Doorbell {
     /// Whether `push` invalidates only the keys that say when the first
-    /// window opens ([`WAKE_KEYS`]), heard while the bell is armed: that
+    /// window opens ([`keys::WAKE_TIME`]), heard while the bell is armed: that
     /// moves a timed ring, and changes nothing a look would find now. A
     /// ring would wake a fetcher to look and to arm the bell again, two
     /// scripts, which every last parked job's going cost (it deletes
@@ -41,7 +37,7 @@ impl Doorbell {
         let Some(Value::Array(invalidated)) = push.data.first() else {
             return None;
         };
-        let wake_key = |key: &Value| matches!(key, Value::BulkString(key) if WAKE_KEYS.iter().any(|k| k.as_bytes() == key.as_slice()));
+        let wake_key = |key: &Value| matches!(key, Value::BulkString(key) if keys::WAKE_TIME.iter().any(|k| k.as_bytes() == key.as_slice()));
         if push.kind != PushKind::Invalidate
             || invalidated.is_empty()
             || !invalidated.iter().all(wake_key)
